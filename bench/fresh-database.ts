@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { connect } from '../src/db/connect';
+import { startEmbedded } from '../src/db/embedded';
+import { migrate } from '../src/db/migrate';
+import { silentLogger } from '../src/log';
+
+export type BenchDatabases = {
+  // The service's database, migrated.
+  url: string;
+  // An empty database for the raw graphile-worker baselines, so that their jobs and the service's
+  // worker never see each other's queue.
+  baselineUrl: string;
+  drop: () => Promise<void>;
+};
+
+const withName = (url: string, name: string) => {
+  const next = new URL(url);
+  next.pathname = `/${name}`;
+  return next.toString();
+};
+
+// Two new databases on the PostgreSQL in DATABASE_URL, or on an embedded server in a temporary
+// folder when it is unset; dropped (or the folder removed) afterwards.
+export async function freshDatabases(): Promise<BenchDatabases> {
+  let server = process.env.DATABASE_URL;
+  let stopEmbedded = async () => {};
+  if (!server) {
+    const dir = mkdtempSync(join(tmpdir(), 'ams-bench-'));
+    const port = 55000 + Math.floor(Math.random() * 5000);
+    const embedded = await startEmbedded(dir, port, silentLogger);
+    server = embedded.url;
+    stopEmbedded = async () => {
+      await embedded.stop();
+      rmSync(dir, { recursive: true, force: true });
+    };
+  }
+  const name = `ams_bench_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(withName(server, 'postgres'), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.unsafe(`create database ${name}_baseline`);
+  const url = withName(server, name);
+  const sql = connect(url, 1);
+  await migrate(sql, url);
+  await sql.end();
+  return {
+    url,
+    baselineUrl: withName(server, `${name}_baseline`),
+    drop: async () => {
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.unsafe(`drop database if exists ${name}_baseline with (force)`);
+      await admin.end();
+      await stopEmbedded();
+    },
+  };
+}

@@ -1,0 +1,353 @@
+// The load side of the benchmark, in its own process: it drives the service over HTTP on 127.0.0.1
+// with keep-alive connections, receives doorbells on its own local server, runs the raw
+// graphile-worker baselines, and prints every run's figures as one JSON line on stdout.
+// Seeding (agents, threads, backlogs) goes straight to the database through the domain code.
+import { readFileSync } from 'node:fs';
+import { EventEmitter } from 'node:events';
+import { run, type Runner, type WorkerEvents } from 'graphile-worker';
+import pg from 'pg';
+import { connect, type Sql } from '../src/db/connect';
+import { quietWorkerLogger } from '../src/db/migrate';
+import { asActor, createAgent } from '../src/domain/agents';
+import { postMessage } from '../src/domain/messages';
+import { openThread } from '../src/domain/threads';
+import { latencySummary, round } from './stats';
+
+export type LoadSetup = {
+  base: string;
+  databaseUrl: string;
+  baselineUrl: string;
+  serverPid: number;
+  runs: number;
+  concurrency: number;
+  workerConcurrency: number;
+};
+
+const setup = JSON.parse(process.env.BENCH_SETUP!) as LoadSetup;
+const { base, runs } = setup;
+const progress = (line: string) => process.stderr.write(`  ${line}\n`);
+const sql = connect(setup.databaseUrl, 2);
+
+// ---- server memory: sampled all along, peak kept per scenario ----
+let scenario = 'idle';
+const rssPeakMb: Record<string, number> = {};
+const readRssMb = () => {
+  const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${setup.serverPid}/status`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+};
+const rssSampler = setInterval(() => {
+  rssPeakMb[scenario] = Math.max(rssPeakMb[scenario] ?? 0, round(readRssMb(), 1));
+}, 50);
+
+// ---- HTTP client ----
+async function call(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+async function expect(status: number, pending: Promise<{ status: number; json: any }>) {
+  const res = await pending;
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${JSON.stringify(res.json)}`);
+  return res.json;
+}
+
+// `connections` requests in flight at every moment for `ms`; throughput counts completed requests.
+async function closedLoop(connections: number, ms: number, request: () => Promise<unknown>) {
+  const latencies: number[] = [];
+  const started = performance.now();
+  const deadline = started + ms;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (performance.now() < deadline) {
+        const t = performance.now();
+        await request();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsed = performance.now() - started;
+  return { perSecond: round((latencies.length / elapsed) * 1000, 0), ...latencySummary(latencies) };
+}
+
+// ---- the local receiver for doorbells ----
+type Doorbell = { deliveryId: string; messageId: string };
+let onDoorbell: (d: Doorbell, at: number) => void = () => {};
+const receiver = Bun.serve({
+  hostname: '127.0.0.1',
+  port: 0,
+  async fetch(req) {
+    const at = performance.now();
+    const { data } = (await req.json()) as { data: Doorbell };
+    onDoorbell(data, at);
+    return new Response(null, { status: 204 });
+  },
+});
+const hookUrl = `http://127.0.0.1:${receiver.port}/hook`;
+
+// ---- the raw graphile-worker baseline: a no-op task in its own database ----
+// Same concurrency as the service's worker; the pool is graphile-worker's own default size (10),
+// which a task that never touches the database does not outgrow.
+let onNoop: (i: number, at: number) => void = () => {};
+const baselinePool = new pg.Pool({ connectionString: setup.baselineUrl, max: 10 });
+baselinePool.on('error', () => {});
+const baselineEvents: WorkerEvents = new EventEmitter();
+const baselineRunner: Runner = await run({
+  pgPool: baselinePool,
+  concurrency: setup.workerConcurrency,
+  noHandleSignals: true,
+  logger: quietWorkerLogger,
+  events: baselineEvents,
+  taskList: {
+    noop: async (payload) => onNoop((payload as { i: number }).i, performance.now()),
+  },
+});
+const baselineSql = connect(setup.baselineUrl, 2);
+
+// ---- seed ----
+const keys: Record<string, string> = {};
+const agent = async (username: string, webhook = false) => {
+  const created = await createAgent(sql, { username, webhookUrl: webhook ? hookUrl : undefined }, { allowLocal: true });
+  const [row] = await sql<{ id: string }[]>`select id from agents where username = ${username}`;
+  keys[username] = created.apiKey;
+  return { key: created.apiKey, actor: asActor({ id: row!.id, username }) };
+};
+const sender = await agent('sender');
+const thread = async (title: string, usernames: string[]) =>
+  (await openThread(sql, sender.actor, { title, participantUsernames: usernames })).id;
+const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+
+for (const name of [...names('poll', 10), 'waiter', 'small', 'big']) await agent(name);
+for (const name of names('hook', 10)) await agent(name, true);
+const threads = {
+  fanOut1: await thread('fan-out 1', ['poll1']),
+  fanOut10: await thread('fan-out 10', names('poll', 10)),
+  doorbell: await thread('doorbell latency', ['hook1']),
+  throughput: await thread('doorbell throughput', names('hook', 10)),
+  wake: await thread('bounded wait', ['waiter', 'hook1']),
+};
+
+// ---- scenarios ----
+const results: Record<string, unknown> = {};
+const post = (threadId: string, content: string) =>
+  expect(201, call(sender.key, 'POST', `/api/threads/${threadId}/messages`, { content }));
+let n = 0;
+
+async function postThroughput() {
+  const connections = setup.concurrency;
+  const bare = () => expect(201, call(sender.key, 'POST', '/bench/insert', { content: `bare ${n++}` }));
+  const ms = 3000;
+  // Warm-up: prepared statements, JIT, connections.
+  await closedLoop(connections, 1000, bare);
+  await closedLoop(connections, 1000, () => post(threads.fanOut10, `warm ${n++}`));
+  const out = { bareInsert: [] as unknown[], fanOut1: [] as unknown[], fanOut10: [] as unknown[] };
+  for (let run = 0; run < runs; run++) {
+    scenario = 'post';
+    out.bareInsert.push(await closedLoop(connections, ms, bare));
+    out.fanOut1.push(await closedLoop(connections, ms, () => post(threads.fanOut1, `message ${n++}`)));
+    out.fanOut10.push(await closedLoop(connections, ms, () => post(threads.fanOut10, `message ${n++}`)));
+    scenario = 'idle';
+    progress(`post run ${run + 1}: ${JSON.stringify(out.fanOut1.at(-1))} bare ${JSON.stringify(out.bareInsert.at(-1))}`);
+  }
+  results.post = { connections, durationMs: ms, ...out };
+}
+
+// Fires `fire(i)` at a steady `rate` per second for `ms`, without waiting for answers.
+async function steady(rate: number, ms: number, fire: (i: number) => Promise<void>) {
+  const count = Math.round((rate * ms) / 1000);
+  const start = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < count; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await Bun.sleep(wait);
+    pending.push(fire(i));
+  }
+  await Promise.all(pending);
+}
+
+async function untilAll<T>(map: Map<T, number>, size: number, what: string) {
+  const deadline = performance.now() + 30_000;
+  while (map.size < size) {
+    if (performance.now() > deadline) throw new Error(`${what}: only ${map.size} of ${size} arrived`);
+    await Bun.sleep(5);
+  }
+}
+
+async function doorbellLatency() {
+  const rate = 200;
+  const ms = 4000;
+  const one = async () => {
+    const answered = new Map<string, number>();
+    const arrived = new Map<string, number>();
+    onDoorbell = (d, at) => arrived.set(d.messageId, at);
+    await steady(rate, ms, async (i) => {
+      const { data } = await post(threads.doorbell, `doorbell ${i}`);
+      answered.set(data.id, performance.now());
+    });
+    await untilAll(arrived, answered.size, 'doorbells');
+    return latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at));
+  };
+  const baseline = async () => {
+    const added = new Map<number, number>();
+    const ran = new Map<number, number>();
+    onNoop = (i, at) => ran.set(i, at);
+    await steady(rate, ms, async (i) => {
+      await baselineSql`select graphile_worker.add_job('noop', json_build_object('i', ${i}::int))`;
+      added.set(i, performance.now());
+    });
+    await untilAll(ran, added.size, 'no-op jobs');
+    return latencySummary([...added].map(([i, at]) => ran.get(i)! - at));
+  };
+  // Warm-up at a quarter of the rate: connections of both pools opened, code paths compiled.
+  await steady(rate / 4, 1000, async (i) => void (await post(threads.doorbell, `warm ${i}`)));
+  await baseline();
+  const out = { rate, durationMs: ms, doorbell: [] as unknown[], rawJob: [] as unknown[] };
+  for (let run = 0; run < runs; run++) {
+    scenario = 'doorbell';
+    out.rawJob.push(await baseline());
+    out.doorbell.push(await one());
+    scenario = 'idle';
+    progress(`doorbell latency run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} raw ${JSON.stringify(out.rawJob.at(-1))}`);
+  }
+  results.doorbellLatency = out;
+}
+
+// A backlog committed at once, then drained: count / (commit → last arrival).
+async function doorbellThroughput() {
+  const total = 4000;
+  const one = async () => {
+    const arrived = new Map<string, number>();
+    onDoorbell = (d, at) => arrived.set(d.deliveryId, at);
+    await sql.begin(async (tx) => {
+      for (let i = 0; i < total / 10; i++) await postMessage(tx as unknown as Sql, sender.actor, threads.throughput, { content: `burst ${i}` });
+    });
+    const committed = performance.now();
+    await untilAll(arrived, total, 'doorbells');
+    return { count: total, perSecond: round((total / (Math.max(...arrived.values()) - committed)) * 1000, 0) };
+  };
+  const baseline = async () => {
+    const ran = new Map<number, number>();
+    onNoop = (i, at) => ran.set(i, at);
+    await baselineSql`
+      select graphile_worker.add_jobs(array(
+        select row('noop', json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
+        from generate_series(1, ${total}::int) g))`;
+    const committed = performance.now();
+    await untilAll(ran, total, 'no-op jobs');
+    return { count: total, perSecond: round((total / (Math.max(...ran.values()) - committed)) * 1000, 0) };
+  };
+  const out = { doorbell: [] as unknown[], rawJob: [] as unknown[] };
+  for (let run = 0; run < runs; run++) {
+    scenario = 'throughput';
+    out.rawJob.push(await baseline());
+    out.doorbell.push(await one());
+    scenario = 'idle';
+    progress(`doorbell throughput run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} raw ${JSON.stringify(out.rawJob.at(-1))}`);
+  }
+  results.doorbellThroughput = out;
+}
+
+// One waiting inbox request and one webhook recipient per post: the wake-up and the doorbell of
+// the same message, side by side.
+async function boundedWait() {
+  const rounds = 200;
+  const one = async () => {
+    const wake: number[] = [];
+    const wakeAfterAnswer: number[] = [];
+    const doorbell: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const rang = Promise.withResolvers<number>();
+      onDoorbell = (_d, at) => rang.resolve(at);
+      const held = call(keys.waiter!, 'GET', '/api/deliveries?wait=10').then((r) => ({ r, at: performance.now() }));
+      // Time for the request to be authenticated and registered as a waiter; a post that comes
+      // sooner is found by the request's own first read and answered just as quickly.
+      await Bun.sleep(10);
+      const sent = performance.now();
+      await post(threads.wake, `wake ${i}`);
+      const answered = performance.now();
+      const { r, at } = await held;
+      if (r.json.data.length !== 1) throw new Error(`wake round ${i}: expected one entry, got ${JSON.stringify(r.json)}`);
+      wake.push(at - sent);
+      wakeAfterAnswer.push(at - answered);
+      doorbell.push((await rang.promise) - sent);
+      await expect(200, call(keys.waiter!, 'POST', `/api/deliveries/${r.json.data[0].deliveryId}/acknowledge`));
+    }
+    return { wake: latencySummary(wake), wakeAfterPostAnswered: latencySummary(wakeAfterAnswer), doorbell: latencySummary(doorbell) };
+  };
+  const out: unknown[] = [];
+  for (let run = 0; run < runs; run++) {
+    scenario = 'wait';
+    out.push(await one());
+    scenario = 'idle';
+    progress(`bounded wait run ${run + 1}: ${JSON.stringify(out.at(-1))}`);
+  }
+  results.boundedWait = { rounds, runs: out };
+}
+
+// A backlog in one set-based statement: messages and their deliveries together. Ids are built
+// inline in UUIDv7 layout (time-ordered, as uuid_v7() makes them), several times faster than a
+// function call per row; as superuser the foreign-key triggers are skipped, the rows being
+// consistent by construction. A delivery's id is its message's with another variant digit.
+async function loadBacklog(username: string, count: number) {
+  const [recipient] = await sql<{ id: string }[]>`select id from agents where username = ${username}`;
+  const threadId = await thread(`backlog of ${username}`, [username]);
+  await sql.begin(async (tx) => {
+    const [role] = await tx<{ superuser: boolean }[]>`select rolsuper as superuser from pg_roles where rolname = current_user`;
+    if (role!.superuser) await tx`set local session_replication_role = replica`;
+    await tx`
+      with base as (select (extract(epoch from clock_timestamp()) * 1000)::bigint as ms),
+      m as (
+        insert into messages (id, thread_id, sender_agent_id, sender, content)
+        select (lpad(to_hex(base.ms + (g >> 12)), 12, '0') || '7' || lpad(to_hex(g & 4095), 3, '0') || '8' || lpad(to_hex(g), 15, '0'))::uuid,
+               ${threadId}, ${sender.actor.id}, 'sender', 'backlog message ' || g
+        from base, generate_series(1, ${count}::int) g
+        returning id, thread_id
+      )
+      insert into deliveries (id, message_id, thread_id, recipient_id, webhook)
+      select overlay(m.id::text placing '9' from 20 for 1)::uuid, m.id, m.thread_id, ${recipient!.id}, false from m`;
+  });
+}
+
+async function inboxRead() {
+  const started = performance.now();
+  await loadBacklog('small', 1_000);
+  await loadBacklog('big', 1_000_000);
+  await sql`vacuum analyze messages`;
+  await sql`vacuum analyze deliveries`;
+  const loadSeconds = round((performance.now() - started) / 1000, 1);
+  progress(`inbox backlogs loaded in ${loadSeconds} s`);
+  const connections = 8;
+  const ms = 2000;
+  const read = (key: string) => () => expect(200, call(key, 'GET', '/api/deliveries'));
+  await closedLoop(connections, 500, read(keys.small!));
+  await closedLoop(connections, 500, read(keys.big!));
+  const out = { connections, durationMs: ms, loadSeconds, backlog1k: [] as unknown[], backlog1M: [] as unknown[] };
+  for (let run = 0; run < runs; run++) {
+    scenario = 'inbox';
+    out.backlog1k.push(await closedLoop(connections, ms, read(keys.small!)));
+    out.backlog1M.push(await closedLoop(connections, ms, read(keys.big!)));
+    scenario = 'idle';
+    progress(`inbox run ${run + 1}: 1k ${JSON.stringify(out.backlog1k.at(-1))} 1M ${JSON.stringify(out.backlog1M.at(-1))}`);
+  }
+  results.inbox = out;
+}
+
+const only = process.env.BENCH_ONLY?.split(',');
+const scenarios = { post: postThroughput, doorbell: doorbellLatency, throughput: doorbellThroughput, wait: boundedWait, inbox: inboxRead };
+for (const [name, fn] of Object.entries(scenarios)) {
+  if (only && !only.includes(name)) continue;
+  progress(`${name}…`);
+  await fn();
+}
+clearInterval(rssSampler);
+results.serverRssPeakMb = rssPeakMb;
+await baselineRunner.stop();
+await baselinePool.end();
+await baselineSql.end();
+await sql.end();
+receiver.stop(true);
+console.log(JSON.stringify(results));

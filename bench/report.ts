@@ -1,0 +1,124 @@
+import { median, round } from './stats';
+
+type Latency = { p50: number; p99: number; perSecond?: number };
+
+// Every figure is the median over the runs of that figure.
+const med = (runs: Latency[] | undefined, key: keyof Latency) => (runs ? round(median(runs.map((r) => r[key]!)), key === 'perSecond' ? 0 : 2) : NaN);
+const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
+const latency = (runs: Latency[] | undefined) => `p50 ${ms(med(runs, 'p50'))} · p99 ${ms(med(runs, 'p99'))}`;
+const ratio = (a: number, b: number) => `${(a / b).toFixed(2)} ×`;
+const met = (ok: boolean) => (ok ? 'met' : '**missed**');
+
+export type Row = { scenario: string; figure: string; measured: string; baseline: string; ratio: string; target: string; met: string };
+
+export function rows(r: any): Row[] {
+  const out: Row[] = [];
+  if (r.post) {
+    const bare = med(r.post.bareInsert, 'perSecond');
+    for (const [key, label] of [['fanOut1', 'fan-out 1'], ['fanOut10', 'fan-out 10']] as const) {
+      const rate = med(r.post[key], 'perSecond');
+      out.push({
+        scenario: `Post message, ${label}, ${r.post.connections} connections`,
+        figure: 'messages/s; latency',
+        measured: `${rate}/s; ${latency(r.post[key])}`,
+        baseline: `bare INSERT route ${bare}/s; ${latency(r.post.bareInsert)}`,
+        ratio: ratio(rate, bare),
+        target: key === 'fanOut1' ? '≥ 0.6 ×' : '—',
+        met: key === 'fanOut1' ? met(rate / bare >= 0.6) : '—',
+      });
+    }
+  }
+  if (r.doorbellLatency) {
+    const d = r.doorbellLatency;
+    const p50 = med(d.doorbell, 'p50');
+    const p99 = med(d.doorbell, 'p99');
+    out.push({
+      scenario: `Doorbell latency at a steady ${d.rate} msg/s`,
+      figure: 'commit → local receiver',
+      measured: latency(d.doorbell),
+      baseline: `graphile-worker add_job → no-op task ${latency(d.rawJob)}`,
+      ratio: `p50 ${ratio(p50, med(d.rawJob, 'p50'))}`,
+      target: 'p50 ≤ 2 ×, p99 ≤ 50 ms',
+      met: met(p50 <= 2 * med(d.rawJob, 'p50') && p99 <= 50),
+    });
+  }
+  if (r.doorbellThroughput) {
+    const d = r.doorbellThroughput;
+    const rate = med(d.doorbell, 'perSecond');
+    const raw = med(d.rawJob, 'perSecond');
+    out.push({
+      scenario: `Doorbell throughput, backlog of ${d.doorbell[0].count} drained`,
+      figure: 'notifications/s to a local receiver',
+      measured: `${rate}/s`,
+      baseline: `graphile-worker no-op jobs ${raw}/s`,
+      ratio: ratio(rate, raw),
+      target: '≥ 0.5 ×',
+      met: met(rate / raw >= 0.5),
+    });
+  }
+  if (r.inbox) {
+    const big = med(r.inbox.backlog1M, 'p99');
+    const small = med(r.inbox.backlog1k, 'p99');
+    out.push({
+      scenario: `Inbox read, backlog 1 M vs 1 k, ${r.inbox.connections} connections`,
+      figure: 'latency (50 entries)',
+      measured: `1 M: ${latency(r.inbox.backlog1M)}`,
+      baseline: `1 k: ${latency(r.inbox.backlog1k)}`,
+      ratio: `p99 ${ratio(big, small)}`,
+      target: 'p99 ≤ 1.5 ×',
+      met: met(big <= 1.5 * small),
+    });
+  }
+  if (r.boundedWait) {
+    const runs = r.boundedWait.runs;
+    const wake = runs.map((x: any) => x.wake);
+    const bell = runs.map((x: any) => x.doorbell);
+    out.push({
+      scenario: 'Bounded-wait wake-up',
+      figure: 'post sent → waiting request answered',
+      measured: latency(wake),
+      baseline: `doorbell of the same posts ${latency(bell)}`,
+      ratio: `p50 ${ratio(med(wake, 'p50'), med(bell, 'p50'))}`,
+      target: 'p50 ≤ 10 ms',
+      met: met(med(wake, 'p50') <= 10),
+    });
+  }
+  if (r.serverRssPeakMb) {
+    const peaks = r.serverRssPeakMb as Record<string, number>;
+    const loaded = Object.entries(peaks).filter(([k]) => k !== 'idle');
+    const peak = Math.max(...loaded.map(([, v]) => v));
+    out.push({
+      scenario: 'Memory',
+      figure: 'server RSS, peak under load',
+      measured: `${peak} MB`,
+      baseline: loaded.map(([k, v]) => `${k} ${v}`).join(', '),
+      ratio: '—',
+      target: '≤ 200 MB',
+      met: met(peak <= 200),
+    });
+  }
+  if (r.start) {
+    out.push({
+      scenario: 'Start',
+      figure: 'compiled binary: spawn → /health 200',
+      measured: ms(r.start.medianReadyMs),
+      baseline: `idle RSS ${r.start.idleRssMb} MB`,
+      ratio: '—',
+      target: '—',
+      met: '—',
+    });
+  }
+  return out;
+}
+
+export function report(r: any): string {
+  const m = r.machine;
+  const head = `${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, PostgreSQL ${m.postgres} (${m.postgresWhere}), Bun ${m.bun}; median of ${r.runs} runs per figure`;
+  const cols: (keyof Row)[] = ['scenario', 'figure', 'measured', 'baseline', 'ratio', 'target', 'met'];
+  const lines = [
+    `| Scenario | Figure | Measured | Baseline (same run) | Ratio | Target | |`,
+    `|---|---|---|---|---|---|---|`,
+    ...rows(r).map((row) => `| ${cols.map((c) => row[c]).join(' | ')} |`),
+  ];
+  return `${head}\n\n${lines.join('\n')}\n`;
+}

@@ -1,0 +1,126 @@
+// `bun run bench`: the service on a fresh database, every scenario driven from a separate load
+// process, each figure beside a baseline measured in the same run; one table on stdout and every
+// run's numbers in bench/results.json. BENCH_RUNS sets the runs per scenario (default 3).
+import { cpus, totalmem } from 'node:os';
+import { openSync } from 'node:fs';
+import postgres from 'postgres';
+import { freshDatabases } from './fresh-database';
+import type { LoadSetup } from './load';
+import { report } from './report';
+import { median, round } from './stats';
+
+const runs = Number(process.env.BENCH_RUNS ?? 3);
+const root = new URL('..', import.meta.url).pathname;
+const started = performance.now();
+const step = (line: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
+
+step('fresh database');
+const db = await freshDatabases();
+const serviceEnv = {
+  ...process.env,
+  DATABASE_URL: db.url,
+  HOST: '127.0.0.1',
+  WEBHOOK_ALLOW_LOCAL: 'true',
+  LOG_LEVEL: 'info',
+};
+const workerConcurrency = 32;
+
+try {
+  const machine = await describeMachine(db.url);
+  step('service');
+  const server = Bun.spawn(['bun', 'bench/server.ts'], {
+    cwd: root,
+    env: { ...serviceEnv, PORT: '0' },
+    stdout: 'pipe',
+    // The service logs a line per doorbell, as in production; kept in a file nobody reads.
+    stderr: openSync(`${root}bench/server.log`, 'w'),
+  });
+  const { port } = await firstLine(server.stdout);
+  step(`load (${runs} runs per scenario)`);
+  const setup: LoadSetup = {
+    base: `http://127.0.0.1:${port}`,
+    databaseUrl: db.url,
+    baselineUrl: db.baselineUrl,
+    serverPid: server.pid,
+    runs,
+    concurrency: 64,
+    workerConcurrency,
+  };
+  const load = Bun.spawn(['bun', 'bench/load.ts'], {
+    cwd: root,
+    env: { ...process.env, BENCH_SETUP: JSON.stringify(setup) },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
+  const loadOutput = await new Response(load.stdout).text();
+  if ((await load.exited) !== 0) throw new Error('the load process failed');
+  const measured = JSON.parse(loadOutput.trim().split('\n').at(-1)!);
+  server.kill('SIGTERM');
+  await server.exited;
+
+  const start = process.env.BENCH_ONLY && !process.env.BENCH_ONLY.includes('start') ? null : await startTimes();
+  const results = { machine, runs, ...measured, start, totalSeconds: round((performance.now() - started) / 1000, 0) };
+  await Bun.write(`${root}bench/results.json`, JSON.stringify(results, null, 2) + '\n');
+  console.log(report(results));
+  step('done; every run is in bench/results.json');
+} finally {
+  await db.drop();
+}
+
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<{ port: number }> {
+  const reader = stream.getReader();
+  let text = '';
+  while (!text.includes('\n')) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error('the service exited before it was ready; see bench/server.log');
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return JSON.parse(text.split('\n')[0]!);
+}
+
+// The compiled executable, from spawn to the first 200 from /health, against the migrated database.
+async function startTimes() {
+  step('compiled binary: bun run build');
+  const build = Bun.spawnSync(['bun', 'run', 'build'], { cwd: root, stdout: 'ignore', stderr: 'inherit' });
+  if (build.exitCode !== 0) throw new Error('bun run build failed');
+  const readyMs: number[] = [];
+  const idleRssMb: number[] = [];
+  for (let i = 0; i < Math.max(3, runs); i++) {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const t = performance.now();
+    const child = Bun.spawn([`${root}dist/ams`], {
+      env: { ...serviceEnv, PORT: String(port), LOG_LEVEL: 'warn' },
+      stdout: 'ignore',
+      stderr: 'ignore',
+    });
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.status === 200, () => false);
+      if (ok) break;
+      if (performance.now() - t > 30_000) throw new Error('dist/ams did not answer /health within 30 s');
+      await Bun.sleep(2);
+    }
+    readyMs.push(performance.now() - t);
+    await Bun.sleep(500);
+    idleRssMb.push(Number(/VmRSS:\s+(\d+)/.exec(await Bun.file(`/proc/${child.pid}/status`).text())![1]) / 1024);
+    child.kill('SIGTERM');
+    await child.exited;
+  }
+  step(`ready in ${readyMs.map((m) => m.toFixed(0)).join(', ')} ms`);
+  return { readyMs: readyMs.map((m) => round(m, 0)), medianReadyMs: round(median(readyMs), 0), idleRssMb: round(median(idleRssMb), 1) };
+}
+
+async function describeMachine(url: string) {
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  const [row] = await admin<{ version: string }[]>`select current_setting('server_version') as version`;
+  const version = row!.version;
+  await admin.end();
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryGb: round(totalmem() / 1024 ** 3, 1),
+    postgres: version as string,
+    postgresWhere: process.env.DATABASE_URL ? 'DATABASE_URL (same machine)' : 'embedded',
+    bun: Bun.version,
+  };
+}

@@ -1,0 +1,58 @@
+import { Type as T, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+// The one place that reads the environment. Defaults are the contract's values; tests and
+// deployments override them through the same variables.
+const Int = (defaultValue: number, minimum = 0) => T.Integer({ default: defaultValue, minimum });
+
+export const ConfigSchema = T.Object({
+  PORT: Int(3000, 0),
+  HOST: T.String({ default: '0.0.0.0' }),
+  DATABASE_URL: T.Optional(T.String({ minLength: 1 })),
+  DATA_DIR: T.String({ default: './data' }),
+  EMBEDDED_PG_PORT: Int(54329, 1),
+  DB_POOL_SIZE: Int(20, 1),
+  PUBLIC_URL: T.Optional(T.String()),
+  BODY_LIMIT_BYTES: Int(1_048_576, 1024),
+  WEBHOOK_TIMEOUT_MS: Int(120_000, 1),
+  WEBHOOK_RETRY_DELAYS_MS: T.String({ default: '1000,12000,148000', pattern: '^\\d+(,\\d+)*$' }),
+  WEBHOOK_ALLOW_LOCAL: T.Boolean({ default: false }),
+  WEBHOOK_CONCURRENCY: Int(32, 1),
+  REPUBLISH_CRON: T.String({ default: '*/15 * * * *' }),
+  PUBLISH_ATTEMPTS: Int(3, 1),
+  STALLED_AFTER_MS: Int(300_000, 1),
+  // Sign-in codes go out over SMTP (nodemailer URL, e.g. smtps://user:pass@mail.example.com);
+  // unset, they are written to the server log instead, for local development.
+  SMTP_URL: T.Optional(T.String({ minLength: 1 })),
+  SMTP_FROM: T.String({ default: 'Agent Messaging Service <no-reply@localhost>' }),
+  SESSION_TTL_MS: Int(604_800_000, 60_000),
+  // Behind a reverse proxy, the client address for sign-in rate limits comes from X-Forwarded-For.
+  TRUST_PROXY: T.Boolean({ default: false }),
+  WORKER: T.Union([T.Literal('inline'), T.Literal('off')], { default: 'inline' }),
+  WORKER_HEARTBEAT_MS: Int(3_000, 10),
+  WORKER_STALE_MS: Int(15_000, 50),
+  LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')], {
+    default: 'info',
+  }),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(ConfigSchema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const converted = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
+  const errors = [...Value.Errors(ConfigSchema, converted)];
+  if (errors.length > 0) {
+    const lines = errors.map((e) => `${e.path.slice(1)}: ${e.message}`);
+    throw new Error(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return converted as Config;
+}
+
+export function retryDelays(config: Config): number[] {
+  return config.WEBHOOK_RETRY_DELAYS_MS.split(',').map(Number);
+}

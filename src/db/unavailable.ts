@@ -1,0 +1,30 @@
+// True when an error means the database cannot be reached right now (refused, dropped, shutting
+// down, starting up, out of connections) rather than that something is wrong with the request or
+// the code: such a request deserves 503, "try again shortly", not 500.
+const CONNECTION_CODES = new Set([
+  // Sockets, as Bun and Node name them.
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  // postgres.js
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  // PostgreSQL: admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  // Class 08 is PostgreSQL's "connection exception".
+  return typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'));
+}
+
+export const DATABASE_UNAVAILABLE = 'The database is unavailable right now; try again in a moment.';

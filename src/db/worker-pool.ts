@@ -1,0 +1,12 @@
+import pg from 'pg';
+
+// A node-postgres pool for graphile-worker (which speaks `pg`, not postgres.js). We make it rather
+// than let graphile-worker do so, because it ends a pool of its own making without waiting: the
+// caller here ends this one and awaits it, so no connection outlives its user to fail later.
+// Errors of idle connections (a restart, a dropped database) go to `onError` instead of crashing.
+export function workerPool(connectionString: string, max: number, onError: (error: Error) => void): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max });
+  pool.on('error', onError);
+  pool.on('connect', (client) => client.on('error', onError));
+  return pool;
+}

@@ -1,0 +1,148 @@
+import type { Sql } from '../db/connect';
+import type { Agent } from './agents';
+import { invalid, notFound } from './errors';
+import { isId } from './ids';
+import { addNotifyJobs } from './notify-jobs';
+import { LIMITS, type InboxEntry } from './schemas';
+import { agentSeesThread } from './visibility';
+
+const deliveryNotFound = () => notFound('No such delivery, or it is not addressed to you.');
+
+// The line shown for a message where no body may go: the sender's summary, else the body's
+// first line, cut to `max` characters.
+export function oneLine(summary: string | null, content: string, max: number): string {
+  const text = (summary ?? content).split(/\r?\n/).find((l) => l.trim() !== '') ?? '';
+  const line = text.trim().replace(/\s+/g, ' ');
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+}
+
+// Everything accepted for the agent and not acknowledged, oldest first, leaving out closed
+// threads and threads the agent has been removed from. Exactly `limit` rows means there may be more.
+//
+// The page is read off the partial inbox index (recipient_id, id) whatever the backlog. Written
+// as `recipient_id = …` and `order by id`, the planner may walk deliveries_pkey instead and
+// filter, which for an agent owning most rows looks as cheap but reads past every older delivery
+// of every other agent first (a million-row backlog paid ~10 x a thousand-row one). A range on
+// recipient_id is not folded into a constant, so `order by recipient_id, id` stays an ordering
+// only the inbox index provides; the page is cut before the joins, which then run 50 times.
+export async function inbox(sql: Sql, agent: Agent, limit: number): Promise<InboxEntry[]> {
+  const rows = await sql`
+    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread,
+           m.sender, m.summary, case when m.summary is null then m.content end as content,
+           d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead"
+    from (
+      select d.id, d.message_id, d.thread_id, d.created_at, d.fetched_at
+      from deliveries d
+      where d.recipient_id between ${agent.id} and ${agent.id} and d.acknowledged_at is null
+        and ${agentSeesThread(sql, sql`d.thread_id`, agent.id)}
+      order by d.recipient_id, d.id
+      limit ${limit}
+    ) d
+    join messages m on m.id = d.message_id
+    join threads t on t.id = d.thread_id
+    order by d.id`;
+  return rows.map((r) => ({
+    deliveryId: r.deliveryId,
+    messageId: r.messageId,
+    threadId: r.threadId,
+    thread: r.thread,
+    sender: r.sender,
+    summary: r.summary ?? oneLine(null, r.content, LIMITS.summary),
+    receivedAt: (r.receivedAt as Date).toISOString(),
+    alreadyRead: r.alreadyRead,
+  }));
+}
+
+// A delivery is visible to its recipient while the recipient is still in the thread and the
+// thread is not closed; otherwise it does not exist for the caller.
+const visibleDelivery = (sql: Sql, agent: Agent) => sql`
+  d.recipient_id = ${agent.id} and ${agentSeesThread(sql, sql`d.thread_id`, agent.id)}`;
+
+// The handler's report that the doorbell reached it. Idempotent: the first report's time is kept
+// and a repeat writes nothing. A Fetched delivery stays Fetched; a Failed one becomes Delivered,
+// since the report proves the doorbell arrived (the recorded error is kept).
+export async function reportDelivered(sql: Sql, agent: Agent, deliveryId: string) {
+  if (!isId(deliveryId)) throw deliveryNotFound();
+  // The "first report only" test is on the row itself, so that of two concurrent reports the one
+  // that waited for the other's lock finds the time already set instead of overwriting it.
+  const [reported] = await sql`
+    update deliveries d set
+      delivered_at = now(),
+      step = case when d.step = 'fetched' then d.step else 'delivered' end,
+      failed_step = null
+    where d.id = ${deliveryId} and d.delivered_at is null and ${visibleDelivery(sql, agent)}
+    returning d.delivered_at`;
+  const [row] = reported
+    ? [reported]
+    : await sql`select d.delivered_at from deliveries d where d.id = ${deliveryId} and ${visibleDelivery(sql, agent)}`;
+  if (!row) throw deliveryNotFound();
+  return { message: 'Delivery reported as delivered.', deliveredAt: (row.delivered_at as Date).toISOString() };
+}
+
+// Takes the delivery out of the inbox; its step is left as it is. Idempotent: the first time is kept.
+export async function acknowledge(sql: Sql, agent: Agent, deliveryId: string) {
+  if (!isId(deliveryId)) throw deliveryNotFound();
+  const [acked] = await sql`
+    update deliveries d set acknowledged_at = now()
+    where d.id = ${deliveryId} and d.acknowledged_at is null and ${visibleDelivery(sql, agent)}
+    returning d.id`;
+  const [row] = acked
+    ? [acked]
+    : await sql`select d.id from deliveries d where d.id = ${deliveryId} and ${visibleDelivery(sql, agent)}`;
+  if (!row) throw deliveryNotFound();
+  return { message: 'Delivery acknowledged.' };
+}
+
+// The MCP form: acknowledge by message id, for the caller's own delivery of that message.
+export async function acknowledgeMessage(sql: Sql, agent: Agent, messageId: string) {
+  if (!isId(messageId)) throw notFound('No such message delivered to you.');
+  const [row] = await sql`
+    select d.id from deliveries d where d.message_id = ${messageId} and ${visibleDelivery(sql, agent)}`;
+  if (!row) throw notFound('No such message delivered to you.');
+  return acknowledge(sql, agent, row.id);
+}
+
+// A person's second chance for a Failed delivery: back to Accepted with its attempts counted
+// afresh (the attempt log is kept), and its doorbell published again in the same transaction.
+export async function resendDelivery(sql: Sql, deliveryId: string) {
+  if (!isId(deliveryId)) throw notFound('No such delivery.');
+  const [row] = await sql<{ step: string; unreachable: string | null; changed: boolean }[]>`
+    with target as (
+      select d.id, d.step, a.webhook_url is not null as webhook,
+             case when a.archived_at is not null then 'its recipient is archived'
+                  when t.state = 'closed' then 'its thread is closed'
+                  when not exists (select 1 from participants p where p.thread_id = d.thread_id and p.agent_id = d.recipient_id)
+                    then 'its recipient has left the thread'
+             end as unreachable
+      from deliveries d join agents a on a.id = d.recipient_id join threads t on t.id = d.thread_id
+      where d.id = ${deliveryId}
+      for update of d
+    ), resent as (
+      update deliveries d set step = 'accepted', failed_step = null, webhook = target.webhook,
+                              publish_attempts = case when target.webhook then 1 else 0 end, send_attempts = 0
+      from target where d.id = target.id and target.step = 'failed' and target.unreachable is null
+      returning d.id, d.webhook
+    ), job as (${addNotifyJobs(sql, 'resent')})
+    select coalesce((select 'accepted' from resent), target.step::text) as step, target.unreachable,
+           exists (select 1 from resent) as changed, (select count(*) from job) as jobs
+    from target`;
+  if (!row) throw notFound('No such delivery.');
+  if (row.step !== 'failed' && !row.changed) throw invalid(`Only a failed delivery can be resent; this one is ${row.step}.`);
+  // Resending would leave it at Accepted for good: nothing would ever send or read it.
+  if (!row.changed) throw invalid(`This delivery cannot be resent: ${row.unreachable}.`);
+  return { deliveryId, step: row.step };
+}
+
+// "Stalled" is a display condition, not a step: the handler answered the doorbell but never
+// reported delivered within the threshold. The same rule in SQL, for filtering before paging:
+export const stalledSql = (sql: Sql, thresholdMs: number) => sql`
+  d.step = 'notified' and d.delivered_at is null
+  and d.notified_at < now() - make_interval(secs => ${thresholdMs / 1000})`;
+
+export function isStalled(
+  d: { step: string; notifiedAt: Date | string | null; deliveredAt: Date | string | null },
+  thresholdMs: number,
+  now = Date.now(),
+): boolean {
+  return d.step === 'notified' && !d.deliveredAt && !!d.notifiedAt && now - new Date(d.notifiedAt).getTime() > thresholdMs;
+}

@@ -1,0 +1,20 @@
+// What went wrong, in the domain's words. Each door maps a kind to its own signal (an HTTP status,
+// an MCP tool error, a CLI exit code); the sentence travels unchanged.
+export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'rate_limited';
+
+export class DomainError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const invalid = (message: string) => new DomainError('invalid', message);
+export const unauthorized = (message: string) => new DomainError('unauthorized', message);
+export const forbidden = (message: string) => new DomainError('forbidden', message);
+export const notFound = (message: string) => new DomainError('not_found', message);
+export const conflict = (message: string) => new DomainError('conflict', message);
+export const rateLimited = (message: string) => new DomainError('rate_limited', message);

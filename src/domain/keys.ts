@@ -1,0 +1,9 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+// 256-bit random credentials. Agent keys are stored only as their SHA-256; signing secrets must
+// stay readable (the contract shows them on the dashboard), so they are stored as minted.
+export const AGENT_KEY_PATTERN = /^agt_[A-Za-z0-9_-]{43}$/;
+
+export const newAgentKey = () => `agt_${randomBytes(32).toString('base64url')}`;
+export const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
+export const hashKey = (key: string) => createHash('sha256').update(key).digest();

@@ -1,0 +1,23 @@
+import type { Sql } from '../db/connect';
+
+// Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
+// graphile-worker's own retries only cover a crashed worker; the contract's retry schedule is
+// kept by adding the next attempt as a new job (see webhooks/notify). The job key names the
+// delivery, so "does this delivery have a live job?" is one indexed lookup.
+export const NOTIFY_TASK = 'notify';
+export const NOTIFY_JOB_MAX_ATTEMPTS = 5;
+export const notifyJobKey = (deliveryId: string) => `notify:${deliveryId}`;
+
+// A SELECT that queues one job per row of `source` (a CTE or table with `id` and `webhook`
+// columns) whose webhook is true, due `delayMs` from now by the database's clock (the one the
+// queue goes by). With no such row, add_jobs is not called at all: it would still NOTIFY every
+// worker, and a notifying transaction holds PostgreSQL's cluster-wide notify lock through its commit.
+export function addNotifyJobs(sql: Sql, source: string, delayMs = 0) {
+  const runAt = delayMs > 0 ? sql`now() + ${delayMs} * interval '1 millisecond'` : sql`null::timestamptz`;
+  return sql`
+    select graphile_worker.add_jobs(array(
+      select row(${NOTIFY_TASK}, json_build_object('deliveryId', s.id), null, ${runAt},
+                 ${NOTIFY_JOB_MAX_ATTEMPTS}, ${notifyJobKey('')} || s.id, null, null)::graphile_worker.job_spec
+      from ${sql(source)} s where s.webhook
+    )) where exists (select 1 from ${sql(source)} s where s.webhook)`;
+}

@@ -1,0 +1,101 @@
+import { Type as T, type Static } from '@sinclair/typebox';
+
+// Inputs and records of the domain, in TypeBox: the domain validates with them, the HTTP door
+// hands them to Elysia (so the OpenAPI document shows the same bounds), MCP uses them as tool schemas.
+
+export const LIMITS = {
+  title: 200,
+  goal: 2000,
+  content: 10_000,
+  summary: 200,
+  summaryRequiredAbove: 200,
+  webhookSummary: 120,
+  listDefault: 50,
+  listCap: 200,
+  participantsPerRequest: 100,
+  inboxWaitSeconds: 60,
+} as const;
+
+export const Username = T.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^[a-z0-9][a-z0-9_.-]*$',
+  description: 'must be lowercase letters, digits, ".", "_" or "-", starting with a letter or digit',
+  examples: ['research-bot'],
+});
+
+export const NewThread = T.Object({
+  title: T.String({ minLength: 1, maxLength: LIMITS.title, examples: ['Quarterly report'] }),
+  goal: T.Optional(T.String({ maxLength: LIMITS.goal, examples: ['Agree on the figures for Q3'] })),
+  participantUsernames: T.Optional(
+    T.Array(T.String({ minLength: 1, maxLength: 64 }), {
+      maxItems: LIMITS.participantsPerRequest,
+      description: 'Agents to include besides the caller, who is added automatically. Optional.',
+      examples: [['analyst-bot']],
+    }),
+  ),
+});
+export type NewThread = Static<typeof NewThread>;
+
+export const NewMessage = T.Object({
+  content: T.String({ minLength: 1, maxLength: LIMITS.content, examples: ['The draft is ready for review.'] }),
+  summary: T.Optional(
+    T.String({
+      maxLength: LIMITS.summary,
+      description: `Required when content is longer than ${LIMITS.summaryRequiredAbove} characters.`,
+      examples: ['Draft ready'],
+    }),
+  ),
+});
+export type NewMessage = Static<typeof NewMessage>;
+
+export const NewParticipant = T.Object({
+  username: T.String({ minLength: 1, maxLength: 64, description: 'The agent to add.', examples: ['analyst-bot'] }),
+});
+
+const Id = (description: string) => T.String({ description, examples: ['01a1ff80-d963-77fb-8efa-675ab5c7dfaa'] });
+const Timestamp = (description: string) =>
+  T.String({ format: 'date-time', description, examples: ['2026-11-21T19:04:32.123Z'] });
+
+export const Participant = T.Object({ username: T.String() });
+
+export const ThreadRecord = T.Object({
+  id: Id('Thread id'),
+  title: T.String(),
+  goal: T.Union([T.String(), T.Null()]),
+  state: T.Union([T.Literal('open'), T.Literal('close-pending'), T.Literal('closed')]),
+  openedBy: T.String({ description: 'Username of the agent that opened the thread' }),
+  createdAt: Timestamp('When the thread was opened'),
+  participants: T.Array(Participant),
+});
+export type ThreadRecord = Static<typeof ThreadRecord>;
+
+export const MessageRecord = T.Object({
+  id: Id('Message id'),
+  threadId: Id('Thread id'),
+  sender: T.String({ description: 'Username of the sending agent or person' }),
+  content: T.String(),
+  summary: T.Union([T.String(), T.Null()]),
+  createdAt: Timestamp('When the message was accepted'),
+});
+export type MessageRecord = Static<typeof MessageRecord>;
+
+export const PostedMessage = T.Object({
+  id: Id('Message id'),
+  threadId: Id('Thread id'),
+  createdAt: Timestamp('When the message was accepted'),
+  recipients: T.Integer({ description: 'Number of agents that will actually receive the message; check it.' }),
+});
+export type PostedMessage = Static<typeof PostedMessage>;
+
+export const InboxEntry = T.Object({
+  deliveryId: Id('Delivery id, for the delivered report and acknowledge'),
+  messageId: Id('Message id, for read_message and acknowledge over MCP'),
+  threadId: Id('Thread id'),
+  thread: T.String({ description: 'Thread title' }),
+  sender: T.String({ description: 'Username of the sender' }),
+  summary: T.String({ description: "The sender's summary, or the first line of a short message that has none" }),
+  receivedAt: Timestamp('When the message was accepted for this agent (UTC, milliseconds)'),
+  alreadyRead: T.Boolean({ description: 'Whether this agent has read the message' }),
+});
+export type InboxEntry = Static<typeof InboxEntry>;

@@ -1,0 +1,141 @@
+import type { Sql } from '../db/connect';
+import type { Actor } from './agents';
+import { forbidden, invalid, notFound } from './errors';
+import { isId } from './ids';
+import { NewParticipant, NewThread, type ThreadRecord } from './schemas';
+import { validate } from './validate';
+import { agentSeesThread } from './visibility';
+
+const threadNotFound = () => notFound('No such thread, or you are not a participant.');
+
+// The thread record, participants included, in one query.
+function selectThreads(sql: Sql) {
+  return sql`
+    select t.id, t.title, t.goal, t.state, o.username as "openedBy", t.created_at as "createdAt",
+           coalesce((select json_agg(json_build_object('username', a.username) order by p.joined_at, a.username)
+                     from participants p join agents a on a.id = p.agent_id
+                     where p.thread_id = t.id), '[]') as participants
+    from threads t join agents o on o.id = t.opened_by`;
+}
+
+function toRecord(row: Record<string, unknown>): ThreadRecord {
+  return { ...(row as ThreadRecord), createdAt: (row.createdAt as Date).toISOString() };
+}
+
+// An agent gets the thread only while it sees it (see visibility.ts); a person sees every thread.
+export async function getThread(sql: Sql, actor: Actor, threadId: string): Promise<ThreadRecord> {
+  if (!isId(threadId)) throw threadNotFound();
+  const rows =
+    actor.kind === 'agent'
+      ? await sql`${selectThreads(sql)} where t.id = ${threadId} and ${agentSeesThread(sql, sql`t.id`, actor.id)}`
+      : await sql`${selectThreads(sql)} where t.id = ${threadId}`;
+  if (!rows[0]) throw threadNotFound();
+  return toRecord(rows[0]);
+}
+
+export async function listThreads(sql: Sql, actor: Actor): Promise<ThreadRecord[]> {
+  const rows =
+    actor.kind === 'agent'
+      ? // The visibility rule as a join, so that the agent's own participations drive the scan.
+        await sql`${selectThreads(sql)}
+          join participants me on me.thread_id = t.id and me.agent_id = ${actor.id}
+          where t.state <> 'closed'
+          order by t.id desc`
+      : await sql`${selectThreads(sql)} order by t.id desc`;
+  return rows.map(toRecord);
+}
+
+// Usernames that name active agents, or a 400 naming the first that does not.
+async function resolveAgents(sql: Sql, usernames: string[], field: string): Promise<string[]> {
+  if (usernames.length === 0) return [];
+  const rows = await sql<{ id: string; username: string }[]>`
+    select id, username from agents where username = any(${usernames}) and archived_at is null`;
+  const found = new Map(rows.map((r) => [r.username, r.id]));
+  const missing = usernames.find((u) => !found.has(u));
+  if (missing !== undefined) throw invalid(`${field} names ${missing}, which is not an active agent`);
+  return usernames.map((u) => found.get(u)!);
+}
+
+export async function openThread(sql: Sql, actor: Actor, input: unknown): Promise<ThreadRecord> {
+  if (actor.kind !== 'agent') throw forbidden('Only agents open threads.');
+  const body = validate(NewThread, input);
+  const others = [...new Set(body.participantUsernames ?? [])].filter((u) => u !== actor.username);
+  const ids = await resolveAgents(sql, others, 'participantUsernames');
+  const [row] = await sql`
+    with thread as (
+      insert into threads (title, goal, opened_by)
+      values (${body.title}, ${body.goal ?? null}, ${actor.id})
+      returning id
+    ), joined as (
+      insert into participants (thread_id, agent_id)
+      select thread.id, agent_id from thread, unnest(${[actor.id, ...ids]}::uuid[]) as agent_id
+    )
+    select id from thread`;
+  return getThread(sql, actor, row!.id);
+}
+
+// Joining gives the whole history in the listing; deliveries start with the next message.
+export async function addParticipant(sql: Sql, actor: Actor, threadId: string, input: unknown): Promise<ThreadRecord> {
+  const body = validate(NewParticipant, input);
+  await getThread(sql, actor, threadId);
+  const [agentId] = await resolveAgents(sql, [body.username], 'username');
+  await sql`
+    insert into participants (thread_id, agent_id) values (${threadId}, ${agentId!})
+    on conflict do nothing`;
+  return getThread(sql, actor, threadId);
+}
+
+// A person's control: the agent leaves the thread and loses it (404 from then on, and its inbox
+// no longer lists the thread's deliveries). Messages it sent stay in the history.
+export async function removeParticipant(sql: Sql, actor: Actor, threadId: string, username: string): Promise<ThreadRecord> {
+  if (actor.kind !== 'person') throw forbidden('Only a person removes participants, from the dashboard.');
+  if (!isId(threadId)) throw notFound('No such thread.');
+  const [row] = await sql<{ thread: boolean; removed: boolean }[]>`
+    with removed as (
+      delete from participants p using agents a
+      where p.thread_id = ${threadId} and p.agent_id = a.id and a.username = ${username}
+      returning 1
+    )
+    select exists (select 1 from threads where id = ${threadId}) as thread, exists (select 1 from removed) as removed`;
+  if (!row!.thread) throw notFound('No such thread.');
+  if (!row!.removed) throw notFound(`${username} is not a participant of this thread.`);
+  return getThread(sql, actor, threadId);
+}
+
+// Only records the request: a person confirms or declines it. Asking again is a no-op.
+export async function requestClose(sql: Sql, actor: Actor, threadId: string): Promise<ThreadRecord> {
+  const thread = await getThread(sql, actor, threadId);
+  if (actor.kind !== 'agent' || thread.openedBy !== actor.username) {
+    throw forbidden('Only the agent that opened this thread may ask to close it.');
+  }
+  if (thread.state === 'close-pending') return thread;
+  await sql`
+    update threads set state = 'close-pending', close_requested_at = now()
+    where id = ${threadId} and state = 'open'`;
+  return getThread(sql, actor, threadId);
+}
+
+async function decideClose(sql: Sql, threadId: string, next: 'closed' | 'open') {
+  if (!isId(threadId)) throw notFound('No such thread.');
+  const [row] = await sql<{ state: string; changed: boolean }[]>`
+    with current as (select id, state from threads where id = ${threadId} for update),
+    changed as (
+      update threads t set state = ${next}, closed_at = ${next === 'closed' ? sql`now()` : null},
+                           close_requested_at = ${next === 'closed' ? sql`t.close_requested_at` : null}
+      from current where t.id = current.id and current.state = 'close-pending'
+      returning t.state
+    )
+    select coalesce((select state::text from changed), current.state::text) as state,
+           exists (select 1 from changed) as changed
+    from current`;
+  if (!row) throw notFound('No such thread.');
+  if (!row.changed && !(next === 'closed' && row.state === 'closed')) {
+    throw invalid(`The thread has no pending close request (it is ${row.state}).`);
+  }
+  return { id: threadId, state: row.state };
+}
+
+// A person's decision on a close request. Confirming twice is harmless; declining a thread
+// that is not waiting for a decision is refused so that the person learns the real state.
+export const confirmClose = (sql: Sql, threadId: string) => decideClose(sql, threadId, 'closed');
+export const declineClose = (sql: Sql, threadId: string) => decideClose(sql, threadId, 'open');

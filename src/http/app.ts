@@ -1,0 +1,33 @@
+import { Elysia } from 'elysia';
+import type { Config } from '../config';
+import type { AgentCache } from '../db/agent-cache';
+import type { Sql } from '../db/connect';
+import type { InboxSignal } from '../db/inbox-signal';
+import { dashboard } from '../dashboard/dashboard';
+import type { Logger } from '../log';
+import { mcpRoutes } from '../mcp/routes';
+import { bodyLimit } from './body';
+import { deliveryRoutes } from './deliveries';
+import { errorHandling } from './errors';
+import { healthRoutes } from './health';
+import { nulGuard } from './nul-guard';
+import { apiDocs } from './openapi';
+import { threadRoutes } from './threads';
+
+export type AppDeps = { sql: Sql; config: Config; log: Logger; inboxSignal: InboxSignal; agentCache: AgentCache };
+
+// The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
+export function buildApp({ sql, config, log, inboxSignal, agentCache }: AppDeps) {
+  return new Elysia()
+    .use(errorHandling(log))
+    .use(bodyLimit(config.BODY_LIMIT_BYTES))
+    .use(nulGuard())
+    .use(apiDocs())
+    .use(healthRoutes(sql))
+    .use(deliveryRoutes(sql, inboxSignal, agentCache))
+    .use(threadRoutes(sql, agentCache))
+    .use(mcpRoutes(sql, inboxSignal, agentCache, log))
+    .use(dashboard({ sql, config, log }));
+}
+
+export type App = ReturnType<typeof buildApp>;

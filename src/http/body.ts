@@ -1,0 +1,49 @@
+import { Elysia } from 'elysia';
+import { invalid } from '../domain/errors';
+import { fail } from './envelope';
+
+// The body limit of the server that received each request, for the body reader below.
+const limits = new WeakMap<Request, number>();
+
+export class BodyTooLarge extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`The request body is larger than the limit of ${maxBytes} bytes.`);
+  }
+}
+
+// Request bodies are JSON whatever the Content-Type says (curl -d sends form encoding by default),
+// and an empty body is no body, so that bodiless POSTs work with any client. Reading stops as soon
+// as the body passes the limit, so a chunked body without a declared length is never buffered whole.
+export async function readJsonBody(request: Request): Promise<unknown> {
+  const text = await readCapped(request, limits.get(request) ?? Number.POSITIVE_INFINITY);
+  if (text.trim() === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw invalid('The request body is not valid JSON.');
+  }
+}
+
+async function readCapped(request: Request, maxBytes: number): Promise<string> {
+  if (!request.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw new BodyTooLarge(maxBytes);
+    chunks.push(chunk);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
+
+// Refuses an oversized body from its declared length, before anything reads it; a body sent
+// without a length is cut off by readJsonBody at the same figure.
+export const bodyLimit = (maxBytes: number) =>
+  new Elysia({ name: 'body-limit' }).onRequest(({ request, set }) => {
+    limits.set(request, maxBytes);
+    const length = Number(request.headers.get('content-length') ?? 0);
+    if (length > maxBytes) {
+      set.status = 413;
+      return fail(new BodyTooLarge(maxBytes).message);
+    }
+  });

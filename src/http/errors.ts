@@ -1,0 +1,59 @@
+import { Elysia, ValidationError } from 'elysia';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
+import { DomainError } from '../domain/errors';
+import { describeValueError } from '../domain/validate';
+import type { Logger } from '../log';
+import { BodyTooLarge } from './body';
+import { fail, statusOf } from './envelope';
+
+function validationSentence(error: ValidationError): string {
+  const first = error.all[0];
+  if (first && 'path' in first && first.schema) {
+    const root = error.type === 'query' ? 'query' : error.type === 'params' ? 'path' : 'body';
+    return describeValueError(first as Parameters<typeof describeValueError>[0], root);
+  }
+  return 'The request is invalid.';
+}
+
+// Every failure leaves in the envelope with a status that agrees with it. Unexpected faults are
+// logged with their stack here and answered with a plain sentence, never the stack.
+export const errorHandling = (log: Logger) =>
+  new Elysia({ name: 'error-handling' }).onError({ as: 'global' }, ({ code, error, set, request, path }) => {
+    // Elysia wraps whatever a parse hook throws (authentication included) in a ParseError; only a
+    // body that would not parse is the client's fault.
+    const cause = code === 'PARSE' && error.cause !== undefined ? error.cause : error;
+    if (cause instanceof DomainError) {
+      set.status = statusOf[cause.kind];
+      return fail(cause.message);
+    }
+    if (cause instanceof BodyTooLarge) {
+      set.status = 413;
+      return fail(cause.message);
+    }
+    if (isDatabaseUnavailable(cause)) {
+      log.warn('database_unavailable', { method: request.method, path, error: (cause as Error).message });
+      set.status = 503;
+      return fail(DATABASE_UNAVAILABLE);
+    }
+    switch (code) {
+      case 'VALIDATION':
+        if (error.type === 'response') break;
+        set.status = 400;
+        return fail(validationSentence(error as ValidationError));
+      case 'PARSE':
+        if (cause !== error && !(cause instanceof SyntaxError)) break;
+        set.status = 400;
+        return fail('The request body is not valid JSON.');
+      case 'NOT_FOUND':
+        set.status = 404;
+        return fail(`No route for ${request.method} ${path}.`);
+    }
+    log.error('request_failed', {
+      method: request.method,
+      path,
+      code,
+      error: cause instanceof Error ? (cause.stack ?? cause.message) : String(cause),
+    });
+    set.status = 500;
+    return fail('Internal server error; nothing about the request will fix it.');
+  });

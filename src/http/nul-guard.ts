@@ -1,0 +1,14 @@
+import { Elysia } from 'elysia';
+import { fail } from './envelope';
+
+// PostgreSQL cannot store or compare the NUL character in text: a path or query value holding one
+// (%00) is refused before any route passes it on to a query. Bodies are checked by the domain's
+// validate().
+export const nulGuard = () =>
+  new Elysia({ name: 'nul-guard' }).onRequest(({ request, set }) => {
+    const url = request.url;
+    if (url.includes('%00') || url.includes('\u0000')) {
+      set.status = 400;
+      return fail('The request URL must not contain the NUL character (%00).');
+    }
+  });

@@ -1,0 +1,105 @@
+import { Elysia, t } from 'elysia';
+import type { AgentCache } from '../db/agent-cache';
+import type { Sql } from '../db/connect';
+import { asActor } from '../domain/agents';
+import { listLimit } from '../domain/limit';
+import { listMessages, postMessage } from '../domain/messages';
+import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/schemas';
+import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
+import { agentAuth } from './agent-auth';
+import { LimitQuery } from './deliveries';
+import { jsonBody, ok, responses } from './envelope';
+
+const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
+
+export const threadRoutes = (sql: Sql, agentCache: AgentCache) =>
+  new Elysia({ name: 'thread-routes', prefix: '/api/threads', detail: { tags: ['Threads'] } })
+    .use(agentAuth(sql, agentCache))
+    .get('', async ({ agent }) => ok(await listThreads(sql, asActor(agent))), {
+      agent: true,
+      response: responses(200, t.Array(ThreadRecord), [401]),
+      detail: { summary: 'List threads', description: 'Threads the caller participates in, newest first; closed threads are not listed.' },
+    })
+    .post(
+      '',
+      async ({ agent, body, set }) => {
+        const thread = await openThread(sql, asActor(agent), body);
+        set.status = 201;
+        return ok(thread);
+      },
+      {
+        agent: true,
+        response: responses(201, ThreadRecord, [400, 401]),
+        detail: {
+          ...jsonBody(NewThread),
+          summary: 'Open a thread',
+          description:
+            'The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400).',
+        },
+      },
+    )
+    .get('/:threadId', async ({ agent, params }) => ok(await getThread(sql, asActor(agent), params.threadId)), {
+      agent: true,
+      params: ThreadParams,
+      response: responses(200, ThreadRecord, [401, 404]),
+      detail: { summary: 'Get one thread', description: '404 when the thread is closed or the caller is not a participant.' },
+    })
+    .post(
+      '/:threadId/participants',
+      async ({ agent, params, body }) => ok(await addParticipant(sql, asActor(agent), params.threadId, body)),
+      {
+        agent: true,
+        params: ThreadParams,
+        response: responses(200, ThreadRecord, [400, 401, 404]),
+        detail: {
+          ...jsonBody(NewParticipant),
+          summary: 'Add a participant',
+          description:
+            'The added agent sees the whole history in the message listing and receives everything posted from then on. Adding an agent already present changes nothing.',
+        },
+      },
+    )
+    .post('/:threadId/close', async ({ agent, params }) => ok(await requestClose(sql, asActor(agent), params.threadId)), {
+      agent: true,
+      params: ThreadParams,
+      response: responses(200, ThreadRecord, [401, 403, 404]),
+      detail: {
+        summary: 'Request close',
+        description:
+          'Records a close request for a person to confirm; never closes. Only the agent that opened the thread may ask (403 otherwise). A repeat is a no-op. While pending, posting is refused (400); reading and acknowledging still work.',
+      },
+    })
+    .get(
+      '/:threadId/messages',
+      async ({ agent, params, query }) => ok(await listMessages(sql, asActor(agent), params.threadId, listLimit(query.limit))),
+      {
+        agent: true,
+        params: ThreadParams,
+        query: LimitQuery,
+        response: responses(200, t.Array(MessageRecord), [401, 404]),
+        detail: {
+          summary: 'List messages',
+          description:
+            'The newest `limit` messages with bodies, oldest first. Records that the caller read every message returned, so the per-message read record for the thread is lost; prefer the MCP tool read_message.',
+        },
+      },
+    )
+    .post(
+      '/:threadId/messages',
+      async ({ agent, params, body, set }) => {
+        const posted = await postMessage(sql, asActor(agent), params.threadId, body);
+        set.status = 201;
+        return ok(posted);
+      },
+      {
+        agent: true,
+        params: ThreadParams,
+        response: responses(201, PostedMessage, [400, 401, 404]),
+        detail: {
+          ...jsonBody(NewMessage),
+          summary: 'Post a message',
+          description:
+            'Creates the message and one delivery per other active participant in one transaction. 400 when content is over 200 characters without a summary, when every other participant is archived (nothing is created), or while a close is pending. Check `recipients`.',
+        },
+      },
+    );

@@ -1,0 +1,151 @@
+import { runCommand, usage } from './cli/commands';
+import { loadConfig } from './config';
+import { openDatabase } from './db/database';
+import { cacheAgents } from './db/agent-cache';
+import { isDatabaseUnavailable } from './db/unavailable';
+import { listenForInbox } from './db/inbox-signal';
+import { onAnnounceFailed } from './domain/announce';
+import { DomainError } from './domain/errors';
+import { buildApp } from './http/app';
+import { createLogger, type Logger } from './log';
+import { startWorker } from './webhooks/worker';
+
+// One entry point for the server, migrations and the admin CLI, so that the single compiled
+// executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
+const argv = process.argv.slice(2);
+const HTTP_STOP_GRACE_MS = 3_000;
+const config = loadConfig();
+
+try {
+  if (argv.length === 0 || argv[0] === 'serve') await serve();
+  else if (argv[0] === 'worker') await workerOnly();
+  else if (argv[0] === 'migrate') await migrateOnly();
+  else if (argv[0] === 'healthcheck') await healthcheck();
+  else if (argv[0] === 'help' || argv[0] === '--help') {
+    console.log(`Usage:
+  serve
+  worker
+  migrate
+  healthcheck
+${usage()}`);
+  } else await cli(argv);
+} catch (error) {
+  createLogger('error').error('start_failed', { error: (error as Error).message });
+  process.exit(1);
+}
+
+async function serve() {
+  const log = createLogger(config.LOG_LEVEL);
+  await runUntilSignal(log, async () => {
+    const db = await openDatabase(config, log);
+    onAnnounceFailed((error) => log.warn('announce_failed', { error: error.message }));
+    const inboxSignal = listenForInbox(db.sql, log);
+    await inboxSignal.start();
+    const agentCache = cacheAgents(db.sql, log);
+    await agentCache.start();
+    const app = buildApp({ sql: db.sql, config, log, inboxSignal, agentCache }).listen({
+      port: config.PORT,
+      hostname: config.HOST,
+      // Bun's own cap answers a bare 413 without the envelope; ours (http/body.ts) refuses at
+      // BODY_LIMIT_BYTES in the envelope, from the declared length or while reading a chunked body.
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    });
+    const worker = config.WORKER === 'inline' ? await startWorker({ sql: db.sql, databaseUrl: db.url, config, log }) : null;
+    log.info('listening', { url: `http://${config.HOST}:${app.server!.port}` });
+    // Waiting inbox requests answer first, so that stopping need not wait out their wait; then no
+    // new requests; then in-flight doorbells finish (or are released); then the pools close.
+    return async () => {
+      await inboxSignal.stop();
+      await agentCache.stop();
+      // Requests in flight get a moment to finish; connections still open after it (a dashboard's
+      // event stream, which its browser reopens elsewhere, or a client that stalls) are closed.
+      await Promise.race([app.stop(), Bun.sleep(HTTP_STOP_GRACE_MS)]);
+      await app.server?.stop(true);
+      await worker?.stop();
+      await db.close();
+    };
+  });
+}
+
+// The worker alone, for deployments that run the HTTP server and the doorbells separately.
+async function workerOnly() {
+  const log = createLogger(config.LOG_LEVEL);
+  await runUntilSignal(log, async () => {
+    const db = await openDatabase(config, log);
+    const worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log });
+    return async () => {
+      await worker.stop();
+      await db.close();
+    };
+  });
+}
+
+// Signals are handled from the first moment: one that arrives while starting waits for the start
+// to finish and then stops everything in order, instead of killing the process half-started.
+async function runUntilSignal(log: Logger, start: () => Promise<() => Promise<void>>) {
+  surviveDatabaseOutages(log);
+  let stopping = false;
+  const starting = start();
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting_down', { signal });
+    try {
+      const stop = await starting;
+      await stop();
+      log.info('stopped');
+      process.exit(0);
+    } catch (error) {
+      log.error('stop_failed', { error: (error as Error).message });
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  await starting;
+}
+
+// graphile-worker does not await the query that marks a finished job complete or failed, so when
+// the database drops out at that moment the rejection goes unhandled, and Bun would end the
+// process. A database outage is not a reason to stop (the heartbeat gives such jobs back);
+// any other unhandled rejection still ends the process as before.
+function surviveDatabaseOutages(log: Logger) {
+  process.on('unhandledRejection', (reason) => {
+    if (isDatabaseUnavailable(reason)) {
+      log.warn('database_unavailable', { error: (reason as Error).message, unhandled: true });
+      return;
+    }
+    log.error('unhandled_rejection', { error: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason) });
+    process.exit(1);
+  });
+}
+
+async function migrateOnly() {
+  const log = createLogger(config.LOG_LEVEL);
+  const db = await openDatabase(config, log);
+  await db.close();
+  console.log(JSON.stringify({ migrated: true }));
+}
+
+// For container health checks, where no HTTP client is installed.
+async function healthcheck() {
+  const res = await fetch(`http://127.0.0.1:${config.PORT}/health`).catch(() => null);
+  process.exit(res?.ok ? 0 : 1);
+}
+
+// Prints one JSON object and exits 0, or a sentence on stderr and exits 1.
+async function cli(args: string[]) {
+  const log = createLogger('warn');
+  let db: Awaited<ReturnType<typeof openDatabase>> | null = null;
+  try {
+    db = await openDatabase(config, log);
+    const result = await runCommand({ sql: db.sql, config }, args);
+    console.log(JSON.stringify(result));
+    await db.close();
+    process.exit(0);
+  } catch (error) {
+    console.error(error instanceof DomainError ? error.message : `Error: ${(error as Error).message}`);
+    await db?.close().catch(() => {});
+    process.exit(1);
+  }
+}

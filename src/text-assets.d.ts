@@ -1,0 +1,5 @@
+// Stylesheets imported `with { type: 'text' }` arrive as their text.
+declare module '*.css' {
+  const text: string;
+  export default text;
+}

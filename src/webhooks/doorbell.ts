@@ -1,0 +1,31 @@
+import { oneLine } from '../domain/deliveries';
+import { LIMITS } from '../domain/schemas';
+
+export const DOORBELL_EVENT = 'message.created';
+
+export type DoorbellFields = {
+  deliveryId: string;
+  messageId: string;
+  threadId: string;
+  threadTitle: string;
+  sender: string;
+  summary: string | null;
+  content: string;
+};
+
+// The notification body, never the message body. Built with a fixed key order from stored
+// values only, so every retry of a delivery sends the same bytes (and, with the same secret,
+// the same signature).
+export function doorbellBody(f: DoorbellFields): string {
+  return JSON.stringify({
+    event: DOORBELL_EVENT,
+    data: {
+      deliveryId: f.deliveryId,
+      messageId: f.messageId,
+      threadId: f.threadId,
+      threadTitle: f.threadTitle,
+      sender: f.sender,
+      summary: oneLine(f.summary, f.content, LIMITS.webhookSummary),
+    },
+  });
+}

@@ -1,0 +1,90 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { DomainError } from '../domain/errors';
+import { resolveWebhookAddresses, type WebhookUrlPolicy } from '../domain/webhook-url';
+import type { AttemptOutcome } from './retry';
+import { SIGNATURE_HEADER } from './sign';
+
+export const USER_AGENT = 'agent-messaging-service-webhooks/1';
+
+export type Doorbell = { url: string; body: string; signature: string };
+export type SendOptions = { policy: WebhookUrlPolicy; timeoutMs: number; signal?: AbortSignal };
+
+// One POST of a doorbell. The URL is checked again against freshly resolved addresses, and the
+// connection goes to exactly the address that passed (no second lookup that a rebinding name
+// could answer differently); TLS still verifies the certificate for the URL's host name.
+// Redirects are not followed: a 3xx is a non-2xx answer like any other.
+export async function sendDoorbell(doorbell: Doorbell, options: SendOptions): Promise<AttemptOutcome> {
+  let target: Awaited<ReturnType<typeof resolveWebhookAddresses>>;
+  try {
+    target = await resolveWebhookAddresses(doorbell.url, options.policy);
+  } catch (error) {
+    if (error instanceof DomainError) return { status: null, error: `refused to send: ${error.message.replace(/\.$/, '')}` };
+    throw error;
+  }
+  const { address, family } = target.addresses[0]!;
+  return postPinned(target.url, { address, family }, doorbell, options);
+}
+
+export function postPinned(
+  url: URL,
+  pinned: { address: string; family: number },
+  doorbell: Doorbell,
+  { timeoutMs, signal }: Pick<SendOptions, 'timeoutMs' | 'signal'>,
+): Promise<AttemptOutcome> {
+  const lookup: LookupFunction = (_host, opts, callback) => {
+    if (opts.all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [pinned]);
+    else callback(null, pinned.address, pinned.family);
+  };
+  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const body = Buffer.from(doorbell.body);
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (outcome: AttemptOutcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(outcome);
+    };
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        lookup,
+        agent: false,
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': String(body.length),
+          'User-Agent': USER_AGENT,
+          [SIGNATURE_HEADER]: doorbell.signature,
+        },
+      },
+      // The status is all we need. Connections are not reused, so the body is never read: a handler
+      // that streams, or sends its headers and then works, cannot hold the socket open.
+      (res: IncomingMessage) => {
+        finish({ status: res.statusCode ?? null, error: null });
+        res.on('error', () => {});
+        res.destroy();
+      },
+    );
+    const timer = setTimeout(() => {
+      finish({ status: null, error: `no answer within ${timeoutMs} ms (timed out)` });
+      req.destroy();
+    }, timeoutMs);
+    const onAbort = () => {
+      finish({ status: null, error: 'cancelled: the worker is shutting down' });
+      req.destroy();
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('error', (error: NodeJS.ErrnoException) => finish({ status: null, error: connectionError(error) }));
+    req.end(body);
+  });
+}
+
+function connectionError(error: NodeJS.ErrnoException): string {
+  const code = error.code ? ` (${error.code})` : '';
+  return `connection failed${code}: ${error.message.replace(/\.$/, '')}`;
+}

@@ -1,0 +1,145 @@
+import { EventEmitter } from 'node:events';
+import { Logger as WorkerLogger, run, type WorkerEvents, type WorkerPool } from 'graphile-worker';
+import { retryDelays, type Config } from '../config';
+import type { Sql } from '../db/connect';
+import { workerPool } from '../db/worker-pool';
+import { NOTIFY_TASK } from '../domain/notify-jobs';
+import type { Logger } from '../log';
+import { startHeartbeat } from './heartbeat';
+import { notifyTask } from './notify-task';
+import { REPUBLISH_TASK, republishTask } from './republish';
+
+// Where graphile-worker's add_jobs announces new jobs.
+const JOBS_CHANNEL = 'jobs:insert';
+
+export type WorkerDeps = { sql: Sql; databaseUrl: string; config: Config; log: Logger };
+export type RunningWorker = { workerId: string; stop: () => Promise<void> };
+
+// graphile-worker in this process: doorbells are picked up through LISTEN/NOTIFY the moment the
+// message commits, retries are woken on time, the re-publish sweep runs from its crontab, and a
+// heartbeat lets any live worker release the jobs of a dead one. Tasks are a list, not a
+// directory, so the compiled executable carries them.
+export async function startWorker({ sql, databaseUrl, config, log }: WorkerDeps): Promise<RunningWorker> {
+  if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) {
+    // Otherwise live workers would take each other's jobs between two beats.
+    throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
+  }
+  const events: WorkerEvents = new EventEmitter();
+  let pool: WorkerPool | undefined;
+  events.on('pool:create', ({ workerPool }) => {
+    pool = workerPool;
+  });
+  // Jobs this pool holds. A finished job stays listed for a while, because graphile-worker marks it
+  // complete or failed in a query it does not await; only a job whose query was lost is given back.
+  const running = new Set<string>();
+  events.on('job:start', ({ job }) => running.add(job.id));
+  events.on('job:complete', ({ job }) => setTimeout(() => running.delete(job.id), config.WORKER_STALE_MS).unref());
+  const wakeTimers = new Set<ReturnType<typeof setTimeout>>();
+  // A retry is due in the future, where LISTEN/NOTIFY cannot announce it; rather than wait for the
+  // next poll, look for it when it falls due (a little after, as the due time is the database's).
+  const wakeAfter = (delayMs: number) => {
+    const timer = setTimeout(() => {
+      wakeTimers.delete(timer);
+      if (pool && !pool._shuttingDown) pool.nudge(1);
+    }, delayMs + 10);
+    wakeTimers.add(timer);
+  };
+  // graphile-worker's own connections: its LISTEN and cron, and one per concurrent job to fetch it
+  // (the tasks themselves use the service's pool).
+  const pgPool = workerPool(databaseUrl, config.WEBHOOK_CONCURRENCY + 2, (error) =>
+    log.warn('worker_pool_error', { error: error.message }),
+  );
+  const runner = await run({
+    pgPool,
+    // No localQueue and no batched completions: after a database restart the first stopped the
+    // pool taking jobs, and a failed batch of the second ended the whole runner
+    // (test-faults/postgres-restart.test.ts). Each job is fetched and completed on its own.
+    preset: { plugins: [replaceExitedWorkers] },
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    noHandleSignals: true,
+    events,
+    logger: workerLogger(log),
+    taskList: {
+      [NOTIFY_TASK]: notifyTask({
+        sql,
+        log,
+        send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
+        retryDelaysMs: retryDelays(config),
+        onRetryScheduled: wakeAfter,
+      }),
+      [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
+    },
+    crontab: `${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`,
+  });
+  const workerId = pool!.id;
+  // graphile-worker's own LISTEN backs off for up to a minute after it loses its connection (7 s,
+  // then 20 s, after a few seconds' outage). While it is down, our listening connection (back
+  // within a second) passes new-job notifications on, so doorbells keep going out at once instead
+  // of on the 2-second poll.
+  let ownListenerDown = false;
+  events.on('pool:listen:error', () => (ownListenerDown = true));
+  events.on('pool:listen:success', () => (ownListenerDown = false));
+  const relay = await sql.listen(JOBS_CHANNEL, (payload) => {
+    if (!ownListenerDown || !pool || pool._shuttingDown) return;
+    let count = 1;
+    try {
+      const announced = Number((JSON.parse(payload) as { count?: unknown }).count);
+      if (Number.isInteger(announced) && announced > 0) count = announced;
+    } catch {}
+    pool.nudge(count);
+  });
+  const heartbeat = startHeartbeat(
+    sql,
+    workerId,
+    {
+      intervalMs: config.WORKER_HEARTBEAT_MS,
+      staleMs: config.WORKER_STALE_MS,
+      onReleased: () => pool && !pool._shuttingDown && pool.nudge(config.WEBHOOK_CONCURRENCY),
+      running: () => [...running],
+    },
+    log,
+  );
+  await heartbeat.ready;
+  log.info('worker_started', { workerId, concurrency: config.WEBHOOK_CONCURRENCY });
+  return {
+    workerId,
+    // Running doorbells finish; one still waiting when graphile-worker's grace period ends is
+    // cancelled and its job released for another worker.
+    stop: async () => {
+      for (const timer of wakeTimers) clearTimeout(timer);
+      await relay.unlisten().catch(() => {});
+      await runner.stop();
+      await heartbeat.stop();
+      await pgPool.end();
+      log.info('worker_stopped', { workerId });
+    },
+  };
+}
+
+// graphile-worker shuts its whole pool down when one of its workers exits on an error, and a
+// database restart does exactly that (a job fetch fails): the process would go on serving requests
+// but never ring another doorbell. A new worker takes the place of one that exited, after a pause
+// so that a database still away is not hammered.
+const REPLACE_EXITED_WORKER_AFTER_MS = 1_000;
+const replaceExitedWorkers: GraphileConfig.Plugin = {
+  name: 'ReplaceExitedWorkers',
+  version: '1.0.0',
+  worker: {
+    middleware: {
+      poolWorkerPrematureExit(_next, { workerPool, replaceWithNewWorker }) {
+        setTimeout(() => {
+          if (!workerPool._shuttingDown) replaceWithNewWorker();
+        }, REPLACE_EXITED_WORKER_AFTER_MS);
+      },
+    },
+  },
+};
+
+const levels = { error: 'error', warning: 'warn', info: 'debug', debug: 'debug' } as const;
+
+// graphile-worker's chatter goes to our log at debug level; its warnings and errors stay visible.
+function workerLogger(log: Logger) {
+  return new WorkerLogger((scope) => (level, message) => {
+    log[levels[level as keyof typeof levels] ?? 'debug']('graphile_worker', { message, ...scope });
+  });
+}

@@ -1,0 +1,27 @@
+import { expect, test } from 'bun:test';
+import { loadConfig, retryDelays } from '../src/config';
+
+test('defaults are the contract values', () => {
+  const config = loadConfig({});
+  expect(config.WEBHOOK_TIMEOUT_MS).toBe(120_000);
+  expect(retryDelays(config)).toEqual([1000, 12_000, 148_000]);
+  expect(config.REPUBLISH_CRON).toBe('*/15 * * * *');
+  expect(config.PUBLISH_ATTEMPTS).toBe(3);
+  expect(config.WEBHOOK_ALLOW_LOCAL).toBe(false);
+  expect(config.DATABASE_URL).toBeUndefined();
+  expect(config.PORT).toBe(3000);
+});
+
+test('values are read and converted from the environment', () => {
+  const config = loadConfig({ PORT: '8080', WEBHOOK_ALLOW_LOCAL: 'true', WEBHOOK_RETRY_DELAYS_MS: '10,20,30', DATABASE_URL: '' });
+  expect(config.PORT).toBe(8080);
+  expect(config.WEBHOOK_ALLOW_LOCAL).toBe(true);
+  expect(retryDelays(config)).toEqual([10, 20, 30]);
+  expect(config.DATABASE_URL).toBeUndefined();
+});
+
+test('bad values stop the start with the variable named', () => {
+  expect(() => loadConfig({ PORT: 'eighty' })).toThrow('PORT');
+  expect(() => loadConfig({ WEBHOOK_RETRY_DELAYS_MS: '1s,2s' })).toThrow('WEBHOOK_RETRY_DELAYS_MS');
+  expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL');
+});

@@ -1,0 +1,387 @@
+import { beforeAll, describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
+import { useDashboardHarness } from './support/dashboard';
+
+const h = useDashboardHarness();
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+const ZERO_ID = '00000000-0000-7000-8000-000000000000';
+
+let cookie: string;
+let alice: { username: string; key: string };
+let bob: { username: string; key: string };
+let carol: { username: string; key: string };
+
+beforeAll(async () => {
+  await h.invite('ada@example.com', 'ada');
+  cookie = await h.signIn('ada@example.com');
+  alice = await h.agent('alice');
+  bob = await h.agent('bob', { webhookUrl: 'http://127.0.0.1:9/hook' });
+  carol = await h.agent('carol');
+});
+
+const as = (method: string, path: string, body?: unknown) => h.send(method, `/dashboard/api${path}`, { cookie, body });
+
+async function openThread(title: string, participants = ['bob', 'carol']) {
+  const res = await h.call('POST', '/api/threads', { key: alice.key, body: { title, participantUsernames: participants } });
+  return res.body.data.id as string;
+}
+
+// Every route of the dashboard API, for the refusals that apply to all of them.
+const ROUTES: [string, string][] = [
+  ['POST', '/sign-out'],
+  ['GET', '/me'],
+  ['GET', '/agents'],
+  ['POST', '/agents'],
+  ['POST', '/agents/alice/archive'],
+  ['POST', '/agents/alice/unarchive'],
+  ['PUT', '/agents/alice/webhook'],
+  ['DELETE', '/agents/alice/webhook'],
+  ['GET', '/agents/bob/webhook/secret'],
+  ['GET', '/threads'],
+  ['DELETE', `/threads/${ZERO_ID}/participants/bob`],
+  ['POST', `/threads/${ZERO_ID}/confirm-close`],
+  ['POST', `/threads/${ZERO_ID}/decline-close`],
+  ['POST', `/threads/${ZERO_ID}/messages`],
+  ['GET', '/deliveries'],
+  ['GET', '/deliveries/events'],
+  ['POST', `/deliveries/${ZERO_ID}/resend`],
+];
+
+describe('refusals', () => {
+  test('an agent key gets 401 on every dashboard route, with or without a session', async () => {
+    for (const [method, path] of [...ROUTES, ['POST', '/sign-in/code'], ['POST', '/sign-in/verify']] as [string, string][]) {
+      for (const withSession of [false, true]) {
+        const res = await h.send(method, `/dashboard/api${path}`, {
+          cookie: withSession ? cookie : null,
+          headers: { authorization: `Bearer ${alice.key}` },
+          body: { username: 'x' },
+        });
+        expect([method, path, res.status, res.body]).toEqual([
+          method,
+          path,
+          401,
+          { success: false, error: 'Agent keys are not accepted on the dashboard; a person signs in with an emailed code.' },
+        ]);
+      }
+    }
+  });
+
+  test('a NUL character in a path segment is a 400, not a server fault', async () => {
+    const res = await h.send('POST', '/dashboard/api/agents/a%00b/archive', { cookie });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ success: false, error: 'The request URL must not contain the NUL character (%00).' });
+  });
+
+  test('an agent key gets 401 on the dashboard pages and assets too', async () => {
+    for (const page of ['', '/', '/sign-in', '/deliveries', '/threads', '/agents', '/assets/dashboard.js', '/assets/dashboard.css']) {
+      for (const withSession of [false, true]) {
+        const res = await h.send('GET', `/dashboard${page}`, {
+          cookie: withSession ? cookie : null,
+          headers: { authorization: `Bearer ${alice.key}` },
+        });
+        expect([page, res.status, res.body]).toEqual([
+          page,
+          401,
+          { success: false, error: 'Agent keys are not accepted on the dashboard; a person signs in with an emailed code.' },
+        ]);
+      }
+    }
+    expect((await h.send('GET', '/dashboard/sign-in')).status).toBe(200);
+  });
+
+  test('without a session every route but sign-in gets 401, before its body is read', async () => {
+    for (const [method, path] of ROUTES) {
+      const res = await h.send(method, `/dashboard/api${path}`, { headers: { 'content-type': 'application/json' }, body: undefined });
+      expect([method, path, res.status, res.body]).toEqual([
+        method,
+        path,
+        401,
+        { success: false, error: 'Sign in first: there is no session, or it has expired.' },
+      ]);
+    }
+    const garbage = await h.dash.handle(
+      new Request('http://localhost/dashboard/api/agents', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-requested-with': 'fetch', cookie: 'ams_session=forged' },
+        body: '{not json',
+      }),
+    );
+    expect(garbage.status).toBe(401);
+  });
+
+  test('a state change without the dashboard header, from another origin or another site is refused (403) and changes nothing', async () => {
+    const attempts: { csrf: boolean; headers: Record<string, string> }[] = [
+      { csrf: false, headers: {} },
+      { csrf: true, headers: { origin: 'https://evil.example' } },
+      { csrf: true, headers: { 'sec-fetch-site': 'cross-site' } },
+      { csrf: true, headers: { 'sec-fetch-site': 'same-site' } },
+    ];
+    for (const { csrf, headers } of attempts) {
+      const res = await h.send('POST', '/dashboard/api/agents/alice/archive', { cookie, csrf, headers });
+      expect(res.status).toBe(403);
+      expect(res.body.success).toBe(false);
+    }
+    const plain = await h.send('POST', '/dashboard/api/agents/alice/archive', { cookie, csrf: false });
+    expect(plain.body.error).toBe(
+      'Cross-site request refused: dashboard requests that change state must send x-requested-with: fetch.',
+    );
+    const [row] = await h.db.sql`select archived_at from agents where username = 'alice'`;
+    expect(row!.archived_at).toBeNull();
+    const signIn = await h.send('POST', '/dashboard/api/sign-in/code', { csrf: false, body: { email: 'ada@example.com' } });
+    expect(signIn.status).toBe(403);
+    const sameOrigin = await h.send('POST', '/dashboard/api/agents/alice/unarchive', {
+      cookie,
+      headers: { origin: 'http://localhost', 'sec-fetch-site': 'same-origin' },
+    });
+    expect(sameOrigin.status).toBe(200);
+  });
+
+  test('the dashboard API is not in the public OpenAPI document', async () => {
+    const doc = await h.call('GET', '/openapi/json');
+    expect(Object.keys(doc.body.paths).filter((p) => p.startsWith('/dashboard'))).toEqual([]);
+  });
+});
+
+describe('agents', () => {
+  test('register: the key is shown once and stored only as its hash', async () => {
+    const res = await as('POST', '/agents', { username: 'drafter' });
+    expect(res.status).toBe(201);
+    expect(Object.keys(res.body.data)).toEqual(['username', 'apiKey']);
+    expect(res.body.data.apiKey).toMatch(/^agt_/);
+    const [row] = await h.db.sql`select key_hash, webhook_url, signing_secret from agents where username = 'drafter'`;
+    expect(Buffer.from(row!.key_hash)).toEqual(sha256(res.body.data.apiKey));
+    expect([row!.webhook_url, row!.signing_secret]).toEqual([null, null]);
+    const list = await as('GET', '/agents');
+    const listed = list.body.data.find((a: any) => a.username === 'drafter');
+    expect(listed).toEqual({ username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String) });
+    expect(JSON.stringify(list.body)).not.toContain('agt_');
+  });
+
+  test('register with a webhook mints its secret; a taken name is 409; a bad name or URL is 400', async () => {
+    const res = await as('POST', '/agents', { username: 'hooked', webhookUrl: 'http://127.0.0.1:9/in' });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toEqual({ username: 'hooked', apiKey: expect.any(String), webhookUrl: 'http://127.0.0.1:9/in', signingSecret: expect.stringMatching(/^whsec_/) });
+    const [row] = await h.db.sql`select signing_secret from agents where username = 'hooked'`;
+    expect(row!.signing_secret).toBe(res.body.data.signingSecret);
+    expect(await as('POST', '/agents', { username: 'hooked' })).toMatchObject({ status: 409, body: { success: false, error: 'An agent named hooked already exists.' } });
+    expect(await as('POST', '/agents', { username: 'Bad Name' })).toMatchObject({ status: 400, body: { success: false } });
+    expect(await as('POST', '/agents', { username: 'fine', webhookUrl: 'ftp://x' })).toMatchObject({
+      status: 400,
+      body: { success: false, error: 'webhookUrl must use https://' },
+    });
+  });
+
+  test('archive revokes the key; unarchive restores it', async () => {
+    const res = await as('POST', '/agents/carol/archive');
+    expect(res.body).toEqual({ success: true, data: { username: 'carol', archived: true } });
+    const [row] = await h.db.sql`select archived_at from agents where username = 'carol'`;
+    expect(row!.archived_at).toBeInstanceOf(Date);
+    expect((await h.call('GET', '/api/threads', { key: carol.key })).status).toBe(401);
+    expect((await as('POST', '/agents/carol/unarchive')).body).toEqual({ success: true, data: { username: 'carol', archived: false } });
+    expect((await h.db.sql`select archived_at from agents where username = 'carol'`)[0]!.archived_at).toBeNull();
+    expect((await h.call('GET', '/api/threads', { key: carol.key })).status).toBe(200);
+    expect(await as('POST', '/agents/nobody/archive')).toMatchObject({ status: 404, body: { error: 'No agent named nobody.' } });
+  });
+
+  test('add a webhook, reveal its secret, remove it; re-adding mints a different secret', async () => {
+    const added = await as('PUT', '/agents/alice/webhook', { webhookUrl: 'http://127.0.0.1:9/alice' });
+    expect(added.status).toBe(200);
+    expect(added.body.data).toEqual({ username: 'alice', webhookUrl: 'http://127.0.0.1:9/alice', signingSecret: expect.stringMatching(/^whsec_/) });
+    const shown = await as('GET', '/agents/alice/webhook/secret');
+    expect(shown.body).toEqual({ success: true, data: added.body.data });
+    expect(shown.headers.get('cache-control')).toBe('no-store');
+
+    const removed = await as('DELETE', '/agents/alice/webhook');
+    expect(removed.body).toEqual({ success: true, data: { username: 'alice', webhookUrl: null } });
+    const [row] = await h.db.sql`select webhook_url, signing_secret, webhook_set_at from agents where username = 'alice'`;
+    expect(row).toEqual({ webhook_url: null, signing_secret: null, webhook_set_at: null });
+    expect(await as('GET', '/agents/alice/webhook/secret')).toMatchObject({
+      status: 404,
+      body: { success: false, error: 'alice has no webhook, so it has no signing secret.' },
+    });
+
+    const again = await as('PUT', '/agents/alice/webhook', { webhookUrl: 'http://127.0.0.1:9/alice' });
+    expect(again.body.data.signingSecret).not.toBe(added.body.data.signingSecret);
+    await as('DELETE', '/agents/alice/webhook');
+    expect(await as('PUT', '/agents/alice/webhook', {})).toMatchObject({ status: 400, body: { error: 'webhookUrl must be a non-empty string' } });
+    expect(await as('PUT', '/agents/ghost/webhook', { webhookUrl: 'http://127.0.0.1:9/g' })).toMatchObject({ status: 404 });
+  });
+});
+
+describe('threads', () => {
+  test('lists every thread with participants and state, closed ones included', async () => {
+    const id = await openThread('Listed');
+    await h.db.sql`update threads set state = 'closed' where id = ${id}`;
+    const res = await as('GET', '/threads');
+    const thread = res.body.data.find((t: any) => t.id === id);
+    expect(thread).toEqual({
+      id,
+      title: 'Listed',
+      goal: null,
+      state: 'closed',
+      openedBy: 'alice',
+      createdAt: expect.any(String),
+      participants: [{ username: 'alice' }, { username: 'bob' }, { username: 'carol' }],
+    });
+  });
+
+  test('removing a participant: it loses the thread (404) and its inbox no longer lists it', async () => {
+    const id = await openThread('Removal');
+    await h.call('POST', `/api/threads/${id}/messages`, { key: alice.key, body: { content: 'before removal' } });
+    expect((await h.call('GET', '/api/deliveries', { key: carol.key })).body.data.some((e: any) => e.threadId === id)).toBe(true);
+
+    const res = await as('DELETE', `/threads/${id}/participants/carol`);
+    expect(res.status).toBe(200);
+    expect(res.body.data.participants).toEqual([{ username: 'alice' }, { username: 'bob' }]);
+    const rows = await h.db.sql`select a.username from participants p join agents a on a.id = p.agent_id where p.thread_id = ${id} order by 1`;
+    expect(rows.map((r) => r.username)).toEqual(['alice', 'bob']);
+    expect((await h.call('GET', `/api/threads/${id}`, { key: carol.key })).status).toBe(404);
+    expect((await h.call('GET', '/api/deliveries', { key: carol.key })).body.data.some((e: any) => e.threadId === id)).toBe(false);
+
+    expect(await as('DELETE', `/threads/${id}/participants/carol`)).toMatchObject({
+      status: 404,
+      body: { success: false, error: 'carol is not a participant of this thread.' },
+    });
+    expect(await as('DELETE', `/threads/${ZERO_ID}/participants/bob`)).toMatchObject({ status: 404, body: { error: 'No such thread.' } });
+    expect(await as('DELETE', `/threads/not-an-id/participants/bob`)).toMatchObject({ status: 404 });
+  });
+
+  test('confirm and decline a close request', async () => {
+    const confirmed = await openThread('To close');
+    await h.call('POST', `/api/threads/${confirmed}/close`, { key: alice.key });
+    expect((await as('POST', `/threads/${confirmed}/confirm-close`)).body).toEqual({ success: true, data: { id: confirmed, state: 'closed' } });
+    const [closed] = await h.db.sql`select state, closed_at from threads where id = ${confirmed}`;
+    expect(closed!.state).toBe('closed');
+    expect(closed!.closed_at).toBeInstanceOf(Date);
+    expect((await h.call('GET', `/api/threads/${confirmed}`, { key: bob.key })).status).toBe(404);
+
+    const declined = await openThread('To keep');
+    await h.call('POST', `/api/threads/${declined}/close`, { key: alice.key });
+    expect((await as('POST', `/threads/${declined}/decline-close`)).body).toEqual({ success: true, data: { id: declined, state: 'open' } });
+    const [open] = await h.db.sql`select state, close_requested_at from threads where id = ${declined}`;
+    expect(open).toEqual({ state: 'open', close_requested_at: null });
+    expect(await as('POST', `/threads/${declined}/decline-close`)).toMatchObject({
+      status: 400,
+      body: { success: false, error: 'The thread has no pending close request (it is open).' },
+    });
+    expect(await as('POST', `/threads/${ZERO_ID}/confirm-close`)).toMatchObject({ status: 404 });
+  });
+
+  test('a person posts as themselves: sender is their username, every active participant receives it', async () => {
+    const id = await openThread('Posting');
+    const res = await as('POST', `/threads/${id}/messages`, { content: 'Hello from a person' });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toEqual({ id: expect.any(String), threadId: id, createdAt: expect.any(String), recipients: 3 });
+    const [message] = await h.db.sql`select sender, sender_agent_id, content from messages where id = ${res.body.data.id}`;
+    expect(message).toEqual({ sender: 'ada', sender_agent_id: null, content: 'Hello from a person' });
+    const recipients = await h.db.sql<{ username: string; step: string; webhook: boolean }[]>`
+      select a.username, d.step, d.webhook from deliveries d join agents a on a.id = d.recipient_id
+      where d.message_id = ${res.body.data.id} order by 1`;
+    expect([...recipients]).toEqual([
+      { username: 'alice', step: 'accepted', webhook: false },
+      { username: 'bob', step: 'accepted', webhook: true },
+      { username: 'carol', step: 'accepted', webhook: false },
+    ]);
+    const inbox = await h.call('GET', '/api/deliveries', { key: carol.key });
+    expect(inbox.body.data.find((e: any) => e.messageId === res.body.data.id)).toMatchObject({ sender: 'ada', summary: 'Hello from a person' });
+    expect(await as('POST', `/threads/${id}/messages`, { content: '' })).toMatchObject({ status: 400, body: { error: 'content must not be empty' } });
+    expect(await as('POST', `/threads/${ZERO_ID}/messages`, { content: 'x' })).toMatchObject({ status: 404 });
+  });
+});
+
+describe('deliveries', () => {
+  let threadId: string;
+  let messageId: string;
+  const deliveryOf = async (username: string) =>
+    (await h.db.sql`select d.id from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${messageId} and a.username = ${username}`)[0]!.id as string;
+
+  beforeAll(async () => {
+    threadId = await openThread('Progress');
+    const posted = await h.call('POST', `/api/threads/${threadId}/messages`, { key: alice.key, body: { content: 'Progress check\nsecond line' } });
+    messageId = posted.body.data.id;
+  });
+
+  test('per message, each recipient with its step, times and attempt log', async () => {
+    const bobDelivery = await deliveryOf('bob');
+    await h.db.sql`
+      insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status, error)
+      values (${bobDelivery}, 1, 1, 120, 503, 'HTTP 503'), (${bobDelivery}, 1, 2, 35, 200, null)`;
+    await h.db.sql`update deliveries set step = 'notified', notified_at = now() where id = ${bobDelivery}`;
+    const res = await as('GET', `/deliveries?thread=${threadId}`);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(1);
+    const [message] = res.body.data;
+    expect(message).toMatchObject({ id: messageId, threadId, thread: 'Progress', sender: 'alice', summary: 'Progress check' });
+    expect(message.deliveries.map((d: any) => [d.recipient, d.step, d.stalled, d.webhook])).toEqual([
+      ['bob', 'notified', false, true],
+      ['carol', 'accepted', false, false],
+    ]);
+    expect(message.deliveries[0].attempts).toEqual([
+      { attemptedAt: expect.any(String), publish: 1, attempt: 1, status: 503, durationMs: 120, error: 'HTTP 503' },
+      { attemptedAt: expect.any(String), publish: 1, attempt: 2, status: 200, durationMs: 35, error: null },
+    ]);
+    expect(message.deliveries[0].notifiedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  test('filters: stalled, failed, by agent, by thread', async () => {
+    const bobDelivery = await deliveryOf('bob');
+    const carolDelivery = await deliveryOf('carol');
+    await h.db.sql`update deliveries set notified_at = now() - interval '1 hour' where id = ${bobDelivery}`;
+    await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'Handler answered 401' where id = ${carolDelivery}`;
+
+    const stalled = await as('GET', '/deliveries?stalled=true');
+    expect(stalled.body.data.flatMap((m: any) => m.deliveries.map((d: any) => [d.id, d.stalled]))).toEqual([[bobDelivery, true]]);
+    const failed = await as('GET', '/deliveries?failed=true');
+    expect(failed.body.data.flatMap((m: any) => m.deliveries.map((d: any) => [d.id, d.failedStep, d.error]))).toEqual([
+      [carolDelivery, 'accepted', 'Handler answered 401'],
+    ]);
+    const byAgent = await as('GET', `/deliveries?agent=bob&thread=${threadId}`);
+    expect(byAgent.body.data.flatMap((m: any) => m.deliveries.map((d: any) => d.recipient))).toEqual(['bob']);
+    expect((await as('GET', '/deliveries?agent=nobody')).body.data).toEqual([]);
+
+    // Newer deliveries that are Notified but not yet stalled do not crowd the stalled one off the page.
+    for (const content of ['newer one', 'newer two']) {
+      const posted = await h.call('POST', `/api/threads/${threadId}/messages`, { key: alice.key, body: { content } });
+      await h.db.sql`update deliveries set step = 'notified', notified_at = now() where message_id = ${posted.body.data.id}`;
+    }
+    const firstPage = await as('GET', '/deliveries?stalled=true&limit=1');
+    expect(firstPage.body.data.flatMap((m: any) => m.deliveries.map((d: any) => d.id))).toEqual([bobDelivery]);
+    expect((await as('GET', '/deliveries?thread=not-an-id')).body.data).toEqual([]);
+  });
+
+  test('resend a failed delivery: back to Accepted, attempts counted afresh, log kept', async () => {
+    const carolDelivery = await deliveryOf('carol');
+    const res = await as('POST', `/deliveries/${carolDelivery}/resend`);
+    expect(res.body).toEqual({ success: true, data: { deliveryId: carolDelivery, step: 'accepted' } });
+    const [row] = await h.db.sql`select step, failed_step, send_attempts from deliveries where id = ${carolDelivery}`;
+    expect(row).toEqual({ step: 'accepted', failed_step: null, send_attempts: 0 });
+    expect(await as('POST', `/deliveries/${carolDelivery}/resend`)).toMatchObject({
+      status: 400,
+      body: { success: false, error: 'Only a failed delivery can be resent; this one is accepted.' },
+    });
+    expect(await as('POST', `/deliveries/${ZERO_ID}/resend`)).toMatchObject({ status: 404 });
+  });
+});
+
+describe('pages', () => {
+  test('without a session the pages send you to sign in; with one they are served with a strict policy', async () => {
+    const away = await h.send('GET', '/dashboard/deliveries');
+    expect([away.status, away.headers.get('location')]).toEqual([303, '/dashboard/sign-in']);
+    for (const page of ['deliveries', 'threads', 'agents']) {
+      const res = await h.send('GET', `/dashboard/${page}`, { cookie });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(res.body).toContain(`data-page="${page}"`);
+      expect(res.body).toContain('aria-current="page"');
+    }
+    const signIn = await h.send('GET', '/dashboard/sign-in');
+    expect(signIn.status).toBe(200);
+    expect(signIn.body).toContain('<label for="email">Email</label>');
+    expect((await h.send('GET', '/dashboard')).headers.get('location')).toBe('/dashboard/deliveries');
+    const script = await h.send('GET', '/dashboard/assets/dashboard.js');
+    expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
+    const css = await h.send('GET', '/dashboard/assets/dashboard.css');
+    expect([css.status, css.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);
+  });
+});

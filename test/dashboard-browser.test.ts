@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { invitePerson } from '../src/domain/people';
+import { buildApp } from '../src/http/app';
+import { createLogger } from '../src/log';
+import { useHarness } from './support/harness';
+
+// End to end in a real headless Chromium against the real server listening on a local port.
+const h = useHarness();
+const logLines: Record<string, any>[] = [];
+const ARTIFACTS = 'test-artifacts/dashboard';
+const SCREENSHOTS = 'docs/screenshots';
+
+let server: ReturnType<ReturnType<typeof buildApp>['listen']>;
+let base: string;
+let context: BrowserContext;
+let page: Page;
+let userDataDir: string;
+
+beforeAll(async () => {
+  const log = createLogger('info', (line) => logLines.push(JSON.parse(line)));
+  server = buildApp({ sql: h.db.sql, config: h.config, log, inboxSignal: h.inboxSignal, agentCache: h.agentCache }).listen({ hostname: '127.0.0.1', port: 0 });
+  base = `http://127.0.0.1:${server.server!.port}`;
+  userDataDir = mkdtempSync(join(tmpdir(), 'ams-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport: { width: 1100, height: 800 },
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(10_000);
+  page.on('dialog', (dialog) => void dialog.accept());
+  mkdirSync(ARTIFACTS, { recursive: true });
+}, 30_000);
+
+afterAll(async () => {
+  await context?.close();
+  await server?.stop(true);
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+});
+
+// Every run leaves full-page shots under test-artifacts/; the few kept in the docs are refreshed
+// only on request (UPDATE_SCREENSHOTS=1), so that a test run never changes tracked files.
+async function screenshot(name: string, forDocs = false) {
+  await page.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage: true });
+  if (forDocs && process.env.UPDATE_SCREENSHOTS === '1') await page.screenshot({ path: `${SCREENSHOTS}/${name}.png` });
+}
+
+const agentCall = async (method: string, path: string, key: string, body?: unknown) => {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return (await res.json()) as any;
+};
+
+test('a person signs in, runs agents and threads, and watches deliveries move live', async () => {
+  await invitePerson(h.db.sql, { email: 'ada@example.com', username: 'ada' });
+
+  // Sign in with the code the server logged (no SMTP configured).
+  await page.goto(`${base}/dashboard/deliveries`);
+  await page.waitForURL(`${base}/dashboard/sign-in`);
+  await page.getByLabel('Email', { exact: true }).fill('ada@example.com');
+  await screenshot('sign-in');
+  await page.getByRole('button', { name: 'Send me a code' }).click();
+  await page.getByLabel('Code from the email').waitFor();
+  const code = await loggedCode('ada@example.com');
+  await page.getByLabel('Code from the email').fill(code);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${base}/dashboard/deliveries`);
+  await page.locator('#me', { hasText: 'ada' }).waitFor();
+
+  // Register two agents; the key is shown once.
+  await page.getByRole('link', { name: 'Agents' }).click();
+  const keys: Record<string, string> = {};
+  for (const username of ['writer', 'reader']) {
+    await page.getByLabel('Username', { exact: true }).fill(username);
+    await page.getByRole('button', { name: 'Register' }).click();
+    await page.locator('#new-key-agent', { hasText: username }).waitFor();
+    keys[username] = (await page.locator('#new-key-value').textContent())!;
+  }
+  const writerKey = keys.writer!;
+  const readerKey = keys.reader!;
+  expect(readerKey).toMatch(/^agt_/);
+
+  // Add a webhook to reader: its secret is shown at once and can be revealed later.
+  const readerCard = page.locator('[data-agent="reader"]');
+  await readerCard.getByLabel('Webhook URL').fill('http://127.0.0.1:9/reader');
+  await readerCard.getByRole('button', { name: 'Add webhook' }).click();
+  await page.locator('[data-agent="reader"] .secret code', { hasText: 'whsec_' }).waitFor();
+  const [stored] = await h.db.sql`select webhook_url, signing_secret from agents where username = 'reader'`;
+  expect(stored!.webhook_url).toBe('http://127.0.0.1:9/reader');
+  await expect(page.locator('[data-agent="reader"] .secret code').textContent()).resolves.toBe(stored!.signing_secret);
+  await page.reload();
+  await page.locator('[data-agent="reader"]').getByRole('button', { name: 'Reveal secret' }).click();
+  await page.locator('[data-agent="reader"] .secret code', { hasText: stored!.signing_secret }).waitFor();
+  await screenshot('agents', true);
+
+  // An agent opens a thread; the person posts into it as themselves.
+  const thread = await agentCall('POST', '/api/threads', writerKey, { title: 'Launch plan', goal: 'Agree the launch date', participantUsernames: ['reader'] });
+  const threadId = thread.data.id as string;
+  await page.getByRole('link', { name: 'Threads' }).click();
+  const card = page.locator(`[data-thread="${threadId}"]`);
+  await card.getByLabel('Post as yourself').fill('Please confirm the date by Friday.');
+  await card.getByRole('button', { name: 'Post' }).click();
+  await page.locator('#toast', { hasText: 'Posted to 2 recipients.' }).waitFor();
+  const [posted] = await h.db.sql`select id, sender from messages where thread_id = ${threadId}`;
+  expect(posted!.sender).toBe('ada');
+
+  // Watch reader's delivery move to Delivered without reloading the page.
+  await page.getByRole('link', { name: 'Deliveries' }).click();
+  await page.locator('#live', { hasText: 'Live' }).waitFor();
+  const [delivery] = await h.db.sql`
+    select d.id from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${posted!.id} and a.username = 'reader'`;
+  const row = page.locator(`[data-delivery="${delivery!.id}"]`);
+  await expect(row.getAttribute('data-step')).resolves.toBe('accepted');
+  await h.db.sql`insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status) values (${delivery!.id}, 1, 1, 48, 200)`;
+  await h.db.sql`update deliveries set step = 'notified', notified_at = now() where id = ${delivery!.id}`;
+  await page.locator(`[data-delivery="${delivery!.id}"][data-step="notified"]`).waitFor();
+  expect((await agentCall('POST', `/api/deliveries/${delivery!.id}/delivered`, readerKey)).success).toBe(true);
+  await page.locator(`[data-delivery="${delivery!.id}"][data-step="delivered"]`).waitFor();
+  await page.locator(`[data-delivery="${delivery!.id}"] summary`).click();
+  await screenshot('deliveries', true);
+
+  // A failure shows up live with its step and error; resend puts it back to Accepted.
+  const second = await agentCall('POST', `/api/threads/${threadId}/messages`, writerKey, { content: 'Second notice' });
+  const [failing] = await h.db.sql`select id from deliveries where message_id = ${second.data.id}`;
+  await page.locator(`[data-delivery="${failing!.id}"]`).waitFor();
+  await h.db.sql`
+    insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status, error)
+    values (${failing!.id}, 1, 4, 2001, 500, 'Handler answered 500')`;
+  await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'Handler answered 500' where id = ${failing!.id}`;
+  const failedRow = page.locator(`[data-delivery="${failing!.id}"][data-step="failed"]`);
+  await failedRow.getByText('Failed at Accepted: Handler answered 500').waitFor();
+  await page.getByLabel('Failed', { exact: true }).check();
+  await page.waitForFunction("document.querySelectorAll('[data-delivery]').length === 1");
+  await failedRow.waitFor();
+  await screenshot('deliveries-failed');
+  await failedRow.getByRole('button', { name: 'Resend' }).click();
+  await page.locator('#toast', { hasText: 'Resent to reader.' }).waitFor();
+  const [resent] = await h.db.sql`select step from deliveries where id = ${failing!.id}`;
+  expect(resent!.step).toBe('accepted');
+
+  // On a phone-sized screen the same page stays usable.
+  await page.getByLabel('Failed', { exact: true }).uncheck();
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.locator(`[data-delivery="${delivery!.id}"]`).waitFor();
+  await screenshot('deliveries-phone', true);
+  await page.setViewportSize({ width: 1100, height: 800 });
+
+  // The opener asks to close; the person confirms.
+  await agentCall('POST', `/api/threads/${threadId}/close`, writerKey);
+  await page.getByRole('link', { name: 'Threads' }).click();
+  await page.locator(`[data-thread="${threadId}"]`).getByText('writer asked to close this thread.').waitFor();
+  await screenshot('threads', true);
+  await page.locator(`[data-thread="${threadId}"]`).getByRole('button', { name: 'Confirm close' }).click();
+  await page.locator(`[data-thread="${threadId}"] .badge`, { hasText: 'Closed' }).waitFor();
+  const [closed] = await h.db.sql`select state from threads where id = ${threadId}`;
+  expect(closed!.state).toBe('closed');
+
+  // Keyboard: the skip link is the first stop on a fresh page.
+  await page.reload();
+  await page.locator(`[data-thread="${threadId}"]`).waitFor();
+  await page.keyboard.press('Tab');
+  await expect(page.evaluate('document.activeElement?.textContent')).resolves.toBe('Skip to content');
+
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(`${base}/dashboard/sign-in`);
+  expect((await h.db.sql`select count(*)::int as n from sessions`)[0]!.n).toBe(0);
+}, 40_000);
+
+async function loggedCode(email: string): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    const line = logLines.findLast((l) => l.event === 'sign_in_code' && l.email === email);
+    if (line) return line.code;
+    await Bun.sleep(50);
+  }
+  throw new Error(`no sign-in code was logged for ${email}`);
+}

@@ -1,0 +1,144 @@
+import { describe, expect, test } from 'bun:test';
+import { loadConfig } from '../src/config';
+import { cacheAgents } from '../src/db/agent-cache';
+import { connect } from '../src/db/connect';
+import { buildApp } from '../src/http/app';
+import { createLogger } from '../src/log';
+import { uniqueName, useHarness } from './support/harness';
+
+const h = useHarness({ BODY_LIMIT_BYTES: '2048' });
+
+describe('the envelope everywhere', () => {
+  test('unknown routes are 404 in the envelope', async () => {
+    for (const [method, path] of [['GET', '/nope'], ['POST', '/api/nope'], ['DELETE', '/api/threads']] as const) {
+      const res = await h.call(method, path);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ success: false, error: `No route for ${method} ${path}.` });
+    }
+  });
+
+  test('malformed JSON is 400', async () => {
+    const a = await h.agent(uniqueName('json'));
+    const res = await h.call('POST', '/api/threads', { key: a.key, raw: '{"title": ', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ success: false, error: 'The request body is not valid JSON.' });
+  });
+
+  test('JSON is read whatever the content type says', async () => {
+    const a = await h.agent(uniqueName('form'));
+    const res = await h.call('POST', '/api/threads', {
+      key: a.key,
+      raw: '{"title":"From curl -d"}',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(res.status).toBe(201);
+  });
+
+  test('a body over the limit is refused before it is read', async () => {
+    const a = await h.agent(uniqueName('big'));
+    const res = await h.call('POST', '/api/threads', { key: a.key, body: { title: 'x', goal: 'g'.repeat(3000) } });
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual({ success: false, error: 'The request body is larger than the limit of 2048 bytes.' });
+  });
+
+  // A database without our tables: every query fails the way a bug would.
+  test('a server fault is 500 in the envelope, logged with its stack, never shown', async () => {
+    const lines: string[] = [];
+    const elsewhere = new URL(h.db.url);
+    elsewhere.pathname = '/postgres';
+    const sql = connect(elsewhere.toString(), 1);
+    const log = createLogger('info', (l) => lines.push(l));
+    const app = buildApp({ sql, config: loadConfig({}), log, inboxSignal: h.inboxSignal, agentCache: cacheAgents(sql, log) });
+    const a = await h.agent(uniqueName('fault'));
+    const res = await app.handle(new Request('http://localhost/api/threads', { headers: { authorization: `Bearer ${a.key}` } }));
+    await sql.end();
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({ success: false, error: 'Internal server error; nothing about the request will fix it.' });
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'error', event: 'request_failed', method: 'GET', path: '/api/threads' });
+    expect(JSON.parse(lines[0]!).error).toContain('relation "agents" does not exist');
+    expect(lines[0]).not.toContain(a.key);
+  });
+
+  test('an unreachable database is 503 in the envelope, even while authenticating', async () => {
+    const lines: string[] = [];
+    const sql = connect(h.db.url, 1);
+    await sql.end();
+    const log = createLogger('info', (l) => lines.push(l));
+    const app = buildApp({ sql, config: loadConfig({}), log, inboxSignal: h.inboxSignal, agentCache: cacheAgents(sql, log) });
+    const a = await h.agent(uniqueName('outage'));
+    for (const [method, path] of [['GET', '/api/threads'], ['POST', '/api/threads'], ['GET', '/health']] as const) {
+      const res = await app.handle(new Request(`http://localhost${path}`, { method, headers: { authorization: `Bearer ${a.key}` } }));
+      expect(res.status).toBe(503);
+      expect(await res.json()).toEqual({ success: false, error: 'The database is unavailable right now; try again in a moment.' });
+    }
+    expect(lines.map((l) => JSON.parse(l).event)).toEqual(['database_unavailable', 'database_unavailable']);
+  });
+
+  test('health answers 200 while the database is up', async () => {
+    const res = await h.call('GET', '/health');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, data: { status: 'ok' } });
+  });
+});
+
+describe('OpenAPI', () => {
+  test('documents every agent route with the bearer scheme and the error envelope', async () => {
+    const res = await h.call('GET', '/openapi/json');
+    expect(res.status).toBe(200);
+    const doc = res.body;
+    expect(doc.openapi).toMatch(/^3\.1/);
+    expect(doc.components.securitySchemes.agentKey).toMatchObject({ type: 'http', scheme: 'bearer' });
+    const operations = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    expect(operations.sort()).toEqual(
+      [
+        'GET /api/deliveries',
+        'POST /api/deliveries/{deliveryId}/delivered',
+        'POST /api/deliveries/{deliveryId}/acknowledge',
+        'GET /api/threads',
+        'POST /api/threads',
+        'GET /api/threads/{threadId}',
+        'POST /api/threads/{threadId}/participants',
+        'POST /api/threads/{threadId}/close',
+        'GET /api/threads/{threadId}/messages',
+        'POST /api/threads/{threadId}/messages',
+      ].sort(),
+    );
+    const post = doc.paths['/api/threads/{threadId}/messages'].post;
+    expect(post.security).toEqual([{ agentKey: [] }]);
+    expect(Object.keys(post.responses).sort()).toEqual(['201', '400', '401', '404', '500']);
+    const failure = post.responses['400'].content['application/json'].schema;
+    expect(failure.properties.success.const).toBe(false);
+    expect(failure.required).toEqual(['success', 'error']);
+    const body = post.requestBody.content['application/json'].schema;
+    expect(body.properties.content).toMatchObject({ minLength: 1, maxLength: 10000 });
+    expect(body.properties.summary).toMatchObject({ maxLength: 200 });
+  });
+
+  test('serves an HTML page', async () => {
+    const res = await h.app.handle(new Request('http://localhost/openapi'));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/html');
+  });
+});
+
+describe('text the database cannot store', () => {
+  test('a NUL character is a 400 naming the field, and nothing is written', async () => {
+    const a = await h.agent(uniqueName('nul'));
+    const b = await h.agent(uniqueName('nul'));
+    const id = await h.thread(a, [b]);
+    for (const [path, body, error] of [
+      [`/api/threads/${id}/messages`, { content: 'a\u0000b' }, 'content must not contain the NUL character (U+0000)'],
+      ['/api/threads', { title: 'x\u0000' }, 'title must not contain the NUL character (U+0000)'],
+      ['/api/threads', { title: 'ok', participantUsernames: ['\u0000'] }, 'participantUsernames.0 must not contain the NUL character (U+0000)'],
+      [`/api/threads/${id}/participants`, { username: 'b\u0000' }, 'username must not contain the NUL character (U+0000)'],
+    ] as const) {
+      const res = await h.call('POST', path, { key: a.key, body });
+      expect([path, res.status, res.body]).toEqual([path, 400, { success: false, error }]);
+    }
+    const [count] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
+    expect(count!.n).toBe(0);
+  });
+});

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll } from 'bun:test';
+import { loadConfig, type Config } from '../../src/config';
+import { cacheAgents, type AgentCacheListener } from '../../src/db/agent-cache';
+import { listenForInbox, type InboxListener } from '../../src/db/inbox-signal';
+import { createAgent } from '../../src/domain/agents';
+import { buildApp, type App } from '../../src/http/app';
+import { silentLogger } from '../../src/log';
+import { testDatabase, type TestDatabase } from './database';
+
+export type Reply = { status: number; body: any; headers: Headers };
+
+export type Harness = {
+  db: TestDatabase;
+  app: App;
+  config: Config;
+  inboxSignal: InboxListener;
+  agentCache: AgentCacheListener;
+  call: (method: string, path: string, opts?: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> }) => Promise<Reply>;
+  agent: (username: string, opts?: { webhookUrl?: string }) => Promise<TestAgent>;
+  // Opens a thread as `opener` with the others in it and returns its id.
+  thread: (opener: TestAgent, others: TestAgent[], title?: string) => Promise<string>;
+  // Posts as `sender` and returns the created-message data.
+  post: (sender: TestAgent, threadId: string, content?: string) => Promise<{ id: string; recipients: number }>;
+};
+
+export type TestAgent = { username: string; key: string; signingSecret?: string };
+
+// One request through app.handle(), as a client would send it: a JSON body with its length, and
+// the answer parsed when it is JSON.
+export async function callApp(
+  app: App,
+  method: string,
+  path: string,
+  opts: { headers?: Record<string, string>; body?: unknown; raw?: string } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { ...opts.headers };
+  let body: string | undefined = opts.raw;
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  const res = await app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  return { status: res.status, body: parsed, headers: res.headers };
+}
+
+let counter = 0;
+// Unique, valid usernames so tests never collide within a file.
+export const uniqueName = (base: string) => `${base}-${++counter}`;
+
+// A fresh database and app for one test file; torn down after the file's tests.
+export function useHarness(env: Record<string, string> = {}): Harness {
+  const h = {} as Harness;
+  beforeAll(async () => {
+    h.db = await testDatabase();
+    h.config = loadConfig({ WEBHOOK_ALLOW_LOCAL: 'true', DATABASE_URL: h.db.url, ...env });
+    h.inboxSignal = listenForInbox(h.db.sql, silentLogger);
+    await h.inboxSignal.start();
+    h.agentCache = cacheAgents(h.db.sql, silentLogger);
+    await h.agentCache.start();
+    h.app = buildApp({ sql: h.db.sql, config: h.config, log: silentLogger, inboxSignal: h.inboxSignal, agentCache: h.agentCache });
+    h.call = async (method, path, opts = {}) => {
+      const headers: Record<string, string> = { ...opts.headers };
+      if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+      return callApp(h.app, method, path, { headers, body: opts.body, raw: opts.raw });
+    };
+    h.agent = async (username, opts = {}) => {
+      const created = await createAgent(h.db.sql, { username, webhookUrl: opts.webhookUrl }, { allowLocal: true });
+      return { username, key: created.apiKey, signingSecret: created.signingSecret };
+    };
+    h.thread = async (opener, others, title = 'A thread') => {
+      const res = await h.call('POST', '/api/threads', {
+        key: opener.key,
+        body: { title, participantUsernames: others.map((o) => o.username) },
+      });
+      if (res.status !== 201) throw new Error(`open thread failed: ${JSON.stringify(res.body)}`);
+      return res.body.data.id;
+    };
+    h.post = async (sender, threadId, content = 'hello') => {
+      const res = await h.call('POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content } });
+      if (res.status !== 201) throw new Error(`post failed: ${JSON.stringify(res.body)}`);
+      return res.body.data;
+    };
+  });
+  afterAll(async () => {
+    await h.inboxSignal?.stop();
+    await h.agentCache?.stop();
+    await h.db?.drop();
+  });
+  return h;
+}

@@ -1,0 +1,185 @@
+import { describe, expect, test } from 'bun:test';
+import { eventually, receiver, sleep } from './support/receiver';
+import { attemptRows, deliveryRow, post, untilStep, useWorkerHarness, sign } from './support/webhooks';
+
+const { h } = useWorkerHarness();
+const hook = receiver();
+
+let agentNo = 0;
+const agents = async (reply?: Parameters<typeof hook.reply>[0]) => {
+  const n = ++agentNo;
+  const sender = await h.agent(`sender-${n}`);
+  const recipient = await h.agent(`hooked-${n}`, { webhookUrl: hook.url(`/agent-${n}`) });
+  const path = `/agent-${n}`;
+  const mine = () => hook.received.filter((r) => r.path === path);
+  // `reply` gets the index of the request among this agent's own.
+  if (reply) hook.reply((req) => (req.path === path ? reply(req, mine().length - 1) : new Response('ok')));
+  return { sender, recipient, mine };
+};
+
+describe('the doorbell', () => {
+  test('is the signed six-field payload without the body, sent at once, and moves the delivery to Notified', async () => {
+    const { sender, recipient, mine } = await agents();
+    const before = hook.received.length;
+    const posted = performance.now();
+    const { deliveryId, messageId, threadId } = await post(h, sender, recipient, {
+      content: 'The whole secret body of the message',
+      summary: 'Ship on Friday\nsecond line',
+    });
+    await hook.waitFor(before + 1);
+    const [req] = mine();
+    // Picked up through LISTEN/NOTIFY, not a poll (asserted loosely).
+    expect(req!.at - posted).toBeLessThan(1_000);
+    const expected = JSON.stringify({
+      event: 'message.created',
+      data: { deliveryId, messageId, threadId, threadTitle: 'Release plan', sender: sender.username, summary: 'Ship on Friday' },
+    });
+    expect(req!.raw).toBe(expected);
+    expect(req!.raw).not.toContain('secret body');
+    expect(req!.headers.get('x-signature-256')).toBe(sign(expected, recipient.signingSecret!));
+    expect(req!.headers.get('content-type')).toBe('application/json');
+    expect(req!.headers.get('user-agent')).toContain('agent-messaging-service');
+    const row = await untilStep(h, deliveryId, 'notified');
+    expect(row).toMatchObject({ step: 'notified', failedStep: null, error: null, publishAttempts: 1, sendAttempts: 1 });
+    expect(row.notifiedAt).toBeInstanceOf(Date);
+    const attempts = await attemptRows(h, deliveryId);
+    expect(attempts).toEqual([{ publish: 1, attempt: 1, status: 200, error: null, durationMs: expect.any(Number) }]);
+  });
+
+  test("summary is the body's first line when there is none, one line of at most 120 characters", async () => {
+    const { sender, recipient, mine } = await agents();
+    await post(h, sender, recipient, { content: `\n  ${'word '.repeat(30)}\nnext line` });
+    await eventually(async () => mine().length === 1);
+    const summary = JSON.parse(mine()[0]!.raw).data.summary as string;
+    expect(summary).toHaveLength(120);
+    expect(summary.endsWith('…')).toBe(true);
+    expect(summary).not.toContain('\n');
+  });
+});
+
+describe('retries', () => {
+  test('a failing handler is retried on the schedule with byte-identical requests until it answers 2xx', async () => {
+    const { sender, recipient, mine } = await agents((_req, i) => new Response('no', { status: i < 2 ? 500 : 204 }));
+    const { deliveryId } = await post(h, sender, recipient, { content: 'retry me' });
+    const d = await untilStep(h, deliveryId, 'notified');
+    const reqs = mine();
+    expect(reqs).toHaveLength(3);
+    expect(new Set(reqs.map((r) => r.raw)).size).toBe(1);
+    expect(new Set(reqs.map((r) => r.headers.get('x-signature-256'))).size).toBe(1);
+    // 50 ms then 100 ms apart by configuration; asserted loosely.
+    expect(reqs[1]!.at - reqs[0]!.at).toBeGreaterThanOrEqual(40);
+    expect(reqs[2]!.at - reqs[1]!.at).toBeGreaterThanOrEqual(90);
+    expect(d).toMatchObject({ step: 'notified', sendAttempts: 3 });
+    expect((await attemptRows(h, deliveryId)).map((a) => [a.attempt, a.status])).toEqual([[1, 500], [2, 500], [3, 204]]);
+  });
+
+  test('after 1 attempt and 3 retries the delivery is Failed at Accepted with the last error', async () => {
+    const { sender, recipient, mine } = await agents(() => new Response('down', { status: 503 }));
+    const { deliveryId } = await post(h, sender, recipient, { content: 'nobody home' });
+    const d = await untilStep(h, deliveryId, 'failed');
+    expect(mine()).toHaveLength(4);
+    expect(d.failedStep).toBe('accepted');
+    expect(d.error).toBe('Gave up after 4 attempts; the last one: the handler answered HTTP 503.');
+    expect((await attemptRows(h, deliveryId)).map((a) => a.status)).toEqual([503, 503, 503, 503]);
+    const jobs = await h.db.sql`select 1 from graphile_worker.jobs where key = ${`notify:${deliveryId}`}`;
+    expect(jobs).toHaveLength(0);
+  });
+
+  test('a handler slower than the time-out is cut off and counts as a failure', async () => {
+    const { sender, recipient, mine } = await agents(async () => {
+      await sleep(1_000);
+      return new Response('late');
+    });
+    const { deliveryId } = await post(h, sender, recipient, { content: 'slow handler' });
+    const d = await untilStep(h, deliveryId, 'failed');
+    expect(mine()).toHaveLength(4);
+    expect(d.error).toBe('Gave up after 4 attempts; the last one: no answer within 300 ms (timed out).');
+    for (const a of await attemptRows(h, deliveryId)) {
+      expect(a.status).toBeNull();
+      expect(a.durationMs).toBeGreaterThanOrEqual(290);
+    }
+  });
+
+  test('a connection failure is recorded with its cause', async () => {
+    const sender = await h.agent('sender-refused');
+    const closed = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() });
+    const url = `http://127.0.0.1:${closed.port}/gone`;
+    closed.stop(true);
+    const recipient = await h.agent('hooked-refused', { webhookUrl: url });
+    const { deliveryId } = await post(h, sender, recipient, { content: 'knock knock' });
+    const d = await untilStep(h, deliveryId, 'failed');
+    expect(d.error).toStartWith('Gave up after 4 attempts; the last one: connection failed');
+    expect((await attemptRows(h, deliveryId))).toHaveLength(4);
+  });
+
+  test('a handler answering 401 (signature not verified) is Failed at Accepted at once, without retries', async () => {
+    const { sender, recipient, mine } = await agents(() => new Response('bad signature', { status: 401 }));
+    const { deliveryId } = await post(h, sender, recipient, { content: 'who are you' });
+    const d = await untilStep(h, deliveryId, 'failed');
+    await sleep(300);
+    expect(mine()).toHaveLength(1);
+    expect(d).toMatchObject({
+      failedStep: 'accepted',
+      error: 'The handler answered HTTP 401: it could not verify the signature; not retried.',
+      sendAttempts: 1,
+    });
+  });
+
+  test('a redirect is not followed and counts as a failure', async () => {
+    const target = receiver();
+    const { sender, recipient, mine } = await agents(() => new Response(null, { status: 302, headers: { location: target.url() } }));
+    const { deliveryId } = await post(h, sender, recipient, { content: 'go elsewhere' });
+    const d = await untilStep(h, deliveryId, 'failed');
+    expect(mine()).toHaveLength(4);
+    expect(target.received).toHaveLength(0);
+    expect(d.error).toContain('HTTP 302');
+  });
+});
+
+describe('deliveries that no longer owe a doorbell', () => {
+  test('a job for a delivery already past Accepted, acknowledged, or whose agent has no webhook ends without sending', async () => {
+    const { sender, recipient, mine } = await agents();
+    const notified = await post(h, sender, recipient, { content: 'one' });
+    await untilStep(h, notified.deliveryId, 'notified');
+    await h.db.sql`update deliveries set step = 'accepted', acknowledged_at = now() where id = ${notified.deliveryId}`;
+    const polling = await h.agent('polling-now');
+    const removed = await post(h, sender, polling, { content: 'two' });
+    await h.db.sql`update deliveries set webhook = true where id = ${removed.deliveryId}`;
+    const sentBefore = hook.received.length;
+    await h.db.sql`
+      select graphile_worker.add_jobs(array[
+        row('notify', json_build_object('deliveryId', ${notified.deliveryId}::uuid), null, null, 5, null, null, null)::graphile_worker.job_spec,
+        row('notify', json_build_object('deliveryId', ${removed.deliveryId}::uuid), null, null, 5, null, null, null)::graphile_worker.job_spec
+      ])`;
+    await eventually(async () => (await h.db.sql`select 1 from graphile_worker.jobs where task_identifier = 'notify'`).length === 0);
+    expect(hook.received.length).toBe(sentBefore);
+    expect(mine()).toHaveLength(1);
+    expect(await attemptRows(h, removed.deliveryId)).toHaveLength(0);
+  });
+});
+
+describe('a handler that never finishes its answer', () => {
+  test('counts from its status, and its connection is closed at once instead of held open', async () => {
+    const { createServer } = await import('node:http');
+    let closed = false;
+    const streaming = createServer((req, res) => {
+      req.socket.on('close', () => (closed = true));
+      // Headers and a first chunk, then nothing: an agent "working" before it ends the answer.
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('working');
+    });
+    await new Promise<void>((resolve) => streaming.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (streaming.address() as { port: number }).port;
+      const sender = await h.agent('stream-sender');
+      const recipient = await h.agent('stream-recipient', { webhookUrl: `http://127.0.0.1:${port}/hook` });
+      const { deliveryId } = await post(h, sender, recipient, { content: 'hi' });
+      await untilStep(h, deliveryId, 'notified');
+      await eventually(async () => closed);
+      expect(closed).toBe(true);
+    } finally {
+      streaming.close();
+      streaming.closeAllConnections();
+    }
+  });
+});
