@@ -12,6 +12,7 @@ export const ConfigSchema = T.Object({
   DATA_DIR: T.String({ default: './data' }),
   EMBEDDED_PG_PORT: Int(54329, 1),
   DB_POOL_SIZE: Int(20, 1),
+  DB_CONNECT_TIMEOUT_S: Int(5, 1),
   PUBLIC_URL: T.Optional(T.String()),
   BODY_LIMIT_BYTES: Int(1_048_576, 1024),
   WEBHOOK_TIMEOUT_MS: Int(120_000, 1),

@@ -20,11 +20,13 @@ let port: number;
 let pg: EmbeddedDatabase;
 let sql: Sql;
 let server: Service;
+// A connection attempt that hangs (the database shutting down or starting) is given up after this.
+const CONNECT_TIMEOUT_S = 2;
 
 beforeAll(async () => {
   port = await freePort();
   pg = await startEmbedded(dataDir, port, silentLogger);
-  server = await startService({ DATABASE_URL: pg.url });
+  server = await startService({ DATABASE_URL: pg.url, DB_CONNECT_TIMEOUT_S: String(CONNECT_TIMEOUT_S) });
   sql = connect(pg.url, 2);
 }, 90_000);
 afterAll(async () => {
@@ -81,21 +83,21 @@ test('the server rides out a database restart: 503s while it is away, then LISTE
   expect(await doorbellLatency(sender.apiKey, hooked)).toBeLessThan(1_000);
 
   // Load throughout: posts, inbox reads and health checks, every answer kept.
-  const answers: (Answer & { phase: string })[] = [];
+  const answers: (Answer & { phase: string; request: string })[] = [];
   let phase = 'up';
   let loading = true;
-  const load = async (request: () => Promise<Answer>) => {
+  const load = async (name: string, request: () => Promise<Answer>) => {
     while (loading) {
       const at = phase;
-      answers.push({ ...(await request()), phase: at });
+      answers.push({ ...(await request()), phase: at, request: name });
       await Bun.sleep(25);
     }
   };
   const loaders = [
-    load(() => call(server.base, 'POST', `/api/threads/${hooked}/messages`, { key: sender.apiKey, body: { content: 'load' } })),
-    load(() => call(server.base, 'GET', '/api/deliveries', { key: sender.apiKey })),
-    load(() => call(server.base, 'GET', '/api/threads', { key: sender.apiKey })),
-    load(() => call(server.base, 'GET', '/health')),
+    load('post', () => call(server.base, 'POST', `/api/threads/${hooked}/messages`, { key: sender.apiKey, body: { content: 'load' } })),
+    load('inbox', () => call(server.base, 'GET', '/api/deliveries', { key: sender.apiKey })),
+    load('threads', () => call(server.base, 'GET', '/api/threads', { key: sender.apiKey })),
+    load('health', () => call(server.base, 'GET', '/health')),
   ];
   await Bun.sleep(500);
 
@@ -124,24 +126,27 @@ test('the server rides out a database restart: 503s while it is away, then LISTE
   expect(unavailable.length).toBeGreaterThan(20);
   expect(down.filter((a) => a.status !== 503 && a.status >= 300)).toEqual([]);
   for (const a of unavailable) expect(a.body).toEqual({ success: false, error: 'The database is unavailable right now; try again in a moment.' });
-  expect(Math.max(...down.map((a) => a.ms))).toBeLessThan(5_000);
+  // No request waits longer than one connection attempt (plus slack for a busy machine).
+  const slow = down.filter((a) => a.ms >= CONNECT_TIMEOUT_S * 1000 + 2_000).map(({ request, status, ms }) => ({ request, status, ms }));
+  expect(slow).toEqual([]);
   // Around the outage too: success or 503, never a dropped connection, 500 or a misleading 4xx.
   expect(answers.filter((a) => a.status >= 300 && a.status !== 503)).toEqual([]);
   expect(server.proc.exitCode).toBeNull();
   expect(recoveredIn).toBeLessThan(10_000);
 
   // Recovered by itself: our listening connection is back within seconds, and doorbells ride a
-  // LISTEN rather than the poll (graphile-worker polls every 2 s; five doorbells in a row under
-  // 500 ms are not a poll): graphile-worker's own, or ours relaying while its own backs off.
+  // LISTEN rather than the poll (graphile-worker polls every 2 s; eight doorbells in a row under
+  // 500 ms, one slow one forgiven to a busy machine, are not a 2 s poll): graphile-worker's own,
+  // or ours relaying while its own backs off.
   await eventually(async () => (await listeners()).includes('ams'), 15_000).catch(async (error) => {
     throw new Error(`${error.message}; listening: ${JSON.stringify(await listeners())}`);
   });
   const latencies: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 8; i++) {
     latencies.push(await doorbellLatency(sender.apiKey, hooked));
     await Bun.sleep(150);
   }
-  expect(Math.max(...latencies)).toBeLessThan(500);
+  expect(latencies.toSorted((x, y) => x - y).slice(0, -1).filter((ms) => ms >= 500)).toEqual([]);
 
   // The bounded wait wakes on a new delivery, and the dashboard feed still streams changes.
   const waiting = call(server.base, 'GET', '/api/deliveries?wait=20', { key: waiter.apiKey, timeoutMs: 25_000 });

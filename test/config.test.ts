@@ -10,6 +10,7 @@ test('defaults are the contract values', () => {
   expect(config.WEBHOOK_ALLOW_LOCAL).toBe(false);
   expect(config.DATABASE_URL).toBeUndefined();
   expect(config.PORT).toBe(3000);
+  expect(config.DB_CONNECT_TIMEOUT_S).toBe(5);
 });
 
 test('values are read and converted from the environment', () => {
@@ -24,4 +25,5 @@ test('bad values stop the start with the variable named', () => {
   expect(() => loadConfig({ PORT: 'eighty' })).toThrow('PORT');
   expect(() => loadConfig({ WEBHOOK_RETRY_DELAYS_MS: '1s,2s' })).toThrow('WEBHOOK_RETRY_DELAYS_MS');
   expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL');
+  expect(() => loadConfig({ DB_CONNECT_TIMEOUT_S: '0' })).toThrow('DB_CONNECT_TIMEOUT_S');
 });

@@ -75,6 +75,24 @@ describe('the envelope everywhere', () => {
     expect(lines.map((l) => JSON.parse(l).event)).toEqual(['database_unavailable', 'database_unavailable']);
   });
 
+  // A database that accepts the connection and then says nothing (one shutting down, or a full
+  // listen backlog) must not hold requests longer than the connect timeout.
+  test('a connection attempt that hangs ends in 503 after the connect timeout', async () => {
+    const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
+    const sql = connect(`postgres://nobody@127.0.0.1:${silent.port}/ams`, 1, 1);
+    const log = createLogger('error', () => {});
+    const app = buildApp({ sql, config: loadConfig({}), log, inboxSignal: h.inboxSignal, agentCache: cacheAgents(sql, log) });
+    const started = performance.now();
+    const res = await app.handle(new Request('http://localhost/health'));
+    const waited = performance.now() - started;
+    await sql.end({ timeout: 0 });
+    silent.stop(true);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ success: false, error: 'The database is unavailable right now; try again in a moment.' });
+    expect(waited).toBeGreaterThan(900);
+    expect(waited).toBeLessThan(5_000);
+  });
+
   test('health answers 200 while the database is up', async () => {
     const res = await h.call('GET', '/health');
     expect(res.status).toBe(200);

@@ -2,7 +2,7 @@ import postgres from 'postgres';
 
 export type Sql = postgres.Sql;
 
-export function connect(url: string, max = 20): Sql {
+export function connect(url: string, max = 20, connectTimeoutSeconds = 5): Sql {
   return postgres(url, {
     max,
     onnotice: () => {},
@@ -14,6 +14,9 @@ export function connect(url: string, max = 20): Sql {
     // database is away is answered (503) within about a second, and the pool is back within a
     // second of the database.
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
-    connect_timeout: 10,
+    // A connection attempt that is neither accepted nor refused (a database shutting down or
+    // starting, a full listen backlog, a lost packet) holds every query queued behind it, so it
+    // bounds how long a request can wait before its 503.
+    connect_timeout: connectTimeoutSeconds,
   });
 }
