@@ -1,7 +1,7 @@
-import { beforeAll, describe, expect, test } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connect as tcp } from 'node:net';
 import { useDashboardHarness } from '../test/support/dashboard';
-import { startService } from './support/service';
+import { startService, type Service } from './support/service';
 
 // Generated hostile requests against every agent route, the MCP endpoint and every dashboard API
 // route. Whatever arrives: no 5xx, JSON in the envelope with a status the contract knows, and a
@@ -213,9 +213,13 @@ describe('hostile input', () => {
 
 describe('request bodies over the limit, over a real socket', () => {
   let base: { host: string; port: number };
+  let server: Service | undefined;
   beforeAll(async () => {
-    const server = await startService({ DATABASE_URL: h.db.url, BODY_LIMIT_BYTES: String(LIMIT) });
+    server = await startService({ DATABASE_URL: h.db.url, BODY_LIMIT_BYTES: String(LIMIT) });
     base = { host: '127.0.0.1', port: server.port };
+  });
+  afterAll(async () => {
+    await server?.stop();
   });
 
   // Sends the head and part of a body, never the rest, and waits for the server's answer: one that

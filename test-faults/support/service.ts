@@ -1,5 +1,4 @@
 import type { Subprocess } from 'bun';
-import { afterAll } from 'bun:test';
 import { createServer } from 'node:net';
 
 // The service as it runs in production: `bun src/main.ts serve` in its own process, so that it can
@@ -15,8 +14,10 @@ export type Service = {
   stop: () => Promise<number>;
 };
 
+// Whatever a failed test left running dies with the test process. (A hook here would attach only
+// to the first test file that imports this module.)
 const running = new Set<Subprocess>();
-afterAll(() => {
+process.once('exit', () => {
   for (const p of running) p.kill('SIGKILL');
 });
 
