@@ -12,3 +12,43 @@ test('migrations are recorded and applying them again changes nothing', async ()
   const [jobs] = await h.db.sql`select to_regclass('graphile_worker._private_jobs') is not null as installed`;
   expect(jobs!.installed).toBe(true);
 });
+
+// Ids must be RFC 9562 version 7 and sort in creation order, on PostgreSQL 18's own uuidv7() and
+// on the PL/pgSQL fallback that older servers get (forced here, in a transaction rolled back).
+const uuidV7Variants: [string, (migration: string) => string, (version: number) => string][] = [
+  ['this server', (m) => m, (version) => (version >= 180000 ? 'sql' : 'plpgsql')],
+  ['the fallback before PostgreSQL 18', (m) => m.replace('>= 180000', '>= 990000'), () => 'plpgsql'],
+];
+
+test.each(uuidV7Variants)('uuid_v7() on %s: version 7, the current time, in creation order', async (_name, variant, expectedLanguage) => {
+  const migration = migrations.find((m) => m.name === '005_uuid_v7_without_parsing')!;
+  const made: string[] = [];
+  let found: { language: string; version: number } | undefined;
+  const rollback = new Error('rollback');
+  await h.db.sql
+    .begin(async (tx) => {
+      await tx.unsafe(variant(migration.sql));
+      [found] = await tx<{ language: string; version: number }[]>`
+        select l.lanname as language, current_setting('server_version_num')::int as version
+        from pg_proc p join pg_language l on l.oid = p.prolang where p.proname = 'uuid_v7'`;
+      const before = Date.now();
+      for (let i = 0; i < 50; i++) made.push((await tx`select uuid_v7()::text as id`)[0]!.id);
+      const after = Date.now();
+      for (const id of made) {
+        const hex = id.replaceAll('-', '');
+        expect(hex[12]).toBe('7');
+        expect('89ab').toContain(hex[16]!);
+        const ms = parseInt(hex.slice(0, 12), 16);
+        expect(ms).toBeGreaterThanOrEqual(before - 1_000);
+        expect(ms).toBeLessThanOrEqual(after + 1_000);
+      }
+      throw rollback;
+    })
+    .catch((error: Error) => {
+      if (error !== rollback) throw error;
+    });
+  expect(found!.language).toBe(expectedLanguage(found!.version));
+  expect(made).toHaveLength(50);
+  expect(made.toSorted()).toEqual(made);
+  expect(new Set(made).size).toBe(50);
+});
