@@ -11,6 +11,7 @@ import { quietWorkerLogger } from '../src/db/migrate';
 import { asActor, createAgent } from '../src/domain/agents';
 import { postMessage } from '../src/domain/messages';
 import { openThread } from '../src/domain/threads';
+import { cpuPerRequest, cpuSnapshot } from './cpu';
 import { latencySummary, round } from './stats';
 
 export type LoadSetup = {
@@ -58,6 +59,7 @@ async function expect(status: number, pending: Promise<{ status: number; json: a
 // `connections` requests in flight at every moment for `ms`; throughput counts completed requests.
 async function closedLoop(connections: number, ms: number, request: () => Promise<unknown>) {
   const latencies: number[] = [];
+  const cpuBefore = cpuSnapshot(setup.serverPid);
   const started = performance.now();
   const deadline = started + ms;
   await Promise.all(
@@ -70,7 +72,8 @@ async function closedLoop(connections: number, ms: number, request: () => Promis
     }),
   );
   const elapsed = performance.now() - started;
-  return { perSecond: round((latencies.length / elapsed) * 1000, 0), ...latencySummary(latencies) };
+  const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), latencies.length);
+  return { perSecond: round((latencies.length / elapsed) * 1000, 0), ...latencySummary(latencies), cpuUs };
 }
 
 // ---- the local receiver for doorbells ----

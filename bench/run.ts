@@ -28,7 +28,9 @@ const workerConcurrency = 32;
 try {
   const machine = await describeMachine(db.url);
   step('service');
-  const server = Bun.spawn(['bun', 'bench/server.ts'], {
+  // BENCH_PROFILE=1: the service writes a CPU profile (Chrome format and markdown) to bench/profile/.
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-md', '--cpu-prof-dir=bench/profile'] : [];
+  const server = Bun.spawn(['bun', ...profile, 'bench/server.ts'], {
     cwd: root,
     env: { ...serviceEnv, PORT: '0' },
     stdout: 'pipe',
