@@ -153,6 +153,48 @@ describe('post a message', () => {
   });
 });
 
+describe('concurrent posts', () => {
+  // Posts that arrive together share one statement (src/db/batcher.ts); each keeps its own outcome.
+  test('share statements under load, and each is answered and stored as if it were alone', async () => {
+    const [a, b, stranger, gone] = await Promise.all(['many', 'many', 'many', 'many'].map((n) => h.agent(uniqueName(n))));
+    const hooked = await h.agent(uniqueName('many'), { webhookUrl: 'http://127.0.0.1:9/hook' });
+    const polled = await h.thread(a!, [b!]);
+    const mixed = await h.thread(a!, [b!, hooked]);
+    const closing = await h.thread(a!, [b!]);
+    expect((await h.call('POST', `/api/threads/${closing}/close`, { key: a!.key })).status).toBe(200);
+    const nobody = await h.thread(a!, [gone!]);
+    await setArchived(h.db.sql, gone!.username, true);
+    const unknown = '01a20000-0000-7000-8000-000000000000';
+    const plan = [
+      ...Array.from({ length: 20 }, (_, i) => ({ key: a!.key, thread: polled, content: `polled ${i}`, status: 201 })),
+      ...Array.from({ length: 20 }, (_, i) => ({ key: a!.key, thread: mixed, content: `mixed ${i}`, status: 201 })),
+      ...Array.from({ length: 4 }, () => ({ key: a!.key, thread: closing, content: 'late', status: 400 })),
+      ...Array.from({ length: 4 }, () => ({ key: a!.key, thread: nobody, content: 'hello?', status: 400 })),
+      ...Array.from({ length: 4 }, () => ({ key: stranger!.key, thread: polled, content: 'let me in', status: 404 })),
+      ...Array.from({ length: 4 }, () => ({ key: a!.key, thread: unknown, content: 'where', status: 404 })),
+    ];
+    const answers = await Promise.all(plan.map((p) => h.call('POST', `/api/threads/${p.thread}/messages`, { key: p.key, body: { content: p.content } })));
+    expect(answers.map((r) => r.status)).toEqual(plan.map((p) => p.status));
+    const stored = await h.db.sql<{ id: string; content: string; created_at: Date; deliveries: number; jobs: number }[]>`
+      select m.id, m.content, m.created_at,
+             (select count(*)::int from deliveries d where d.message_id = m.id) as deliveries,
+             (select count(*)::int from graphile_worker._private_jobs j join deliveries d on j.key = 'notify:' || d.id
+              where d.message_id = m.id) as jobs
+      from messages m where m.thread_id in (${polled}, ${mixed}, ${closing}, ${nobody})`;
+    const byId = new Map(stored.map((m) => [m.id, m]));
+    plan.forEach((p, i) => {
+      if (p.status !== 201) return;
+      const message = byId.get(answers[i]!.body.data.id)!;
+      expect(message.content).toBe(p.content);
+      expect(answers[i]!.body.data).toMatchObject({ threadId: p.thread, recipients: p.thread === mixed ? 2 : 1 });
+      expect([message.deliveries, message.jobs]).toEqual(p.thread === mixed ? [2, 1] : [1, 0]);
+    });
+    expect(stored).toHaveLength(40);
+    // Messages committed by one statement share its transaction's time.
+    expect(new Set(stored.map((m) => m.created_at.getTime())).size).toBeLessThan(40);
+  });
+});
+
 describe('list messages', () => {
   test('the newest `limit` messages, oldest first, with bodies', async () => {
     const [a, b] = await Promise.all(['list', 'list'].map((n) => h.agent(uniqueName(n))));
