@@ -120,5 +120,35 @@ export function report(r: any): string {
     `|---|---|---|---|---|---|---|`,
     ...rows(r).map((row) => `| ${cols.map((c) => row[c]).join(' | ')} |`),
   ];
-  return `${head}\n\n${lines.join('\n')}\n`;
+  return `${head}\n\n${lines.join('\n')}\n${cpuTable(r)}`;
+}
+
+type CpuRun = { cpuUs?: { server: number; database: number; load: number } };
+
+// CPU microseconds per request, median over the runs, for the closed-loop scenarios: where the
+// time of a ratio went, on cores that the service, PostgreSQL and the load share.
+function cpuTable(r: any): string {
+  const runs: [string, CpuRun[] | undefined][] = [
+    ['Bare INSERT route', r.post?.bareInsert],
+    ['Post message, fan-out 1', r.post?.fanOut1],
+    ['Post message, fan-out 10', r.post?.fanOut10],
+    ['Inbox read, 1 k backlog', r.inbox?.backlog1k],
+    ['Inbox read, 1 M backlog', r.inbox?.backlog1M],
+  ];
+  const measured = runs.filter(([, list]) => list?.every((run) => run.cpuUs));
+  if (measured.length === 0) return '';
+  const us = (list: CpuRun[], key: 'server' | 'database' | 'load') => median(list.map((run) => run.cpuUs![key]));
+  const lines = measured.map(([name, list]) => {
+    const [server, database, load] = [us(list!, 'server'), us(list!, 'database'), us(list!, 'load')];
+    return `| ${name} | ${server} | ${database} | ${load} | ${server + database + load} |`;
+  });
+  return [
+    '',
+    'CPU per request (µs, median of the runs):',
+    '',
+    '| Scenario | Service | PostgreSQL | Load | Total |',
+    '|---|---|---|---|---|',
+    ...lines,
+    '',
+  ].join('\n');
 }
