@@ -36,7 +36,7 @@ ${usage()}`);
 
 async function serve() {
   const log = createLogger(config.LOG_LEVEL);
-  await runUntilSignal(log, async () => {
+  await runUntilSignal(log, async (fail) => {
     const db = await openDatabase(config, log);
     onAnnounceFailed((error) => log.warn('announce_failed', { error: error.message }));
     const inboxSignal = listenForInbox(db.sql, log);
@@ -50,7 +50,8 @@ async function serve() {
       // BODY_LIMIT_BYTES in the envelope, from the declared length or while reading a chunked body.
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     });
-    const worker = config.WORKER === 'inline' ? await startWorker({ sql: db.sql, databaseUrl: db.url, config, log }) : null;
+    const worker =
+      config.WORKER === 'inline' ? await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: fail }) : null;
     log.info('listening', { url: `http://${config.HOST}:${app.server!.port}` });
     // Waiting inbox requests answer first, so that stopping need not wait out their wait; then no
     // new requests; then in-flight doorbells finish (or are released); then the pools close.
@@ -70,9 +71,9 @@ async function serve() {
 // The worker alone, for deployments that run the HTTP server and the doorbells separately.
 async function workerOnly() {
   const log = createLogger(config.LOG_LEVEL);
-  await runUntilSignal(log, async () => {
+  await runUntilSignal(log, async (fail) => {
     const db = await openDatabase(config, log);
-    const worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log });
+    const worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: fail });
     return async () => {
       await worker.stop();
       await db.close();
@@ -82,26 +83,27 @@ async function workerOnly() {
 
 // Signals are handled from the first moment: one that arrives while starting waits for the start
 // to finish and then stops everything in order, instead of killing the process half-started.
-async function runUntilSignal(log: Logger, start: () => Promise<() => Promise<void>>) {
+// `fail` stops the same way, then exits with 1 so that the orchestrator starts a fresh process.
+async function runUntilSignal(log: Logger, start: (fail: () => void) => Promise<() => Promise<void>>) {
   surviveDatabaseOutages(log);
   let stopping = false;
-  const starting = start();
-  const shutdown = async (signal: string) => {
+  const shutdown = async (reason: string, exitCode: number) => {
     if (stopping) return;
     stopping = true;
-    log.info('shutting_down', { signal });
+    log.info('shutting_down', { reason });
     try {
       const stop = await starting;
       await stop();
       log.info('stopped');
-      process.exit(0);
+      process.exit(exitCode);
     } catch (error) {
       log.error('stop_failed', { error: (error as Error).message });
       process.exit(1);
     }
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  const starting = start(() => void shutdown('worker_failed', 1));
+  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
   await starting;
 }
 

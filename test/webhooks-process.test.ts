@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
+import { createLogger } from '../src/log';
+import { startWorker } from '../src/webhooks/worker';
 import { useHarness } from './support/harness';
 import { eventually, receiver } from './support/receiver';
 import { attemptRows, FAST_WEBHOOKS, post, untilStep } from './support/webhooks';
@@ -99,4 +101,37 @@ describe('graceful shutdown', () => {
     expect(await fetch(base + '/health').then(() => 'answered', () => 'refused')).toBe('refused');
     expect(server.lines.map((l) => l.event)).toContain('stopped');
   }, 20_000);
+});
+
+// If graphile-worker's runner ever ends on its own, nothing in the process would ring a doorbell
+// again; the worker reports it so that the process can stop and be restarted (src/main.ts).
+describe('a runner that ends without being asked to', () => {
+  const start = async () => {
+    const failures: Error[] = [];
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
+    const worker = await startWorker({ sql: h.db.sql, databaseUrl: h.db.url, config: h.config, log, onFailed: (e) => failures.push(e) });
+    return { worker, failures, lines };
+  };
+
+  test('is reported and logged, and stopping afterwards still closes everything', async () => {
+    const { worker, failures, lines } = await start();
+    await worker.runner.stop();
+    await eventually(async () => failures.length === 1);
+    expect(failures[0]!.message).toBe('graphile-worker stopped without being asked to.');
+    expect(lines.filter((l) => l.event === 'worker_failed')).toMatchObject([
+      { level: 'error', workerId: worker.workerId, error: 'graphile-worker stopped without being asked to.' },
+    ]);
+    await worker.stop();
+    expect(lines.at(-1)).toMatchObject({ event: 'worker_stopped' });
+    expect(failures).toHaveLength(1);
+  });
+
+  test('a stop that was asked for is not a failure', async () => {
+    const { worker, failures, lines } = await start();
+    await worker.stop();
+    await Bun.sleep(50);
+    expect(failures).toEqual([]);
+    expect(lines.some((l) => l.event === 'worker_failed')).toBe(false);
+  });
 });

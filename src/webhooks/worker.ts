@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { Logger as WorkerLogger, run, type WorkerEvents, type WorkerPool } from 'graphile-worker';
+import { Logger as WorkerLogger, run, type Runner, type WorkerEvents, type WorkerPool } from 'graphile-worker';
 import { retryDelays, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { workerPool } from '../db/worker-pool';
@@ -12,14 +12,23 @@ import { REPUBLISH_TASK, republishTask } from './republish';
 // Where graphile-worker's add_jobs announces new jobs.
 const JOBS_CHANNEL = 'jobs:insert';
 
-export type WorkerDeps = { sql: Sql; databaseUrl: string; config: Config; log: Logger };
-export type RunningWorker = { workerId: string; stop: () => Promise<void> };
+export type WorkerDeps = {
+  sql: Sql;
+  databaseUrl: string;
+  config: Config;
+  log: Logger;
+  // Called if graphile-worker's runner ends without stop() having been called. Nothing in this
+  // process would ring a doorbell or run the re-publish sweep after that, so the process should
+  // end and be restarted; another instance's heartbeat check gives back the jobs it held.
+  onFailed?: (error: Error) => void;
+};
+export type RunningWorker = { workerId: string; runner: Runner; stop: () => Promise<void> };
 
 // graphile-worker in this process: doorbells are picked up through LISTEN/NOTIFY the moment the
 // message commits, retries are woken on time, the re-publish sweep runs from its crontab, and a
 // heartbeat lets any live worker release the jobs of a dead one. Tasks are a list, not a
 // directory, so the compiled executable carries them.
-export async function startWorker({ sql, databaseUrl, config, log }: WorkerDeps): Promise<RunningWorker> {
+export async function startWorker({ sql, databaseUrl, config, log, onFailed }: WorkerDeps): Promise<RunningWorker> {
   if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) {
     // Otherwise live workers would take each other's jobs between two beats.
     throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
@@ -72,6 +81,18 @@ export async function startWorker({ sql, databaseUrl, config, log }: WorkerDeps)
     crontab: `${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`,
   });
   const workerId = pool!.id;
+  let stopping = false;
+  let runnerEnded = false;
+  runner.promise.then(
+    () => ended(new Error('graphile-worker stopped without being asked to.')),
+    (error: Error) => ended(error),
+  );
+  function ended(error: Error) {
+    runnerEnded = true;
+    if (stopping) return;
+    log.error('worker_failed', { workerId, error: error.message });
+    onFailed?.(error);
+  }
   // graphile-worker's own LISTEN backs off for up to a minute after it loses its connection (7 s,
   // then 20 s, after a few seconds' outage). While it is down, our listening connection (back
   // within a second) passes new-job notifications on, so doorbells keep going out at once instead
@@ -103,12 +124,14 @@ export async function startWorker({ sql, databaseUrl, config, log }: WorkerDeps)
   log.info('worker_started', { workerId, concurrency: config.WEBHOOK_CONCURRENCY });
   return {
     workerId,
+    runner,
     // Running doorbells finish; one still waiting when graphile-worker's grace period ends is
     // cancelled and its job released for another worker.
     stop: async () => {
+      stopping = true;
       for (const timer of wakeTimers) clearTimeout(timer);
       await relay.unlisten().catch(() => {});
-      await runner.stop();
+      if (!runnerEnded) await runner.stop();
       await heartbeat.stop();
       await pgPool.end();
       log.info('worker_stopped', { workerId });
