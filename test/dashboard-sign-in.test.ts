@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { runCommand } from '../src/cli/commands';
 import type { DomainError } from '../src/domain/errors';
-import { SIGN_IN } from '../src/domain/people';
+import { SIGN_IN, sweepExpiredSignIns } from '../src/domain/people';
 import { sessionCookieOf, useDashboardHarness } from './support/dashboard';
 
 const h = useDashboardHarness();
@@ -203,6 +203,23 @@ describe('sessions', () => {
     const [row] = await h.db.sql`select count(*)::int as n from sessions where token_hash = ${sha256(token)}`;
     expect(row!.n).toBe(0);
     expect((await h.send('GET', '/dashboard/api/me', { cookie })).status).toBe(401);
+  });
+});
+
+describe('the hourly sweep', () => {
+  test('removes expired sessions and codes, and only those', async () => {
+    await h.db.sql`delete from sign_in_attempts`;
+    const live = await h.signIn('ada@example.com');
+    const expired = await h.signIn('ada@example.com');
+    await h.db.sql`update sessions set expires_at = now() - interval '1 second' where token_hash = ${sha256(expired.split('=')[1]!)}`;
+    await requestCode('ada@example.com');
+    await h.db.sql`update sign_in_codes set expires_at = now() - interval '1 second'`;
+    const before = await h.db.sql`select (select count(*)::int from sessions) as sessions, (select count(*)::int from sign_in_codes) as codes`;
+    expect(await sweepExpiredSignIns(h.db.sql)).toEqual({ sessions: 1, codes: 1 });
+    const [after] = await h.db.sql`select (select count(*)::int from sessions) as sessions, (select count(*)::int from sign_in_codes) as codes`;
+    expect(after).toEqual({ sessions: before[0]!.sessions - 1, codes: 0 });
+    expect((await h.send('GET', '/dashboard/api/me', { cookie: live })).status).toBe(200);
+    expect(await sweepExpiredSignIns(h.db.sql)).toEqual({ sessions: 0, codes: 0 });
   });
 });
 

@@ -163,6 +163,17 @@ export async function sessionPerson(sql: Sql, token: string | undefined | null):
   return row ?? null;
 }
 
+// Expired sessions and sign-in codes are refused when used; this removes them, so that tables of
+// people who never sign out or never enter their code do not grow for ever (run by the worker's
+// crontab every hour).
+export async function sweepExpiredSignIns(sql: Sql): Promise<{ sessions: number; codes: number }> {
+  const [row] = await sql<{ sessions: number; codes: number }[]>`
+    with sessions_gone as (delete from sessions where expires_at <= now() returning 1),
+    codes_gone as (delete from sign_in_codes where expires_at <= now() returning 1)
+    select (select count(*)::int from sessions_gone) as sessions, (select count(*)::int from codes_gone) as codes`;
+  return row!;
+}
+
 export async function endSession(sql: Sql, token: string | undefined | null) {
   if (token) await sql`delete from sessions where token_hash = ${hashKey(token)} or expires_at <= now()`;
   return { message: 'Signed out.' };

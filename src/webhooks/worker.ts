@@ -4,10 +4,13 @@ import { retryDelays, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { workerPool } from '../db/worker-pool';
 import { NOTIFY_TASK } from '../domain/notify-jobs';
+import { sweepExpiredSignIns } from '../domain/people';
 import type { Logger } from '../log';
 import { startHeartbeat } from './heartbeat';
 import { notifyTask } from './notify-task';
 import { REPUBLISH_TASK, republishTask } from './republish';
+
+const SWEEP_SIGN_INS_TASK = 'sweep_sign_ins';
 
 // Where graphile-worker's add_jobs announces new jobs.
 const JOBS_CHANNEL = 'jobs:insert';
@@ -77,8 +80,9 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
         onRetryScheduled: wakeAfter,
       }),
       [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
+      [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
     },
-    crontab: `${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`,
+    crontab: [`${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`, `0 * * * * ${SWEEP_SIGN_INS_TASK}`].join('\n'),
   });
   const workerId = pool!.id;
   let stopping = false;
