@@ -89,7 +89,8 @@ test('every doorbell is sent exactly once, the inbox wait wakes on either instan
     s.lines.filter((l) => l.event === 'graphile_worker' && /^Completed task \d+ \(republish\b/.test(String(l.message))).length;
   expect(minutes).toBeGreaterThanOrEqual(1);
   expect(sweeps(a) + sweeps(b)).toBe(minutes);
-  const [crontab] = await db.sql`select identifier, last_execution is not null as ran from graphile_worker._private_known_crontabs`;
+  const [crontab] = await db.sql`
+    select identifier, last_execution is not null as ran from graphile_worker._private_known_crontabs where identifier = 'republish'`;
   expect(crontab).toEqual({ identifier: 'republish', ran: true });
   console.log(`two instances: doorbells sent ${senders(a)} + ${senders(b)}, ${minutes} cron tick(s) run ${sweeps(a)} + ${sweeps(b)}`);
 }, 120_000);
