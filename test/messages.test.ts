@@ -115,7 +115,11 @@ describe('post a message', () => {
     const b = await h.agent(uniqueName('hooked'), { webhookUrl: 'http://127.0.0.1:9/hook' });
     const c = await h.agent(uniqueName('poller'));
     const id = await h.thread(a, [b, c]);
-    const posted = await h.post(a, id);
+    const res = await h.call('POST', `/api/threads/${id}/messages`, {
+      key: a.key,
+      body: { content: '\n  Ship   it\ntoday' },
+    });
+    const posted = res.body.data;
     const deliveries = await h.db.sql`
       select d.id, d.webhook, d.publish_attempts from deliveries d where d.message_id = ${posted.id} order by d.webhook desc`;
     expect(deliveries.map((d) => [d.webhook, d.publish_attempts])).toEqual([[true, 1], [false, 0]]);
@@ -123,8 +127,21 @@ describe('post a message', () => {
       select t.identifier as task_identifier, j.payload, j.key, j.max_attempts
       from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
       where j.key like 'notify:%'`;
+    const [hooked] = await h.db.sql`
+      select id, webhook_url, (extract(epoch from webhook_set_at) * 1000000)::bigint::text as version from agents where username = ${b.username}`;
+    // The notification as it stood at the post rides along, so that the worker can ring at once.
+    const doorbell = {
+      messageId: posted.id,
+      threadId: id,
+      threadTitle: 'A thread',
+      sender: a.username,
+      summary: 'Ship it',
+      recipientId: hooked!.id,
+      url: 'http://127.0.0.1:9/hook',
+      webhookVersion: hooked!.version,
+    };
     expect(jobs.map((j) => ({ ...j }))).toEqual([
-      { task_identifier: 'notify', payload: { deliveryId: deliveries[0]!.id }, key: `notify:${deliveries[0]!.id}`, max_attempts: 5 },
+      { task_identifier: 'notify', payload: { deliveryId: deliveries[0]!.id, doorbell }, key: `notify:${deliveries[0]!.id}`, max_attempts: 5 },
     ]);
   });
 

@@ -4,7 +4,8 @@ import { isDatabaseUnavailable } from '../db/unavailable';
 import type { Actor } from './agents';
 import { invalid, notFound } from './errors';
 import { announceNewDeliveries, wakeWithJobs } from './announce';
-import { addNotifyJobs } from './notify-jobs';
+import { oneLine } from './deliveries';
+import { addNotifyJobs, webhookVersion } from './notify-jobs';
 import { isId } from './ids';
 import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from './schemas';
 import { validate } from './validate';
@@ -13,7 +14,15 @@ import { agentSeesThread } from './visibility';
 const threadNotFound = () => notFound('No such thread, or you are not a participant.');
 const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
 
-type NewPost = { threadId: string; senderAgentId: string | null; sender: string; content: string; summary: string | null };
+type NewPost = {
+  threadId: string;
+  senderAgentId: string | null;
+  sender: string;
+  content: string;
+  summary: string | null;
+  // The doorbell's one-line summary, made here so that the job can carry it (notify-jobs.ts).
+  doorbellSummary: string;
+};
 type PostOutcome = {
   state: string | null;
   member: boolean;
@@ -45,6 +54,7 @@ export async function postMessage(sql: Sql, actor: Actor, threadId: string, inpu
     sender: actor.username,
     content: body.content,
     summary,
+    doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
   };
   const row = await postsOf(sql)(post);
   if (!row.state || !row.member || (actor.kind === 'agent' && row.state === 'closed')) throw threadNotFound();
@@ -81,18 +91,18 @@ async function insertPosts(sql: Sql, posts: NewPost[]): Promise<PostOutcome[]> {
   const column = <K extends keyof NewPost>(key: K) => posts.map((p) => p[key]);
   const rows = await sql<(PostOutcome & { jobs: number })[]>`
     with input as (
-      select i.n, uuid_v7() as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary
+      select i.n, uuid_v7() as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary, i.doorbell_summary
       from unnest(${column('threadId')}::uuid[], ${column('senderAgentId')}::uuid[], ${column('sender')}::text[],
-                  ${column('content')}::text[], ${column('summary')}::text[])
-           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, n)
+                  ${column('content')}::text[], ${column('summary')}::text[], ${column('doorbellSummary')}::text[])
+           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, n)
     ), thread as (
-      select i.n, t.state,
+      select i.n, t.state, t.title,
              i.sender_agent_id is null or exists (
                select 1 from participants p where p.thread_id = t.id and p.agent_id = i.sender_agent_id
              ) as member
       from input i join threads t on t.id = i.thread_id
     ), recipients as (
-      select i.n, a.id, a.webhook_url is not null as webhook
+      select i.n, a.id, a.webhook_url is not null as webhook, a.webhook_url, ${webhookVersion(sql, 'a')} as webhook_version
       from input i join participants p on p.thread_id = i.thread_id join agents a on a.id = p.agent_id
       where a.archived_at is null and a.id is distinct from i.sender_agent_id
     ), message as (
@@ -108,7 +118,15 @@ async function insertPosts(sql: Sql, posts: NewPost[]): Promise<PostOutcome[]> {
       from message join input i on i.message_id = message.id join recipients r on r.n = i.n
       order by i.n
       returning id, message_id, recipient_id, webhook
-    ), job as (${addNotifyJobs(sql, 'delivery')}
+    ), doorbell as (
+      select d.id, d.webhook, json_build_object(
+               'messageId', d.message_id, 'threadId', i.thread_id, 'threadTitle', thread.title, 'sender', i.sender,
+               'summary', i.doorbell_summary, 'recipientId', r.id, 'url', r.webhook_url, 'webhookVersion', r.webhook_version
+             ) as doorbell
+      from delivery d join input i on i.message_id = d.message_id join thread on thread.n = i.n
+      join recipients r on r.n = i.n and r.id = d.recipient_id
+      where d.webhook
+    ), job as (${addNotifyJobs(sql, 'doorbell', { doorbell: true })}
     ), wake as (${wakeWithJobs(sql, 'delivery')}
     ), delivered as (
       select message_id, array_agg(id) as ids, array_agg(recipient_id) as recipients from delivery group by message_id

@@ -10,14 +10,25 @@ export const notifyJobKey = (deliveryId: string) => `notify:${deliveryId}`;
 
 // A SELECT that queues one job per row of `source` (a CTE or table with `id` and `webhook`
 // columns) whose webhook is true, due `delayMs` from now by the database's clock (the one the
-// queue goes by). With no such row, add_jobs is not called at all: it would still NOTIFY every
-// worker, and a notifying transaction holds PostgreSQL's cluster-wide notify lock through its commit.
-export function addNotifyJobs(sql: Sql, source: string, delayMs = 0) {
+// queue goes by). With `doorbell`, the source's `doorbell` column rides in the payload: the
+// notification as it stood when the job was added, so that the worker can ring at once (see
+// webhooks/notify-task). With no such row, add_jobs is not called at all: it would still NOTIFY
+// every worker, and a notifying transaction holds PostgreSQL's cluster-wide notify lock through
+// its commit.
+export function addNotifyJobs(sql: Sql, source: string, { delayMs = 0, doorbell = false } = {}) {
   const runAt = delayMs > 0 ? sql`now() + ${delayMs} * interval '1 millisecond'` : sql`null::timestamptz`;
+  const payload = doorbell
+    ? sql`json_build_object('deliveryId', s.id, 'doorbell', s.doorbell)`
+    : sql`json_build_object('deliveryId', s.id)`;
   return sql`
     select graphile_worker.add_jobs(array(
-      select row(${NOTIFY_TASK}, json_build_object('deliveryId', s.id), null, ${runAt},
+      select row(${NOTIFY_TASK}, ${payload}, null, ${runAt},
                  ${NOTIFY_JOB_MAX_ATTEMPTS}, ${notifyJobKey('')} || s.id, null, null)::graphile_worker.job_spec
       from ${sql(source)} s where s.webhook
     )) where exists (select 1 from ${sql(source)} s where s.webhook)`;
 }
+
+// Identifies the webhook a doorbell was prepared for: a webhook saved again (new secret) or
+// removed and added is another version. Microseconds since the epoch, as text.
+export const webhookVersion = (sql: Sql, agent: string) =>
+  sql`(extract(epoch from ${sql(agent)}.webhook_set_at) * 1000000)::bigint::text`;

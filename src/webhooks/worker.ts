@@ -7,6 +7,7 @@ import { NOTIFY_TASK } from '../domain/notify-jobs';
 import { sweepExpiredSignIns } from '../domain/people';
 import type { Logger } from '../log';
 import { startHeartbeat } from './heartbeat';
+import { rememberWebhooks } from './credentials';
 import { notifyTask } from './notify-task';
 import { REPUBLISH_TASK, republishTask } from './republish';
 
@@ -78,6 +79,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
         send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
         retryDelaysMs: retryDelays(config),
         onRetryScheduled: wakeAfter,
+        credentials: rememberWebhooks(),
       }),
       [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
       [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { setWebhook } from '../src/domain/agents';
+import { createLogger } from '../src/log';
+import { rememberWebhooks } from '../src/webhooks/credentials';
+import { FRESH_FOR_MS, preparedDoorbell } from '../src/webhooks/notify-task';
+import { startWorker, type RunningWorker } from '../src/webhooks/worker';
+import { useHarness } from './support/harness';
+import { eventually, receiver } from './support/receiver';
+import { FAST_WEBHOOKS, post, sign, untilStep } from './support/webhooks';
+
+// A post puts the doorbell, as it stands, into its job; a worker that already holds the webhook's
+// secret rings without loading the delivery first. Whichever way it goes, the bytes are the same.
+const lines: Record<string, unknown>[] = [];
+let worker: RunningWorker;
+// Registered before the harness's own teardown, so that the worker stops before its database goes.
+afterAll(async () => {
+  await worker?.stop();
+});
+const h = useHarness(FAST_WEBHOOKS);
+const hook = receiver();
+beforeAll(async () => {
+  const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
+  worker = await startWorker({ sql: h.db.sql, databaseUrl: h.db.url, config: h.config, log });
+});
+
+const attemptsLogged = (deliveryId: string) => lines.filter((l) => l.event === 'doorbell_attempt' && l.deliveryId === deliveryId);
+
+describe('a prepared doorbell', () => {
+  test('rings without loading the delivery once the secret is known, with the bytes and signature a loaded one has', async () => {
+    const sender = await h.agent('prep-sender');
+    const recipient = await h.agent('prep-hooked', { webhookUrl: hook.url('/prep') });
+    // The first doorbell to this agent is loaded, which teaches the worker its secret.
+    const first = await post(h, sender, recipient, { content: 'first' });
+    await untilStep(h, first.deliveryId, 'notified');
+    expect(attemptsLogged(first.deliveryId)).toMatchObject([{ attempt: 1, prepared: false, status: 200 }]);
+
+    // The next one rings as prepared; the handler fails it once, so the retry is loaded again.
+    let failures = 0;
+    hook.reply((req) => (req.path === '/prep' && failures++ === 0 ? new Response('no', { status: 500 }) : new Response('ok')));
+    const second = await post(h, sender, recipient, { content: '\n\n  Deploy   the build\nthen rest' });
+    await untilStep(h, second.deliveryId, 'notified');
+    expect(attemptsLogged(second.deliveryId)).toMatchObject([
+      { attempt: 1, prepared: true, status: 500, next: 'retry' },
+      { attempt: 2, prepared: false, status: 200, next: 'notified' },
+    ]);
+    const rung = hook.received.filter((r) => r.raw.includes(second.messageId));
+    expect(rung).toHaveLength(2);
+    const expected = JSON.stringify({
+      event: 'message.created',
+      data: {
+        deliveryId: second.deliveryId,
+        messageId: second.messageId,
+        threadId: second.threadId,
+        threadTitle: 'Release plan',
+        sender: sender.username,
+        summary: 'Deploy the build',
+      },
+    });
+    expect(rung.map((r) => r.raw)).toEqual([expected, expected]);
+    expect(rung.map((r) => r.headers.get('x-signature-256'))).toEqual([sign(expected, recipient.signingSecret!), sign(expected, recipient.signingSecret!)]);
+    hook.reply(() => new Response('ok'));
+  });
+
+  test('a webhook saved again is another version: the next doorbell is loaded, signed with the new secret', async () => {
+    const sender = await h.agent('prep-sender-2');
+    const recipient = await h.agent('prep-hooked-2', { webhookUrl: hook.url('/prep-2') });
+    const warm = await post(h, sender, recipient, { content: 'warm' });
+    await untilStep(h, warm.deliveryId, 'notified');
+    const saved = await setWebhook(h.db.sql, recipient.username, hook.url('/prep-2'), { allowLocal: true });
+    expect(saved.signingSecret).not.toBe(recipient.signingSecret);
+    const after = await post(h, sender, recipient, { content: 'after' });
+    await untilStep(h, after.deliveryId, 'notified');
+    expect(attemptsLogged(after.deliveryId)).toMatchObject([{ attempt: 1, prepared: false, status: 200 }]);
+    const [req] = hook.received.filter((r) => r.raw.includes(after.messageId));
+    expect(req!.headers.get('x-signature-256')).toBe(sign(req!.raw, saved.signingSecret));
+  });
+});
+
+describe('when a job may ring without loading', () => {
+  const payload = {
+    deliveryId: 'd1',
+    doorbell: {
+      messageId: 'm1', threadId: 't1', threadTitle: 'T', sender: 's', summary: 'hi',
+      recipientId: 'a1', url: 'https://example.com/hook', webhookVersion: '100',
+    },
+  };
+  const known = () => {
+    const credentials = rememberWebhooks();
+    credentials.remember('a1', '100', { url: 'https://example.com/hook', secret: 'whsec_1' });
+    return credentials;
+  };
+  const now = Date.parse('2026-11-21T12:00:00Z');
+  const job = (attempts: number, ageMs: number) => ({ attempts, created_at: new Date(now - ageMs) });
+
+  test('a fresh first run whose webhook version is known', () => {
+    expect(preparedDoorbell(payload, job(1, 10), known(), now)).toEqual({
+      fields: { deliveryId: 'd1', messageId: 'm1', threadId: 't1', threadTitle: 'T', sender: 's', summary: 'hi', content: '' },
+      url: 'https://example.com/hook',
+      secret: 'whsec_1',
+    });
+  });
+
+  test.each([
+    ['a job without a prepared doorbell (a retry, a re-publish, a resend)', { deliveryId: 'd1' }, job(1, 10), known()],
+    ['a job run again (given back after a crash)', payload, job(2, 10), known()],
+    ['a job that waited longer than FRESH_FOR_MS', payload, job(1, FRESH_FOR_MS + 1), known()],
+    ['an unknown secret', payload, job(1, 10), rememberWebhooks()],
+    ['another webhook version', { ...payload, doorbell: { ...payload.doorbell, webhookVersion: '99' } }, job(1, 10), known()],
+    ['another URL', { ...payload, doorbell: { ...payload.doorbell, url: 'https://example.com/other' } }, job(1, 10), known()],
+  ])('not for %s', (_what, p, j, credentials) => {
+    expect(preparedDoorbell(p, j, credentials, now)).toBeNull();
+  });
+});
