@@ -1,5 +1,6 @@
 import type { Subprocess } from 'bun';
 import { createServer } from 'node:net';
+import { track } from '../../test/support/children';
 
 // The service as it runs in production: `bun src/main.ts serve` in its own process, so that it can
 // be killed without warning. Every line it logs is kept, parsed, and also as raw text (the secrets
@@ -14,12 +15,6 @@ export type Service = {
   stop: () => Promise<number>;
 };
 
-// Whatever a failed test left running dies with the test process. (A hook here would attach only
-// to the first test file that imports this module.)
-const running = new Set<Subprocess>();
-process.once('exit', () => {
-  for (const p of running) p.kill('SIGKILL');
-});
 
 // A port nothing listens on right now, so that a restarted server can come back on the same one.
 export function freePort(): Promise<number> {
@@ -56,7 +51,7 @@ export async function startService(env: Record<string, string>, { port }: { port
     stdout: 'ignore',
     stderr: 'pipe',
   });
-  running.add(proc);
+  track(proc);
   const lines: Record<string, unknown>[] = [];
   let text = '';
   const ready = Promise.withResolvers<void>();
@@ -94,13 +89,11 @@ export async function startService(env: Record<string, string>, { port }: { port
       proc.kill('SIGKILL');
       await proc.exited;
       await drained;
-      running.delete(proc);
     },
     stop: async () => {
       proc.kill('SIGTERM');
       const code = await proc.exited;
       await drained;
-      running.delete(proc);
       return code;
     },
   };

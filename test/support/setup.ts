@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, setDefaultTimeout } from 'bun:test';
+import { killChildren } from './children';
 import { startTestServer, stopTestServer } from './database';
 
 // Bun reads no timeout from bunfig.toml, and its 5 s default is too tight for hooks that create and
@@ -6,4 +7,5 @@ import { startTestServer, stopTestServer } from './database';
 setDefaultTimeout(Number(process.env.TEST_TIMEOUT_MS ?? 30_000));
 
 beforeAll(startTestServer, 120_000);
+afterAll(killChildren);
 afterAll(stopTestServer, 30_000);
