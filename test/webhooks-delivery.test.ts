@@ -183,3 +183,45 @@ describe('a handler that never finishes its answer', () => {
     }
   });
 });
+
+// Attempts that finish together are recorded by one statement (notify-task.ts); each keeps its own
+// outcome: Notified, a retry on the schedule, or Failed at once.
+describe('many doorbells at once', () => {
+  test('each attempt is recorded with its own outcome when they finish together', async () => {
+    const sender = await h.agent('burst-sender');
+    const outcomes = ['ok', 'ok', 'flaky', 'refuses', 'ok', 'flaky', 'refuses', 'ok'];
+    const seen = new Map<string, number>();
+    hook.reply((req) => {
+      const kind = req.path.split('/')[2];
+      const n = (seen.get(req.path) ?? 0) + 1;
+      seen.set(req.path, n);
+      if (kind === 'refuses') return new Response('no', { status: 401 });
+      if (kind === 'flaky' && n === 1) return new Response('busy', { status: 503 });
+      return new Response('ok');
+    });
+    const recipients = await Promise.all(
+      outcomes.map((kind, i) => h.agent(`burst-${i}`, { webhookUrl: hook.url(`/burst/${kind}/${i}`) })),
+    );
+    const thread = await h.call('POST', '/api/threads', {
+      key: sender.key,
+      body: { title: 'Burst', participantUsernames: recipients.map((r) => r.username) },
+    });
+    const posted = await h.call('POST', `/api/threads/${thread.body.data.id}/messages`, { key: sender.key, body: { content: 'all at once' } });
+    expect(posted.body.data.recipients).toBe(outcomes.length);
+    const deliveries = await h.db.sql<{ id: string; username: string }[]>`
+      select d.id, a.username from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${posted.body.data.id}`;
+    const byName = new Map(deliveries.map((d) => [d.username, d.id]));
+    for (const [i, kind] of outcomes.entries()) {
+      const id = byName.get(`burst-${i}`)!;
+      const row = await untilStep(h, id, kind === 'refuses' ? 'failed' : 'notified');
+      const attempts = (await attemptRows(h, id)).map((a) => [a.attempt, a.status]);
+      if (kind === 'ok') expect(attempts).toEqual([[1, 200]]);
+      if (kind === 'flaky') expect(attempts).toEqual([[1, 503], [2, 200]]);
+      if (kind === 'refuses') {
+        expect(attempts).toEqual([[1, 401]]);
+        expect(row).toMatchObject({ failedStep: 'accepted', sendAttempts: 1 });
+      }
+    }
+    hook.reply(() => new Response('ok'));
+  });
+});

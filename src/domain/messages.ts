@@ -1,6 +1,5 @@
-import { batcher } from '../db/batcher';
+import { batchedStatement } from '../db/batcher';
 import type { Sql } from '../db/connect';
-import { isDatabaseUnavailable } from '../db/unavailable';
 import type { Actor } from './agents';
 import { invalid, notFound } from './errors';
 import { announceNewDeliveries, wakeWithJobs } from './announce';
@@ -56,7 +55,7 @@ export async function postMessage(sql: Sql, actor: Actor, threadId: string, inpu
     summary,
     doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
   };
-  const row = await postsOf(sql)(post);
+  const row = await posts(sql, post);
   if (!row.state || !row.member || (actor.kind === 'agent' && row.state === 'closed')) throw threadNotFound();
   if (row.state === 'close-pending') {
     throw invalid('The thread is closing: a close was requested and awaits a person, so sending is rejected.');
@@ -68,22 +67,7 @@ export async function postMessage(sql: Sql, actor: Actor, threadId: string, inpu
   return { id: row.id, threadId, createdAt: row.createdAt!.toISOString(), recipients: row.deliveryIds.length };
 }
 
-// One batcher per pool. Two statements in flight let one commit's WAL flush overlap the next
-// statement's work and leave the rest of the pool to reads; more in flight made smaller batches
-// and fewer posts per second (bench: 4 827/s with two, 3 871/s with four, same machine).
-const posters = new WeakMap<Sql, (post: NewPost) => Promise<PostOutcome>>();
-function postsOf(sql: Sql) {
-  let poster = posters.get(sql);
-  if (!poster) {
-    poster = batcher((posts: NewPost[]) => insertPosts(sql, posts), {
-      maxInFlight: 2,
-      maxBatch: 64,
-      sharedFailure: isDatabaseUnavailable,
-    });
-    posters.set(sql, poster);
-  }
-  return poster;
-}
+const posts = batchedStatement(insertPosts);
 
 // Every post's outcome, in the order given: the thread's state and whether the sender takes part
 // (null state: no such thread), and the message with its deliveries when it was created.

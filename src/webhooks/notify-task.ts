@@ -1,4 +1,5 @@
 import type { Task } from 'graphile-worker';
+import { batchedStatement } from '../db/batcher';
 import type { Sql } from '../db/connect';
 import { announceDeliveryChanges } from '../domain/announce';
 import { addNotifyJobs, webhookVersion } from '../domain/notify-jobs';
@@ -93,47 +94,100 @@ async function loadDoorbell({ sql, credentials }: NotifyDeps, deliveryId: string
 
 type Attempt = AttemptOutcome & { attemptedAt: Date; durationMs: number };
 
-// The attempt logged, the send count and the step moved, and the retry queued, in one statement:
-// one round trip, and no connection held idle in a transaction while the pool is busy. Raising
-// send_attempts keeps the dashboard trigger quiet; the change is announced after the commit.
+type AttemptRecord = {
+  deliveryId: string;
+  publish: number;
+  attempt: number;
+  attemptedAt: Date;
+  durationMs: number;
+  status: number | null;
+  error: string | null;
+  notified: boolean;
+  failure: string | null;
+  retryDelayMs: number | null;
+};
+
 async function recordAttempt(
   deps: NotifyDeps,
   { deliveryId, publish, attempt, prepared }: { deliveryId: string; publish: number; attempt: number; prepared: boolean },
   outcome: Attempt,
 ) {
-  const { sql } = deps;
   const { attemptedAt, durationMs } = outcome;
   const next = afterAttempt(outcome, attempt, deps.retryDelaysMs);
   deps.log.info('doorbell_attempt', {
     deliveryId, publish, attempt, prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
-  const notified = next.kind === 'notified';
-  const failure = next.kind === 'failed' ? next.error : null;
-  // Steps only move forward: a handler that reported delivered, or an agent that read the message,
-  // got there first and keeps its step; the attempt is logged all the same. A notified_at is kept
-  // even then, since the answer did come.
-  const [row] = await sql<{ retried: number }[]>`
-    with logged as (
-      insert into delivery_attempts (delivery_id, publish, attempt, attempted_at, duration_ms, status, error)
-      values (${deliveryId}, ${publish}, ${attempt}, ${attemptedAt}, ${durationMs}, ${outcome.status}, ${outcome.error})
-    ), moved as (
-      update deliveries set
-        send_attempts = ${attempt},
-        notified_at = case when ${notified} then coalesce(notified_at, now()) else notified_at end,
-        step = case when step <> 'accepted' then step
-                    when ${notified} then 'notified'::delivery_step
-                    when ${failure}::text is not null then 'failed'::delivery_step
-                    else step end,
-        failed_step = case when step = 'accepted' and ${failure}::text is not null then 'accepted'::delivery_step
-                           else failed_step end,
-        error = case when step = 'accepted' and ${failure}::text is not null then ${failure} else error end
-      where id = ${deliveryId}
-      returning id, step
-    ), retry as (
-      select id, true as webhook from moved where ${next.kind === 'retry'} and step = 'accepted'
-    ), job as (${addNotifyJobs(sql, 'retry', { delayMs: next.kind === 'retry' ? next.delayMs : 0 })})
-    select (select count(*)::int from job) as retried`;
-  announceDeliveryChanges(sql, [deliveryId]);
+  const retried = await recordAttempts(deps.sql, {
+    deliveryId,
+    publish,
+    attempt,
+    attemptedAt,
+    durationMs,
+    status: outcome.status,
+    error: outcome.error,
+    notified: next.kind === 'notified',
+    failure: next.kind === 'failed' ? next.error : null,
+    retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
+  });
   // The running job is locked, so graphile-worker moves the key to the retry and retires this one.
-  if (next.kind === 'retry' && row!.retried > 0) deps.onRetryScheduled(next.delayMs);
+  if (next.kind === 'retry' && retried) deps.onRetryScheduled(next.delayMs);
+}
+
+// Each attempt logged, its delivery's send count and step moved, and its retry queued, in one
+// statement: no connection held idle in a transaction while the pool is busy. Steps only move
+// forward: a handler that reported delivered, or an agent that read the message, got there first
+// and keeps its step; the attempt is logged all the same, and a notified_at is kept even then,
+// since the answer did come. Raising send_attempts keeps the dashboard trigger quiet; the changes
+// are announced after the commit. Answers, per record, whether its retry was queued.
+// Attempts that finish together are recorded by one statement, as concurrent posts are written:
+// one commit for many doorbells instead of one each.
+const recordAttempts = batchedStatement(insertAttempts);
+
+async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boolean[]> {
+  // One JSON document for the whole batch: postgres.js serialises an array parameter by the
+  // element type it infers or is told, which turns nulls and booleans in typed arrays into NaN
+  // and false.
+  const input = sql.json(
+    records.map((r) => ({
+      delivery_id: r.deliveryId,
+      publish: r.publish,
+      attempt: r.attempt,
+      attempted_at: r.attemptedAt.toISOString(),
+      duration_ms: r.durationMs,
+      status: r.status,
+      error: r.error,
+      notified: r.notified,
+      failure: r.failure,
+      retry_delay_ms: r.retryDelayMs,
+    })),
+  );
+  const rows = await sql<{ id: string }[]>`
+    with input as (
+      select * from jsonb_to_recordset(${input}) as i(
+        delivery_id uuid, publish int, attempt int, attempted_at timestamptz, duration_ms int, status int,
+        error text, notified boolean, failure text, retry_delay_ms int)
+    ), logged as (
+      insert into delivery_attempts (delivery_id, publish, attempt, attempted_at, duration_ms, status, error)
+      select delivery_id, publish, attempt, attempted_at, duration_ms, status, error from input
+    ), moved as (
+      update deliveries d set
+        send_attempts = i.attempt,
+        notified_at = case when i.notified then coalesce(d.notified_at, now()) else d.notified_at end,
+        step = case when d.step <> 'accepted' then d.step
+                    when i.notified then 'notified'::delivery_step
+                    when i.failure is not null then 'failed'::delivery_step
+                    else d.step end,
+        failed_step = case when d.step = 'accepted' and i.failure is not null then 'accepted'::delivery_step
+                           else d.failed_step end,
+        error = case when d.step = 'accepted' and i.failure is not null then i.failure else d.error end
+      from input i
+      where d.id = i.delivery_id
+      returning d.id, d.step, i.retry_delay_ms
+    ), retry as (
+      select id, true as webhook, retry_delay_ms from moved where retry_delay_ms is not null and step = 'accepted'
+    ), job as (${addNotifyJobs(sql, 'retry', { delayColumn: 'retry_delay_ms' })})
+    select id from retry where (select count(*) from job) > 0`;
+  announceDeliveryChanges(sql, records.map((r) => r.deliveryId));
+  const retried = new Set(rows.map((r) => r.id));
+  return records.map((r) => retried.has(r.deliveryId));
 }
