@@ -37,7 +37,8 @@ describe('a prepared doorbell', () => {
     // The next one rings as prepared; the handler fails it once, so the retry is loaded again.
     let failures = 0;
     hook.reply((req) => (req.path === '/prep' && failures++ === 0 ? new Response('no', { status: 500 }) : new Response('ok')));
-    const second = await post(h, sender, recipient, { content: '\n\n  Deploy   the build\nthen rest' });
+    // A summary cut where an emoji sits: it must stay whole on both ways, not become half a pair.
+    const second = await post(h, sender, recipient, { content: `\n\n  Deploy   the ${'b'.repeat(105)}d 😀😀😀\nthen rest` });
     await untilStep(h, second.deliveryId, 'notified');
     expect(attemptsLogged(second.deliveryId)).toMatchObject([
       { attempt: 1, prepared: true, status: 500, next: 'retry' },
@@ -53,7 +54,7 @@ describe('a prepared doorbell', () => {
         threadId: second.threadId,
         threadTitle: 'Release plan',
         sender: sender.username,
-        summary: 'Deploy the build',
+        summary: `Deploy the ${'b'.repeat(105)}d 😀…`,
       },
     });
     expect(rung.map((r) => r.raw)).toEqual([expected, expected]);
@@ -89,11 +90,16 @@ describe('when a job may ring without loading', () => {
     credentials.remember('a1', '100', { url: 'https://example.com/hook', secret: 'whsec_1' });
     return credentials;
   };
-  const now = Date.parse('2026-11-21T12:00:00Z');
-  const job = (attempts: number, ageMs: number) => ({ attempts, created_at: new Date(now - ageMs) });
+  // Fetched `waitedMs` after it was queued, both by the database's clock.
+  const queued = Date.parse('2026-11-21T12:00:00Z');
+  const job = (attempts: number, waitedMs: number | null) => ({
+    attempts,
+    created_at: new Date(queued),
+    locked_at: waitedMs === null ? null : new Date(queued + waitedMs),
+  });
 
   test('a fresh first run whose webhook version is known', () => {
-    expect(preparedDoorbell(payload, job(1, 10), known(), now)).toEqual({
+    expect(preparedDoorbell(payload, job(1, 10), known())).toEqual({
       fields: { deliveryId: 'd1', messageId: 'm1', threadId: 't1', threadTitle: 'T', sender: 's', summary: 'hi', content: '' },
       url: 'https://example.com/hook',
       secret: 'whsec_1',
@@ -104,10 +110,11 @@ describe('when a job may ring without loading', () => {
     ['a job without a prepared doorbell (a retry, a re-publish, a resend)', { deliveryId: 'd1' }, job(1, 10), known()],
     ['a job run again (given back after a crash)', payload, job(2, 10), known()],
     ['a job that waited longer than FRESH_FOR_MS', payload, job(1, FRESH_FOR_MS + 1), known()],
+    ['a job without a lock time', payload, job(1, null), known()],
     ['an unknown secret', payload, job(1, 10), rememberWebhooks()],
     ['another webhook version', { ...payload, doorbell: { ...payload.doorbell, webhookVersion: '99' } }, job(1, 10), known()],
     ['another URL', { ...payload, doorbell: { ...payload.doorbell, url: 'https://example.com/other' } }, job(1, 10), known()],
   ])('not for %s', (_what, p, j, credentials) => {
-    expect(preparedDoorbell(p, j, credentials, now)).toBeNull();
+    expect(preparedDoorbell(p, j, credentials)).toBeNull();
   });
 });

@@ -38,14 +38,19 @@ export const announceDeliveryChanges = (sql: Sql, deliveryIds: string[]) => anno
 
 // One announcing statement in flight per pool: what commits meanwhile goes out together in the
 // next one, so that under load many writers share one notify lock and one commit.
+// Called after a commit, by code that may be retried on an error: it never throws.
 function announce(sql: Sql, { deliveryIds, recipientIds }: Pending): void {
   if (deliveryIds.length === 0) return;
-  let queue = queues.get(sql);
-  if (!queue) queues.set(sql, (queue = { next: null, sending: false }));
-  queue.next ??= { deliveryIds: [], recipientIds: [] };
-  queue.next.deliveryIds.push(...deliveryIds);
-  queue.next.recipientIds.push(...recipientIds);
-  if (!queue.sending) send(sql, queue);
+  try {
+    let queue = queues.get(sql);
+    if (!queue) queues.set(sql, (queue = { next: null, sending: false }));
+    queue.next ??= { deliveryIds: [], recipientIds: [] };
+    for (const id of deliveryIds) queue.next.deliveryIds.push(id);
+    for (const id of recipientIds) queue.next.recipientIds.push(id);
+    if (!queue.sending) send(sql, queue);
+  } catch (error) {
+    reportFailure(error as Error);
+  }
 }
 
 function send(sql: Sql, queue: Queue) {

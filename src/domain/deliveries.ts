@@ -12,9 +12,17 @@ const deliveryNotFound = () => notFound('No such delivery, or it is not addresse
 // first line, cut to `max` characters.
 export function oneLine(summary: string | null, content: string, max: number): string {
   const text = (summary ?? content).split(/\r?\n/).find((l) => l.trim() !== '') ?? '';
-  const line = text.trim().replace(/\s+/g, ' ');
-  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+  // Counted in code points, so that a cut never splits an emoji into a lone surrogate (which
+  // would read differently once stored as UTF-8 than when sent straight away).
+  const chars = Array.from(text.trim().replace(/\s+/g, ' '));
+  return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('')}…`;
 }
+
+// Rows of deliveries matching `where`, locked in id order. Every statement that updates several
+// deliveries takes their locks this way (listing messages, recording doorbell attempts), so that two of them
+// can never wait on each other.
+export const inIdOrder = (sql: Sql, where: ReturnType<Sql>) =>
+  sql`select id from deliveries where ${where} order by id for update`;
 
 // Everything accepted for the agent and not acknowledged, oldest first, leaving out closed
 // threads and threads the agent has been removed from. Exactly `limit` rows means there may be more.

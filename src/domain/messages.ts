@@ -3,7 +3,7 @@ import type { Sql } from '../db/connect';
 import type { Actor } from './agents';
 import { invalid, notFound } from './errors';
 import { announceNewDeliveries, wakeWithJobs } from './announce';
-import { oneLine } from './deliveries';
+import { inIdOrder, oneLine } from './deliveries';
 import { addNotifyJobs, webhookVersion } from './notify-jobs';
 import { isId } from './ids';
 import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from './schemas';
@@ -159,7 +159,7 @@ export async function listMessages(sql: Sql, actor: Actor, threadId: string, lim
       order by m.id desc limit ${limit}
     ), fetched as (
       update deliveries set ${markFetched(sql)}
-      where recipient_id = ${actor.id} and message_id in (select id from page) and step <> 'fetched'
+      where id in (${inIdOrder(sql, sql`recipient_id = ${actor.id} and message_id in (select id from page) and step <> 'fetched'`)})
     )
     select exists (select 1 from visible) as visible, page.*
     from (select 1) as one left join page on true

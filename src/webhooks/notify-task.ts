@@ -2,6 +2,7 @@ import type { Task } from 'graphile-worker';
 import { batchedStatement } from '../db/batcher';
 import type { Sql } from '../db/connect';
 import { announceDeliveryChanges } from '../domain/announce';
+import { inIdOrder } from '../domain/deliveries';
 import { addNotifyJobs, webhookVersion } from '../domain/notify-jobs';
 import type { Logger } from '../log';
 import { doorbellBody, type DoorbellFields } from './doorbell';
@@ -35,12 +36,12 @@ export const FRESH_FOR_MS = 2_000;
 
 export function preparedDoorbell(
   payload: NotifyPayload,
-  job: { attempts: number; created_at: Date },
+  job: { attempts: number; created_at: Date; locked_at: Date | null },
   credentials: WebhookCredentials,
-  now = Date.now(),
 ): { fields: DoorbellFields; url: string; secret: string } | null {
   const prepared = payload.doorbell;
-  if (!prepared || job.attempts !== 1 || now - job.created_at.getTime() > FRESH_FOR_MS) return null;
+  // Both times are the database's: the worker's own clock may be set differently.
+  if (!prepared || job.attempts !== 1 || !job.locked_at || job.locked_at.getTime() - job.created_at.getTime() > FRESH_FOR_MS) return null;
   const known = credentials.get(prepared.recipientId, prepared.webhookVersion);
   if (!known || known.url !== prepared.url) return null;
   const { messageId, threadId, threadTitle, sender, summary } = prepared;
@@ -181,7 +182,7 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
                            else d.failed_step end,
         error = case when d.step = 'accepted' and i.failure is not null then i.failure else d.error end
       from input i
-      where d.id = i.delivery_id
+      where d.id = i.delivery_id and d.id in (${inIdOrder(sql, sql`id in (select delivery_id from input)`)})
       returning d.id, d.step, i.retry_delay_ms
     ), retry as (
       select id, true as webhook, retry_delay_ms from moved where retry_delay_ms is not null and step = 'accepted'
