@@ -19,8 +19,8 @@ export function oneLine(summary: string | null, content: string, max: number): s
 }
 
 // Rows of deliveries matching `where`, locked in id order. Every statement that updates several
-// deliveries takes their locks this way (listing messages, recording doorbell attempts), so that two of them
-// can never wait on each other.
+// deliveries takes their locks this way (listing messages, recording doorbell attempts), so that
+// two of them can never wait on each other.
 export const inIdOrder = (sql: Sql, where: ReturnType<Sql>) =>
   sql`select id from deliveries where ${where} order by id for update`;
 

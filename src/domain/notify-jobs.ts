@@ -9,18 +9,14 @@ export const NOTIFY_JOB_MAX_ATTEMPTS = 5;
 export const notifyJobKey = (deliveryId: string) => `notify:${deliveryId}`;
 
 // A SELECT that queues one job per row of `source` (a CTE or table with `id` and `webhook`
-// columns) whose webhook is true, due `delayMs` from now by the database's clock (the one the
-// queue goes by), or each row's `delayColumn` milliseconds from now. With `doorbell`, the source's `doorbell` column rides in the payload: the
-// notification as it stood when the job was added, so that the worker can ring at once (see
-// webhooks/notify-task). With no such row, add_jobs is not called at all: it would still NOTIFY
-// every worker, and a notifying transaction holds PostgreSQL's cluster-wide notify lock through
-// its commit.
-export function addNotifyJobs(sql: Sql, source: string, { delayMs = 0, delayColumn = '', doorbell = false } = {}) {
-  const runAt = delayColumn
-    ? sql`now() + ${sql('s.' + delayColumn)} * interval '1 millisecond'`
-    : delayMs > 0
-      ? sql`now() + ${delayMs} * interval '1 millisecond'`
-      : sql`null::timestamptz`;
+// columns) whose webhook is true: due at once, or each row's `delayColumn` milliseconds from now by
+// the database's clock (the one the queue goes by). With `doorbell`, the source's `doorbell` column
+// rides in the payload: the notification as it stood when the job was added, so that the worker
+// can ring at once (see webhooks/notify-task). With no such row, add_jobs is not called at all: it
+// would still NOTIFY every worker, and a notifying transaction holds PostgreSQL's cluster-wide
+// notify lock through its commit.
+export function addNotifyJobs(sql: Sql, source: string, { delayColumn = '', doorbell = false } = {}) {
+  const runAt = delayColumn ? sql`now() + ${sql('s.' + delayColumn)} * interval '1 millisecond'` : sql`null::timestamptz`;
   const payload = doorbell
     ? sql`json_build_object('deliveryId', s.id, 'doorbell', s.doorbell)`
     : sql`json_build_object('deliveryId', s.id)`;
