@@ -173,7 +173,7 @@ describe('resend', () => {
   const fail = (id: string) => h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'HTTP 500' where id = ${id}`;
 
   test('is refused, and nothing changes, when the doorbell could never go out', async () => {
-    const { resendDelivery } = await import('../src/domain/deliveries');
+    const { resendDelivery } = await import('../src/domain/delivery-steps');
     const { setArchived } = await import('../src/domain/agents');
     const { confirmClose } = await import('../src/domain/threads');
     const cases: [string, (ctx: { b: { username: string }; threadId: string; a: { key: string } }) => Promise<unknown>][] = [

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { eventually, receiver, sleep } from './support/receiver';
-import { attemptRows, deliveryRow, post, untilStep, useWorkerHarness, sign } from './support/webhooks';
+import { attemptRows, deliveryRow, post, rewind, untilStep, useWorkerHarness, sign } from './support/webhooks';
 
 const { h } = useWorkerHarness();
 const hook = receiver();
@@ -141,7 +141,7 @@ describe('deliveries that no longer owe a doorbell', () => {
     const { sender, recipient, mine } = await agents();
     const notified = await post(h, sender, recipient, { content: 'one' });
     await untilStep(h, notified.deliveryId, 'notified');
-    await h.db.sql`update deliveries set step = 'accepted', acknowledged_at = now() where id = ${notified.deliveryId}`;
+    await rewind(h, notified.deliveryId, { step: 'accepted', acknowledged_at: new Date() });
     const polling = await h.agent('polling-now');
     const removed = await post(h, sender, polling, { content: 'two' });
     await h.db.sql`update deliveries set webhook = true where id = ${removed.deliveryId}`;

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { removeWebhook, setWebhook } from '../src/domain/agents';
-import { republishStranded } from '../src/webhooks/republish';
+import { republishStranded } from '../src/domain/delivery-steps';
 import { eventually, receiver } from './support/receiver';
-import { attemptRows, deliveryRow, post, untilStep, useWorkerHarness, sign } from './support/webhooks';
+import { attemptRows, deliveryRow, post, rewind, untilStep, useWorkerHarness, sign } from './support/webhooks';
 
 const { h } = useWorkerHarness();
 const hook = receiver();
@@ -108,7 +108,7 @@ describe('re-publish sweep', () => {
     const recipient = await h.agent('sweep2-recipient', { webhookUrl: hook.url('/sweep2') });
     const { deliveryId } = await post(h, sender, recipient, { content: 'queued for later' });
     await untilStep(h, deliveryId, 'notified');
-    await h.db.sql`update deliveries set step = 'accepted', notified_at = null, publish_attempts = 3 where id = ${deliveryId}`;
+    await rewind(h, deliveryId, { step: 'accepted', notified_at: null, publish_attempts: 3 });
     await h.db.sql`update deliveries set created_at = now() - interval '2 minutes' where id = ${deliveryId}`;
     await h.db.sql`
       select graphile_worker.add_job('notify', json_build_object('deliveryId', ${deliveryId}::uuid),

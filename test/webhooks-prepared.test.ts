@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { setWebhook } from '../src/domain/agents';
 import { createLogger } from '../src/log';
-import { rememberWebhooks } from '../src/webhooks/credentials';
-import { FRESH_FOR_MS, preparedDoorbell } from '../src/webhooks/notify-task';
 import { startWorker, type RunningWorker } from '../src/webhooks/worker';
 import { useHarness } from './support/harness';
 import { eventually, receiver } from './support/receiver';
@@ -74,47 +72,5 @@ describe('a prepared doorbell', () => {
     expect(attemptsLogged(after.deliveryId)).toMatchObject([{ attempt: 1, prepared: false, status: 200 }]);
     const [req] = hook.received.filter((r) => r.raw.includes(after.messageId));
     expect(req!.headers.get('x-signature-256')).toBe(sign(req!.raw, saved.signingSecret));
-  });
-});
-
-describe('when a job may ring without loading', () => {
-  const payload = {
-    deliveryId: 'd1',
-    doorbell: {
-      messageId: 'm1', threadId: 't1', threadTitle: 'T', sender: 's', summary: 'hi',
-      recipientId: 'a1', url: 'https://example.com/hook', webhookVersion: '100',
-    },
-  };
-  const known = () => {
-    const credentials = rememberWebhooks();
-    credentials.remember('a1', '100', { url: 'https://example.com/hook', secret: 'whsec_1' });
-    return credentials;
-  };
-  // Fetched `waitedMs` after it was queued, both by the database's clock.
-  const queued = Date.parse('2026-11-21T12:00:00Z');
-  const job = (attempts: number, waitedMs: number | null) => ({
-    attempts,
-    created_at: new Date(queued),
-    locked_at: waitedMs === null ? null : new Date(queued + waitedMs),
-  });
-
-  test('a fresh first run whose webhook version is known', () => {
-    expect(preparedDoorbell(payload, job(1, 10), known())).toEqual({
-      fields: { deliveryId: 'd1', messageId: 'm1', threadId: 't1', threadTitle: 'T', sender: 's', summary: 'hi', content: '' },
-      url: 'https://example.com/hook',
-      secret: 'whsec_1',
-    });
-  });
-
-  test.each([
-    ['a job without a prepared doorbell (a retry, a re-publish, a resend)', { deliveryId: 'd1' }, job(1, 10), known()],
-    ['a job run again (given back after a crash)', payload, job(2, 10), known()],
-    ['a job that waited longer than FRESH_FOR_MS', payload, job(1, FRESH_FOR_MS + 1), known()],
-    ['a job without a lock time', payload, job(1, null), known()],
-    ['an unknown secret', payload, job(1, 10), rememberWebhooks()],
-    ['another webhook version', { ...payload, doorbell: { ...payload.doorbell, webhookVersion: '99' } }, job(1, 10), known()],
-    ['another URL', { ...payload, doorbell: { ...payload.doorbell, url: 'https://example.com/other' } }, job(1, 10), known()],
-  ])('not for %s', (_what, p, j, credentials) => {
-    expect(preparedDoorbell(p, j, credentials)).toBeNull();
   });
 });

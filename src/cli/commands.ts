@@ -1,7 +1,7 @@
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents';
-import { resendDelivery } from '../domain/deliveries';
+import { resendDelivery } from '../domain/delivery-steps';
 import { invalid } from '../domain/errors';
 import { invitePerson } from '../domain/people';
 import { confirmClose, declineClose } from '../domain/threads';

@@ -4,7 +4,7 @@ import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agent-overview';
 import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents';
 import { listDeliveryProgress } from '../domain/delivery-progress';
-import { resendDelivery } from '../domain/deliveries';
+import { resendDelivery } from '../domain/delivery-steps';
 import { listLimit } from '../domain/limit';
 import { postMessage } from '../domain/messages';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people';

@@ -2,7 +2,7 @@ import type { Sql } from '../db/connect';
 import type { Agent } from './agents';
 import { invalid, notFound } from './errors';
 import { isId } from './ids';
-import { addNotifyJobs } from './notify-jobs';
+import { toDelivered } from './delivery-steps';
 import { LIMITS, type InboxEntry } from './schemas';
 import { agentSeesThread } from './visibility';
 
@@ -17,12 +17,6 @@ export function oneLine(summary: string | null, content: string, max: number): s
   const chars = Array.from(text.trim().replace(/\s+/g, ' '));
   return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('')}…`;
 }
-
-// Rows of deliveries matching `where`, locked in id order. Every statement that updates several
-// deliveries takes their locks this way (listing messages, recording doorbell attempts), so that
-// two of them can never wait on each other.
-export const inIdOrder = (sql: Sql, where: ReturnType<Sql>) =>
-  sql`select id from deliveries where ${where} order by id for update`;
 
 // Everything accepted for the agent and not acknowledged, oldest first, leaving out closed
 // threads and threads the agent has been removed from. Exactly `limit` rows means there may be more.
@@ -67,17 +61,13 @@ const visibleDelivery = (sql: Sql, agent: Agent) => sql`
   d.recipient_id = ${agent.id} and ${agentSeesThread(sql, sql`d.thread_id`, agent.id)}`;
 
 // The handler's report that the doorbell reached it. Idempotent: the first report's time is kept
-// and a repeat writes nothing. A Fetched delivery stays Fetched; a Failed one becomes Delivered,
-// since the report proves the doorbell arrived (the recorded error is kept).
+// and a repeat writes nothing.
 export async function reportDelivered(sql: Sql, agent: Agent, deliveryId: string) {
   if (!isId(deliveryId)) throw deliveryNotFound();
   // The "first report only" test is on the row itself, so that of two concurrent reports the one
   // that waited for the other's lock finds the time already set instead of overwriting it.
   const [reported] = await sql`
-    update deliveries d set
-      delivered_at = now(),
-      step = case when d.step = 'fetched' then d.step else 'delivered' end,
-      failed_step = null
+    update deliveries d set ${toDelivered(sql)}
     where d.id = ${deliveryId} and d.delivered_at is null and ${visibleDelivery(sql, agent)}
     returning d.delivered_at`;
   const [row] = reported
@@ -108,37 +98,6 @@ export async function acknowledgeMessage(sql: Sql, agent: Agent, messageId: stri
     select d.id from deliveries d where d.message_id = ${messageId} and ${visibleDelivery(sql, agent)}`;
   if (!row) throw notFound('No such message delivered to you.');
   return acknowledge(sql, agent, row.id);
-}
-
-// A person's second chance for a Failed delivery: back to Accepted with its attempts counted
-// afresh (the attempt log is kept), and its doorbell published again in the same transaction.
-export async function resendDelivery(sql: Sql, deliveryId: string) {
-  if (!isId(deliveryId)) throw notFound('No such delivery.');
-  const [row] = await sql<{ step: string; unreachable: string | null; changed: boolean }[]>`
-    with target as (
-      select d.id, d.step, a.webhook_url is not null as webhook,
-             case when a.archived_at is not null then 'its recipient is archived'
-                  when t.state = 'closed' then 'its thread is closed'
-                  when not exists (select 1 from participants p where p.thread_id = d.thread_id and p.agent_id = d.recipient_id)
-                    then 'its recipient has left the thread'
-             end as unreachable
-      from deliveries d join agents a on a.id = d.recipient_id join threads t on t.id = d.thread_id
-      where d.id = ${deliveryId}
-      for update of d
-    ), resent as (
-      update deliveries d set step = 'accepted', failed_step = null, webhook = target.webhook,
-                              publish_attempts = case when target.webhook then 1 else 0 end, send_attempts = 0
-      from target where d.id = target.id and target.step = 'failed' and target.unreachable is null
-      returning d.id, d.webhook
-    ), job as (${addNotifyJobs(sql, 'resent')})
-    select coalesce((select 'accepted' from resent), target.step::text) as step, target.unreachable,
-           exists (select 1 from resent) as changed, (select count(*) from job) as jobs
-    from target`;
-  if (!row) throw notFound('No such delivery.');
-  if (row.step !== 'failed' && !row.changed) throw invalid(`Only a failed delivery can be resent; this one is ${row.step}.`);
-  // Resending would leave it at Accepted for good: nothing would ever send or read it.
-  if (!row.changed) throw invalid(`This delivery cannot be resent: ${row.unreachable}.`);
-  return { deliveryId, step: row.step };
 }
 
 // "Stalled" is a display condition, not a step: the handler answered the doorbell but never

@@ -3,7 +3,8 @@ import type { Sql } from '../db/connect';
 import type { Actor } from './agents';
 import { invalid, notFound } from './errors';
 import { announceNewDeliveries, wakeWithJobs } from './announce';
-import { inIdOrder, oneLine } from './deliveries';
+import { oneLine } from './deliveries';
+import { inIdOrder, toFetched } from './delivery-steps';
 import { addNotifyJobs, webhookVersion } from './notify-jobs';
 import { isId } from './ids';
 import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from './schemas';
@@ -140,11 +141,6 @@ const toMessage = (r: Record<string, unknown>): MessageRecord => ({
   createdAt: (r.createdAt as Date).toISOString(),
 });
 
-// Reading moves a delivery to Fetched whatever step it had reached (a failed doorbell included:
-// the agent has the message now) and keeps the first read's time.
-const markFetched = (sql: Sql) => sql`
-  step = 'fetched', failed_step = null, fetched_at = coalesce(fetched_at, now())`;
-
 // The newest `limit` messages, oldest first, with bodies. Records a read of every message
 // returned, so the per-message read record of the thread is lost (the contract's warning).
 export async function listMessages(sql: Sql, actor: Actor, threadId: string, limit: number): Promise<MessageRecord[]> {
@@ -158,7 +154,7 @@ export async function listMessages(sql: Sql, actor: Actor, threadId: string, lim
       where m.thread_id = ${threadId} and exists (select 1 from visible)
       order by m.id desc limit ${limit}
     ), fetched as (
-      update deliveries set ${markFetched(sql)}
+      update deliveries set ${toFetched(sql)}
       where id in (${inIdOrder(sql, sql`recipient_id = ${actor.id} and message_id in (select id from page) and step <> 'fetched'`)})
     )
     select exists (select 1 from visible) as visible, page.*
@@ -177,7 +173,7 @@ export async function readMessage(sql: Sql, actor: Actor, messageId: string): Pr
       from messages m
       where m.id = ${messageId} and ${agentSeesThread(sql, sql`m.thread_id`, actor.id)}
     ), fetched as (
-      update deliveries set ${markFetched(sql)}
+      update deliveries set ${toFetched(sql)}
       where recipient_id = ${actor.id} and message_id in (select id from message) and step <> 'fetched'
     )
     select * from message`;

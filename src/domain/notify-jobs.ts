@@ -1,4 +1,5 @@
 import type { Sql } from '../db/connect';
+import { addJobs, liveJob } from '../db/job-queue';
 
 // Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
 // graphile-worker's own retries only cover a crashed worker; the contract's retry schedule is
@@ -16,17 +17,22 @@ export const notifyJobKey = (deliveryId: string) => `notify:${deliveryId}`;
 // would still NOTIFY every worker, and a notifying transaction holds PostgreSQL's cluster-wide
 // notify lock through its commit.
 export function addNotifyJobs(sql: Sql, source: string, { delayColumn = '', doorbell = false } = {}) {
-  const runAt = delayColumn ? sql`now() + ${sql('s.' + delayColumn)} * interval '1 millisecond'` : sql`null::timestamptz`;
-  const payload = doorbell
-    ? sql`json_build_object('deliveryId', s.id, 'doorbell', s.doorbell)`
-    : sql`json_build_object('deliveryId', s.id)`;
+  const spec = {
+    task: NOTIFY_TASK,
+    payload: doorbell
+      ? sql`json_build_object('deliveryId', s.id, 'doorbell', s.doorbell)`
+      : sql`json_build_object('deliveryId', s.id)`,
+    runAt: delayColumn ? sql`now() + ${sql('s.' + delayColumn)} * interval '1 millisecond'` : sql`null::timestamptz`,
+    maxAttempts: NOTIFY_JOB_MAX_ATTEMPTS,
+    key: sql`${notifyJobKey('')} || s.id`,
+  };
   return sql`
-    select graphile_worker.add_jobs(array(
-      select row(${NOTIFY_TASK}, ${payload}, null, ${runAt},
-                 ${NOTIFY_JOB_MAX_ATTEMPTS}, ${notifyJobKey('')} || s.id, null, null)::graphile_worker.job_spec
-      from ${sql(source)} s where s.webhook
-    )) where exists (select 1 from ${sql(source)} s where s.webhook)`;
+    ${addJobs(sql, sql`${sql(source)} s where s.webhook`, spec)}
+    where exists (select 1 from ${sql(source)} s where s.webhook)`;
 }
+
+// Whether the delivery `d` has a queued or running doorbell job.
+export const hasLiveNotifyJob = (sql: Sql) => liveJob(sql, sql`${notifyJobKey('')} || d.id`);
 
 // Identifies the webhook a doorbell was prepared for: a webhook saved again (new secret) or
 // removed and added is another version. Microseconds since the epoch, as text.

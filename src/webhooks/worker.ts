@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Logger as WorkerLogger, run, type Runner, type WorkerEvents, type WorkerPool } from 'graphile-worker';
 import { retryDelays, type Config } from '../config';
 import type { Sql } from '../db/connect';
+import { isShuttingDown } from '../db/job-queue';
 import { workerPool } from '../db/worker-pool';
 import { NOTIFY_TASK } from '../domain/notify-jobs';
 import { sweepExpiredSignIns } from '../domain/people';
@@ -68,7 +69,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
   const wakeAfter = (delayMs: number) => {
     const timer = setTimeout(() => {
       wakeTimers.delete(timer);
-      if (pool && !pool._shuttingDown) pool.nudge(1);
+      if (pool && !isShuttingDown(pool)) pool.nudge(1);
     }, delayMs + 10);
     wakeTimers.add(timer);
   };
@@ -77,6 +78,18 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
   const pgPool = workerPool(databaseUrl, config.WEBHOOK_CONCURRENCY + 2, (error) =>
     log.warn('worker_pool_error', { error: error.message }),
   );
+  const taskList = {
+    [NOTIFY_TASK]: notifyTask({
+      sql,
+      log,
+      send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
+      retryDelaysMs: retryDelays(config),
+      onRetryScheduled: wakeAfter,
+      credentials: rememberWebhooks(),
+    }),
+    [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
+    [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
+  };
   const runner = await run({
     pgPool,
     // No localQueue and no batched completions: after a database restart the first stopped the
@@ -87,18 +100,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
     noHandleSignals: true,
     events,
     logger: workerLogger(log),
-    taskList: {
-      [NOTIFY_TASK]: notifyTask({
-        sql,
-        log,
-        send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
-        retryDelaysMs: retryDelays(config),
-        onRetryScheduled: wakeAfter,
-        credentials: rememberWebhooks(),
-      }),
-      [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
-      [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
-    },
+    taskList,
     crontab: [`${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`, `0 * * * * ${SWEEP_SIGN_INS_TASK}`].join('\n'),
   });
   const workerId = pool!.id;
@@ -122,7 +124,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
   events.on('pool:listen:error', () => (ownListenerDown = true));
   events.on('pool:listen:success', () => (ownListenerDown = false));
   const relay = await sql.listen(JOBS_CHANNEL, (payload) => {
-    if (!ownListenerDown || !pool || pool._shuttingDown) return;
+    if (!ownListenerDown || !pool || isShuttingDown(pool)) return;
     let count = 1;
     try {
       const announced = Number((JSON.parse(payload) as { count?: unknown }).count);
@@ -136,8 +138,9 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
     {
       intervalMs: config.WORKER_HEARTBEAT_MS,
       staleMs: config.WORKER_STALE_MS,
-      onReleased: () => pool && !pool._shuttingDown && pool.nudge(config.WEBHOOK_CONCURRENCY),
+      onReleased: () => pool && !isShuttingDown(pool) && pool.nudge(config.WEBHOOK_CONCURRENCY),
       running: held,
+      tasks: Object.keys(taskList),
     },
     log,
   );
@@ -172,7 +175,7 @@ const replaceExitedWorkers: GraphileConfig.Plugin = {
     middleware: {
       poolWorkerPrematureExit(_next, { workerPool, replaceWithNewWorker }) {
         setTimeout(() => {
-          if (!workerPool._shuttingDown) replaceWithNewWorker();
+          if (!isShuttingDown(workerPool)) replaceWithNewWorker();
         }, REPLACE_EXITED_WORKER_AFTER_MS);
       },
     },

@@ -1,0 +1,76 @@
+import type { WorkerPool } from 'graphile-worker';
+import type { PendingQuery, Row } from 'postgres';
+import type { Sql } from './connect';
+
+// Every touch of graphile-worker beyond its documented API lives here: its private tables, the
+// shape of its job_spec type, and a flag of its worker pool. They were written against this
+// version; test/job-queue.test.ts fails when another one is installed, so that an upgrade is a
+// deliberate read of this file rather than a surprise in production.
+export const GRAPHILE_WORKER_VERSION = '0.18.0';
+
+type Fragment = PendingQuery<Row[]>;
+
+export type JobSpec = {
+  task: string;
+  payload: Fragment;
+  // Null: due at once.
+  runAt: Fragment;
+  maxAttempts: number;
+  key: Fragment;
+};
+
+// A SELECT that queues one job per row of `rows` (a FROM clause whose columns the spec's fragments
+// name). Built by field name, not by position, so that a reordered job_spec type fails loudly.
+export const addJobs = (sql: Sql, rows: Fragment, spec: JobSpec) => sql`
+  select graphile_worker.add_jobs(array(
+    select json_populate_record(null::graphile_worker.job_spec, json_build_object(
+      'identifier', ${spec.task}::text, 'payload', ${spec.payload}, 'run_at', ${spec.runAt},
+      'max_attempts', ${spec.maxAttempts}::int, 'job_key', ${spec.key}))
+    from ${rows}
+  ))`;
+
+// Whether a job under `key` is queued or running. A job graphile-worker gave up on (attempts used
+// up, not locked) is not live.
+export const liveJob = (sql: Sql, key: Fragment) => sql`
+  exists (select 1 from graphile_worker.jobs j
+          where j.key = ${key} and (j.locked_at is not null or j.attempts < j.max_attempts))`;
+
+// Puts back the jobs of our tasks locked by worker pools that stopped beating (killed, frozen, cut
+// off); a pool that never beat is judged by how long its jobs have been locked. Jobs of other
+// tasks (another application sharing the schema, whose workers do not beat here) are never
+// touched. Returns the pool ids whose jobs were released.
+export async function releaseDeadWorkers(sql: Sql, tasks: string[], staleMs: number): Promise<string[]> {
+  const stale = sql`now() - ${staleMs} * interval '1 millisecond'`;
+  const rows = await sql<{ id: string }[]>`
+    with ours as (
+      select j.id, j.locked_by, j.locked_at from graphile_worker._private_jobs j
+      join graphile_worker._private_tasks t on t.id = j.task_id
+      where t.identifier = any(${tasks}::text[]) and j.locked_by is not null
+    ), dead as (
+      select distinct o.locked_by as id from ours o
+      left join worker_heartbeats h on h.worker_id = o.locked_by
+      where h.beat_at < ${stale} or (h.worker_id is null and o.locked_at < ${stale})
+    ), released as (
+      update graphile_worker._private_jobs j set locked_by = null, locked_at = null
+      from ours o where j.id = o.id and o.locked_by in (select id from dead)
+    ), forgotten as (
+      delete from worker_heartbeats where beat_at < ${stale}
+    )
+    select id from dead`;
+  return rows.map((r) => r.id);
+}
+
+// Jobs still locked by this live pool that it is no longer running: graphile-worker does not await
+// the query that completes or fails a finished job, and when that query is lost (the database went
+// away at that moment) the job would stay locked by us for graphile-worker's 4 hours.
+export async function releaseLostJobs(sql: Sql, workerId: string, running: string[], staleMs: number): Promise<number> {
+  const released = await sql`
+    update graphile_worker._private_jobs set locked_by = null, locked_at = null
+    where locked_by = ${workerId} and locked_at < now() - ${staleMs} * interval '1 millisecond'
+      and not (id = any(${running}::bigint[]))`;
+  return released.count;
+}
+
+// The pool exposes no public "stopping" state; nudging or replacing workers of a pool that is
+// shutting down would start work it is about to abandon.
+export const isShuttingDown = (pool: WorkerPool) => pool._shuttingDown;

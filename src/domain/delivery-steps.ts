@@ -1,0 +1,236 @@
+import { batchedStatement } from '../db/batcher';
+import type { Sql } from '../db/connect';
+import { announceDeliveryChanges } from './announce';
+import { notFound, invalid } from './errors';
+import { isId } from './ids';
+import { addNotifyJobs, hasLiveNotifyJob, webhookVersion } from './notify-jobs';
+import { agentSeesThread } from './visibility';
+
+// The one owner of a delivery's steps (Accepted → Notified → Delivered → Fetched, or Failed at the
+// step reached) and of the question every writer asks: is a doorbell still owed? Posts, reports,
+// reads, resends, the webhook worker and the re-publish sweep all move steps through here.
+// sql/008 makes the database refuse a step moved backwards by anyone, a resend excepted.
+
+// A delivery `d` (recipient `a`) can still reach its recipient while the recipient is not archived
+// and still sees the thread (a participant, the thread not closed): the visibility rule agents meet
+// on every route, so that a doorbell never announces what the delivered report would answer 404 to.
+const recipientSees = (sql: Sql) => sql`
+  a.archived_at is null and ${agentSeesThread(sql, sql`d.thread_id`, sql`d.recipient_id`)}`;
+
+// Why a delivery cannot reach its recipient, for a person's resend; null exactly when it can.
+const whyUnreachable = (sql: Sql) => sql`
+  case when a.archived_at is not null then 'its recipient is archived'
+       when exists (select 1 from threads ct where ct.id = d.thread_id and ct.state = 'closed') then 'its thread is closed'
+       when not (${recipientSees(sql)}) then 'its recipient has left the thread'
+  end`;
+
+// A doorbell is owed while the delivery was accepted for a webhook, has not moved on or been
+// acknowledged, its agent still has a webhook, and the recipient can still see it. A job that
+// finds otherwise ends without sending, and the re-publish sweep skips it.
+const owesDoorbell = (sql: Sql) => sql`
+  d.webhook and d.step = 'accepted' and d.acknowledged_at is null and a.webhook_url is not null
+  and ${recipientSees(sql)}`;
+
+export type OwedDoorbell = {
+  fields: {
+    deliveryId: string;
+    messageId: string;
+    threadId: string;
+    threadTitle: string;
+    sender: string;
+    summary: string | null;
+    content: string;
+  };
+  recipientId: string;
+  webhookVersion: string;
+  url: string;
+  secret: string;
+  publish: number;
+  attempt: number;
+};
+
+// Everything a doorbell needs, or null when none is owed. The attempt's numbers are read here:
+// the job key allows one live job per delivery, so nothing else moves them while it runs.
+export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDoorbell | null> {
+  const [d] = await sql`
+    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as "threadTitle",
+           m.sender, m.summary, m.content, a.webhook_url as url, a.signing_secret as secret,
+           a.id as "recipientId", ${webhookVersion(sql, 'a')} as "webhookVersion",
+           d.publish_attempts as publish, d.send_attempts + 1 as attempt
+    from deliveries d
+    join agents a on a.id = d.recipient_id
+    join messages m on m.id = d.message_id
+    join threads t on t.id = d.thread_id
+    where d.id = ${deliveryId} and ${owesDoorbell(sql)}`;
+  if (!d) return null;
+  const { url, secret, recipientId, webhookVersion: version, publish, attempt, ...fields } = d;
+  return { fields: fields as OwedDoorbell['fields'], url, secret, recipientId, webhookVersion: version, publish, attempt };
+}
+
+// The same question for a doorbell prepared by the post (its fields already in the job): still
+// owed, and still for the webhook version it was prepared for? The attempt's numbers, or null.
+export async function owedPreparedAttempt(
+  sql: Sql,
+  deliveryId: string,
+  version: string,
+): Promise<{ publish: number; attempt: number } | null> {
+  const [row] = await sql<{ publish: number; attempt: number }[]>`
+    select d.publish_attempts as publish, d.send_attempts + 1 as attempt
+    from deliveries d join agents a on a.id = d.recipient_id
+    where d.id = ${deliveryId} and ${owesDoorbell(sql)} and ${webhookVersion(sql, 'a')} = ${version}`;
+  return row ?? null;
+}
+
+export type AttemptRecord = {
+  deliveryId: string;
+  publish: number;
+  attempt: number;
+  attemptedAt: Date;
+  durationMs: number;
+  status: number | null;
+  error: string | null;
+  notified: boolean;
+  // The recorded error when this attempt fails the delivery.
+  failure: string | null;
+  retryDelayMs: number | null;
+};
+
+// Each attempt logged, its delivery's send count and step moved, and its retry queued, in one
+// statement: no connection held idle in a transaction while the pool is busy. Steps only move
+// forward: a handler that reported delivered, or an agent that read the message, got there first
+// and keeps its step; the attempt is logged all the same, and a notified_at is kept even then,
+// since the answer did come. A retry is queued only while the doorbell is still owed. Raising
+// send_attempts keeps the dashboard trigger quiet; the changes are announced after the commit.
+// Attempts that finish together are recorded by one statement, as concurrent posts are written:
+// one commit for many doorbells instead of one each. Answers, per record, whether its retry was queued.
+export const recordDoorbellAttempts = batchedStatement(insertAttempts);
+
+async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boolean[]> {
+  // One JSON document for the whole batch: postgres.js serialises an array parameter by the
+  // element type it infers or is told, which turns nulls and booleans in typed arrays into NaN
+  // and false.
+  const input = sql.json(
+    records.map((r) => ({
+      delivery_id: r.deliveryId,
+      publish: r.publish,
+      attempt: r.attempt,
+      attempted_at: r.attemptedAt.toISOString(),
+      duration_ms: r.durationMs,
+      status: r.status,
+      error: r.error,
+      notified: r.notified,
+      failure: r.failure,
+      retry_delay_ms: r.retryDelayMs,
+    })),
+  );
+  const rows = await sql<{ id: string }[]>`
+    with input as (
+      select * from jsonb_to_recordset(${input}) as i(
+        delivery_id uuid, publish int, attempt int, attempted_at timestamptz, duration_ms int, status int,
+        error text, notified boolean, failure text, retry_delay_ms int)
+    ), logged as (
+      insert into delivery_attempts (delivery_id, publish, attempt, attempted_at, duration_ms, status, error)
+      select delivery_id, publish, attempt, attempted_at, duration_ms, status, error from input
+    ), moved as (
+      update deliveries d set
+        send_attempts = i.attempt,
+        notified_at = case when i.notified then coalesce(d.notified_at, now()) else d.notified_at end,
+        step = case when d.step <> 'accepted' then d.step
+                    when i.notified then 'notified'::delivery_step
+                    when i.failure is not null then 'failed'::delivery_step
+                    else d.step end,
+        failed_step = case when d.step = 'accepted' and i.failure is not null then 'accepted'::delivery_step
+                           else d.failed_step end,
+        error = case when d.step = 'accepted' and i.failure is not null then i.failure else d.error end
+      from input i
+      where d.id = i.delivery_id and d.id in (${inIdOrder(sql, sql`id in (select delivery_id from input)`)})
+      returning d.id, d.step, i.retry_delay_ms
+    ), retry as (
+      select m.id, true as webhook, m.retry_delay_ms
+      from moved m join deliveries d on d.id = m.id join agents a on a.id = d.recipient_id
+      where m.retry_delay_ms is not null and m.step = 'accepted' and ${owesDoorbell(sql)}
+    ), job as (${addNotifyJobs(sql, 'retry', { delayColumn: 'retry_delay_ms' })})
+    select id from retry where (select count(*) from job) > 0`;
+  announceDeliveryChanges(sql, records.map((r) => r.deliveryId));
+  const retried = new Set(rows.map((r) => r.id));
+  return records.map((r) => retried.has(r.deliveryId));
+}
+
+// Rows of deliveries matching `where`, locked in id order. Every statement that updates several
+// deliveries takes their locks this way (listing messages, recording doorbell attempts), so that
+// two of them can never wait on each other.
+export const inIdOrder = (sql: Sql, where: ReturnType<Sql>) =>
+  sql`select id from deliveries where ${where} order by id for update`;
+
+// Reading moves a delivery to Fetched whatever step it had reached (a failed doorbell included:
+// the agent has the message now) and keeps the first read's time.
+export const toFetched = (sql: Sql) => sql`
+  step = 'fetched', failed_step = null, fetched_at = coalesce(fetched_at, now())`;
+
+// The handler's report: the first report's time is kept by the caller's `delivered_at is null`.
+// A Fetched delivery stays Fetched; a Failed one becomes Delivered, since the report proves the
+// doorbell arrived (the recorded error is kept).
+export const toDelivered = (sql: Sql) => sql`
+  delivered_at = now(), step = case when step = 'fetched' then step else 'delivered' end, failed_step = null`;
+
+// A person's second chance for a Failed delivery: back to Accepted with its attempts counted
+// afresh (the attempt log is kept), and its doorbell published again in the same transaction.
+// Refused when the doorbell could never go out, by the same rule that decides what is owed.
+export async function resendDelivery(sql: Sql, deliveryId: string) {
+  if (!isId(deliveryId)) throw notFound('No such delivery.');
+  const [row] = await sql<{ step: string; unreachable: string | null; changed: boolean }[]>`
+    with target as (
+      select d.id, d.step, a.webhook_url is not null as webhook, ${whyUnreachable(sql)} as unreachable
+      from deliveries d join agents a on a.id = d.recipient_id
+      where d.id = ${deliveryId}
+      for update of d
+    ), resent as (
+      update deliveries d set step = 'accepted', failed_step = null, webhook = target.webhook,
+                              publish_attempts = case when target.webhook then 1 else 0 end, send_attempts = 0
+      from target where d.id = target.id and target.step = 'failed' and target.unreachable is null
+      returning d.id, d.webhook
+    ), job as (${addNotifyJobs(sql, 'resent')})
+    select coalesce((select 'accepted' from resent), target.step::text) as step, target.unreachable,
+           exists (select 1 from resent) as changed, (select count(*) from job) as jobs
+    from target`;
+  if (!row) throw notFound('No such delivery.');
+  if (row.step !== 'failed' && !row.changed) throw invalid(`Only a failed delivery can be resent; this one is ${row.step}.`);
+  // Resending would leave it at Accepted for good: nothing would ever send or read it.
+  if (!row.changed) throw invalid(`This delivery cannot be resent: ${row.unreachable}.`);
+  return { deliveryId, step: row.step };
+}
+
+// A delivery younger than this is still in its first moments; its job is certainly queued.
+export const REPUBLISH_MIN_AGE_MS = 60_000;
+
+export type RepublishOptions = { publishAttempts: number; minAgeMs?: number };
+
+// The sweep behind the re-publish cron: a delivery that still owes a doorbell but has no live job
+// (none queued, none running; a job graphile-worker gave up on does not count) never reached the
+// queue or fell out of it. It is published again, up to `publishAttempts` publishes in total (the
+// original counts), and then Failed with the reason recorded.
+export async function republishStranded(sql: Sql, { publishAttempts, minAgeMs = REPUBLISH_MIN_AGE_MS }: RepublishOptions) {
+  const [row] = await sql<{ republished: number; failed: number }[]>`
+    with stranded as (
+      select d.id, d.publish_attempts
+      from deliveries d
+      join agents a on a.id = d.recipient_id
+      where ${owesDoorbell(sql)}
+        and d.created_at < now() - ${minAgeMs} * interval '1 millisecond'
+        and not ${hasLiveNotifyJob(sql)}
+      for update of d skip locked
+    ), republished as (
+      update deliveries d set publish_attempts = d.publish_attempts + 1, send_attempts = 0
+      from stranded s where d.id = s.id and s.publish_attempts < ${publishAttempts}
+      returning d.id, true as webhook
+    ), job as (${addNotifyJobs(sql, 'republished')}
+    ), failed as (
+      update deliveries d set step = 'failed', failed_step = d.step,
+        error = ${`The notification never reached the queue after ${publishAttempts} publish attempts.`}
+      from stranded s where d.id = s.id and s.publish_attempts >= ${publishAttempts}
+      returning d.id
+    )
+    select (select count(*)::int from republished) as republished, (select count(*)::int from failed) as failed,
+           (select count(*)::int from job) as jobs`;
+  return { republished: row!.republished, failed: row!.failed };
+}

@@ -1,0 +1,49 @@
+import { describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { GRAPHILE_WORKER_VERSION, releaseDeadWorkers } from '../src/db/job-queue';
+import { useHarness } from './support/harness';
+
+// src/db/job-queue.ts reaches into graphile-worker's private tables and types. These tests fail
+// when graphile-worker changes under it, and prove that its recovery touches only our own jobs.
+const h = useHarness();
+
+describe('graphile-worker internals', () => {
+  test('the installed graphile-worker is the version job-queue.ts was written against', () => {
+    const installed = JSON.parse(readFileSync(require.resolve('graphile-worker/package.json'), 'utf8')).version;
+    expect(installed).toBe(GRAPHILE_WORKER_VERSION);
+  });
+
+  test('its schema still has the fields and columns job-queue.ts names', async () => {
+    const columns = async (type: string) =>
+      (await h.db.sql<{ name: string }[]>`
+        select a.attname as name from pg_attribute a
+        where a.attrelid = ${type}::regclass and a.attnum > 0 and not a.attisdropped order by a.attnum`).map((r) => r.name);
+    expect(await columns('graphile_worker.job_spec')).toEqual(
+      ['identifier', 'payload', 'queue_name', 'run_at', 'max_attempts', 'job_key', 'priority', 'flags'],
+    );
+    expect(await columns('graphile_worker._private_jobs')).toEqual(expect.arrayContaining(['id', 'task_id', 'locked_at', 'locked_by', 'key']));
+    expect(await columns('graphile_worker._private_tasks')).toEqual(expect.arrayContaining(['id', 'identifier']));
+    expect(await columns('graphile_worker.jobs')).toEqual(expect.arrayContaining(['key', 'locked_at', 'attempts', 'max_attempts']));
+  });
+});
+
+describe('releasing the jobs of dead workers', () => {
+  test("only our tasks' jobs are given back; another application's long job stays with its worker", async () => {
+    const lockedLongAgo = async (task: string, worker: string) => {
+      const [job] = await h.db.sql<{ id: string }[]>`select id from graphile_worker.add_job(${task}, '{}'::json)`;
+      await h.db.sql`
+        update graphile_worker._private_jobs set locked_by = ${worker}, locked_at = now() - interval '1 hour'
+        where id = ${job!.id}`;
+      return job!.id;
+    };
+    const ours = await lockedLongAgo('notify', 'our-dead-pool');
+    const theirs = await lockedLongAgo('their_report', 'their-busy-pool');
+    const released = await releaseDeadWorkers(h.db.sql, ['notify', 'republish'], 15_000);
+    expect(released).toEqual(['our-dead-pool']);
+    const locks = await h.db.sql`select id::text, locked_by from graphile_worker._private_jobs where id in ${h.db.sql([ours, theirs])} order by id`;
+    expect(locks).toEqual([
+      { id: String(ours), locked_by: null },
+      { id: String(theirs), locked_by: 'their-busy-pool' },
+    ]);
+  });
+});
