@@ -19,6 +19,9 @@ export const ConfigSchema = T.Object({
   WEBHOOK_RETRY_DELAYS_MS: T.String({ default: '1000,12000,148000', pattern: '^\\d+(,\\d+)*$' }),
   WEBHOOK_ALLOW_LOCAL: T.Boolean({ default: false }),
   WEBHOOK_CONCURRENCY: Int(32, 1),
+  // Doorbells in flight at once to one webhook URL, per process: a slow or dead handler holds no
+  // more worker slots than this.
+  WEBHOOK_ENDPOINT_CONCURRENCY: Int(4, 1),
   REPUBLISH_CRON: T.String({ default: '*/15 * * * *' }),
   PUBLISH_ATTEMPTS: Int(3, 1),
   STALLED_AFTER_MS: Int(300_000, 1),

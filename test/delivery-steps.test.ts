@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { removeParticipant } from '../src/domain/threads';
 import { silentLogger } from '../src/log';
 import { rememberWebhooks } from '../src/webhooks/credentials';
+import { endpointSlots } from '../src/webhooks/endpoint-slots';
 import { notifyTask } from '../src/webhooks/notify-task';
 import { useHarness } from './support/harness';
 import { eventually, receiver } from './support/receiver';
@@ -66,6 +67,9 @@ describe('a doorbell prepared by the post', () => {
       retryDelaysMs: [50, 100, 150],
       onRetryScheduled: () => {},
       credentials,
+      slots: endpointSlots(4),
+      parkedForMs: 60_000,
+      nudge: () => {},
     });
     const now = new Date();
     await task(job!.payload, { job: { attempts: 1, created_at: now, locked_at: now } } as never);

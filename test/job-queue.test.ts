@@ -41,7 +41,7 @@ describe('releasing the jobs of dead workers', () => {
     const released = await releaseDeadWorkers(h.db.sql, ['notify', 'republish'], 15_000);
     expect(released).toEqual(['our-dead-pool']);
     const locks = await h.db.sql`select id::text, locked_by from graphile_worker._private_jobs where id in ${h.db.sql([ours, theirs])} order by id`;
-    expect(locks).toEqual([
+    expect([...locks]).toEqual([
       { id: String(ours), locked_by: null },
       { id: String(theirs), locked_by: 'their-busy-pool' },
     ]);

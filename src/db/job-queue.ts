@@ -74,3 +74,10 @@ export async function releaseLostJobs(sql: Sql, workerId: string, running: strin
 // The pool exposes no public "stopping" state; nudging or replacing workers of a pool that is
 // shutting down would start work it is about to abandon.
 export const isShuttingDown = (pool: WorkerPool) => pool._shuttingDown;
+
+// Makes the given queued jobs due now (graphile-worker's own reschedule_jobs, which leaves running
+// jobs alone). Answers how many were still queued.
+export async function makeDue(sql: Sql, jobIds: string[]): Promise<number> {
+  const rows = await sql`select id from graphile_worker.reschedule_jobs(${jobIds}::bigint[], run_at => now())`;
+  return rows.length;
+}

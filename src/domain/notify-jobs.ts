@@ -38,3 +38,14 @@ export const hasLiveNotifyJob = (sql: Sql) => liveJob(sql, sql`${notifyJobKey(''
 // removed and added is another version. Microseconds since the epoch, as text.
 export const webhookVersion = (sql: Sql, agent: string) =>
   sql`(extract(epoch from ${sql(agent)}.webhook_set_at) * 1000000)::bigint::text`;
+
+// Puts a doorbell job back in the queue as it was, due `delayMs` from now, under the delivery's
+// key: the running job (locked) is retired by graphile-worker as the key moves to the new one, as
+// with a retry. Answers the new job's id.
+export async function requeueNotifyJob(sql: Sql, payload: { deliveryId: string }, delayMs: number): Promise<string> {
+  const [job] = await sql<{ id: string }[]>`
+    select id::text from graphile_worker.add_job(${NOTIFY_TASK}, ${sql.json(payload)}::json,
+      run_at => now() + ${delayMs} * interval '1 millisecond', max_attempts => ${NOTIFY_JOB_MAX_ATTEMPTS},
+      job_key => ${notifyJobKey(payload.deliveryId)})`;
+  return job!.id;
+}

@@ -1,9 +1,12 @@
 import type { Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
+import { makeDue } from '../db/job-queue';
 import { owedDoorbell, owedPreparedAttempt, recordDoorbellAttempts } from '../domain/delivery-steps';
+import { requeueNotifyJob } from '../domain/notify-jobs';
 import type { Logger } from '../log';
 import { doorbellBody, type DoorbellFields } from './doorbell';
 import type { WebhookCredentials } from './credentials';
+import type { EndpointSlots } from './endpoint-slots';
 import { afterAttempt } from './retry';
 import { sendDoorbell, type SendOptions } from './send';
 import { signature } from './sign';
@@ -16,6 +19,12 @@ export type NotifyDeps = {
   // Called with the delay of every retry that was scheduled, so the pool can wake up for it.
   onRetryScheduled: (delayMs: number) => void;
   credentials: WebhookCredentials;
+  slots: EndpointSlots;
+  // How long a parked doorbell waits at most, should the process that parked it not wake it
+  // (it stopped, or died).
+  parkedForMs: number;
+  // Tells the pool a job fell due now, where LISTEN/NOTIFY cannot announce it.
+  nudge: () => void;
 };
 
 // What a post puts in its doorbell jobs (domain/messages.ts): the notification as it stood then.
@@ -53,34 +62,61 @@ export const notifyTask =
     const payload = rawPayload as NotifyPayload;
     const doorbell = await ringable(deps, payload);
     if (!doorbell) return;
-    const body = doorbellBody(doorbell.fields);
-    const attemptedAt = new Date();
-    const started = performance.now();
-    const outcome = await sendDoorbell(
-      { url: doorbell.url, body, signature: signature(body, doorbell.secret) },
-      { ...deps.send, signal: helpers.abortSignal },
-    );
-    // Shutting down mid-request: record nothing and let graphile-worker hand the job to another worker.
-    if (helpers.abortSignal?.aborted) throw new Error('Worker shut down while the doorbell was in flight.');
-    const durationMs = Math.round(performance.now() - started);
-    const { publish, attempt } = doorbell;
-    const next = afterAttempt(outcome, attempt, deps.retryDelaysMs);
-    deps.log.info('doorbell_attempt', {
-      deliveryId: payload.deliveryId, publish, attempt, prepared: doorbell.prepared, status: outcome.status,
-      error: outcome.error, durationMs, next: next.kind,
-    });
-    const retried = await recordDoorbellAttempts(deps.sql, {
-      deliveryId: payload.deliveryId,
-      publish,
-      attempt,
-      attemptedAt,
-      durationMs,
-      status: outcome.status,
-      error: outcome.error,
-      notified: next.kind === 'notified',
-      failure: next.kind === 'failed' ? next.error : null,
-      retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
-    });
-    // The running job is locked, so graphile-worker moves the key to the retry and retires this one.
-    if (next.kind === 'retry' && retried) deps.onRetryScheduled(next.delayMs);
+    if (!deps.slots.take(doorbell.url)) {
+      deps.slots.parked(doorbell.url, await requeueNotifyJob(deps.sql, payload, deps.parkedForMs));
+      return;
+    }
+    try {
+      await ring(deps, doorbell, helpers.abortSignal);
+    } finally {
+      deps.slots.release(doorbell.url);
+      void wakeParked(deps, doorbell.url);
+    }
   };
+
+// The endpoint's oldest doorbell parked here is made due now. One that already ran (its backstop
+// came first) is skipped for the next; a database error leaves them to their backstop.
+async function wakeParked(deps: NotifyDeps, endpoint: string) {
+  try {
+    for (let id = deps.slots.nextParked(endpoint); id; id = deps.slots.nextParked(endpoint)) {
+      if ((await makeDue(deps.sql, [id])) > 0) return deps.nudge();
+    }
+  } catch (error) {
+    deps.log.warn('parked_doorbell_wake_failed', { endpoint: new URL(endpoint).origin, error: (error as Error).message });
+  }
+}
+
+type Ringable = NonNullable<Awaited<ReturnType<typeof ringable>>>;
+
+async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | undefined) {
+  const { deliveryId } = doorbell.fields;
+  const body = doorbellBody(doorbell.fields);
+  const attemptedAt = new Date();
+  const started = performance.now();
+  const outcome = await sendDoorbell(
+    { url: doorbell.url, body, signature: signature(body, doorbell.secret) },
+    { ...deps.send, signal },
+  );
+  // Shutting down mid-request: record nothing and let graphile-worker hand the job to another worker.
+  if (signal?.aborted) throw new Error('Worker shut down while the doorbell was in flight.');
+  const durationMs = Math.round(performance.now() - started);
+  const { publish, attempt } = doorbell;
+  const next = afterAttempt(outcome, attempt, deps.retryDelaysMs);
+  deps.log.info('doorbell_attempt', {
+    deliveryId, publish, attempt, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
+  });
+  const retried = await recordDoorbellAttempts(deps.sql, {
+    deliveryId,
+    publish,
+    attempt,
+    attemptedAt,
+    durationMs,
+    status: outcome.status,
+    error: outcome.error,
+    notified: next.kind === 'notified',
+    failure: next.kind === 'failed' ? next.error : null,
+    retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
+  });
+  // The running job is locked, so graphile-worker moves the key to the retry and retires this one.
+  if (next.kind === 'retry' && retried) deps.onRetryScheduled(next.delayMs);
+}

@@ -9,10 +9,15 @@ import { sweepExpiredSignIns } from '../domain/people';
 import type { Logger } from '../log';
 import { startHeartbeat } from './heartbeat';
 import { rememberWebhooks } from './credentials';
+import { endpointSlots } from './endpoint-slots';
 import { notifyTask } from './notify-task';
 import { REPUBLISH_TASK, republishTask } from './republish';
 
 const SWEEP_SIGN_INS_TASK = 'sweep_sign_ins';
+
+// A doorbell parked behind its endpoint's cap is woken by this process when a slot frees; should
+// the process stop first, the job falls due by itself after this long and is tried again.
+const PARKED_BACKSTOP_MS = 60_000;
 
 // Where graphile-worker's add_jobs announces new jobs.
 const JOBS_CHANNEL = 'jobs:insert';
@@ -86,6 +91,9 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
       retryDelaysMs: retryDelays(config),
       onRetryScheduled: wakeAfter,
       credentials: rememberWebhooks(),
+      slots: endpointSlots(config.WEBHOOK_ENDPOINT_CONCURRENCY),
+      parkedForMs: PARKED_BACKSTOP_MS,
+      nudge: () => pool && !isShuttingDown(pool) && pool.nudge(1),
     }),
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
     [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
