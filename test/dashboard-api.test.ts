@@ -316,10 +316,12 @@ describe('deliveries', () => {
       ['bob', 'notified', false, true],
       ['carol', 'accepted', false, false],
     ]);
+    const none = { resend: 0, responseBody: null, requestHeaders: null, interrupted: false };
     expect(message.deliveries[0].attempts).toEqual([
-      { attemptedAt: expect.any(String), publish: 1, attempt: 1, status: 503, durationMs: 120, error: 'HTTP 503' },
-      { attemptedAt: expect.any(String), publish: 1, attempt: 2, status: 200, durationMs: 35, error: null },
+      { attemptedAt: expect.any(String), publish: 1, attempt: 1, status: 503, durationMs: 120, error: 'HTTP 503', ...none },
+      { attemptedAt: expect.any(String), publish: 1, attempt: 2, status: 200, durationMs: 35, error: null, ...none },
     ]);
+    expect(message.deliveries[0]).toMatchObject({ retrying: false, nextAttemptAt: null, lastError: null });
     expect(message.deliveries[0].notifiedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 

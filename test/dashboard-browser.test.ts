@@ -128,18 +128,27 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
     select d.id from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${posted!.id} and a.username = 'reader'`;
   const row = page.locator(`[data-delivery="${delivery!.id}"]`);
   await expect(row.getAttribute('data-step')).resolves.toBe('accepted');
-  await h.db.sql`insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status) values (${delivery!.id}, 1, 1, 48, 200)`;
+  await h.db.sql`
+    insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status, response_body, request_headers)
+    values (${delivery!.id}, 1, 1, 48, 200, 'thanks, queued', ${h.db.sql.json({ 'Content-Type': 'application/json', 'X-Signature-256': '(signature)' })})`;
   await h.db.sql`update deliveries set step = 'notified', notified_at = now() where id = ${delivery!.id}`;
   await page.locator(`[data-delivery="${delivery!.id}"][data-step="notified"]`).waitFor();
   expect((await agentCall('POST', `/api/deliveries/${delivery!.id}/delivered`, readerKey)).success).toBe(true);
   await page.locator(`[data-delivery="${delivery!.id}"][data-step="delivered"]`).waitFor();
-  await page.locator(`[data-delivery="${delivery!.id}"] summary`).click();
+  await page.locator(`[data-delivery="${delivery!.id}"] .attempts > summary`).click();
+  await page.locator(`[data-delivery="${delivery!.id}"] .attempt-detail > summary`).click();
+  await page.locator(`[data-delivery="${delivery!.id}"] .attempt-detail`).getByText('thanks, queued').waitFor();
+  await page.locator(`[data-delivery="${delivery!.id}"] .attempt-detail`).getByText('X-Signature-256: (signature)').waitFor();
   await screenshot('deliveries', true);
 
   // A failure shows up live with its step and error; resend puts it back to Accepted.
   const second = await agentCall('POST', `/api/threads/${threadId}/messages`, writerKey, { content: 'Second notice' });
   const [failing] = await h.db.sql`select id from deliveries where message_id = ${second.data.id}`;
   await page.locator(`[data-delivery="${failing!.id}"]`).waitFor();
+  // Between two attempts it reads as retrying, with the last error and the next attempt's time.
+  await h.db.sql`insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status) values (${failing!.id}, 1, 1, 30, 503)`;
+  await h.db.sql`update deliveries set next_attempt_at = now() + interval '12 seconds' where id = ${failing!.id}`;
+  await page.locator(`[data-delivery="${failing!.id}"]`).getByText('Retrying: attempt 1 failed (the handler answered HTTP 503); next attempt at').waitFor();
   await h.db.sql`
     insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status, error)
     values (${failing!.id}, 1, 4, 2001, 500, 'Handler answered 500')`;

@@ -43,7 +43,7 @@ describe('the doorbell', () => {
     expect(row).toMatchObject({ step: 'notified', failedStep: null, error: null, publishAttempts: 1, sendAttempts: 1 });
     expect(row.notifiedAt).toBeInstanceOf(Date);
     const attempts = await attemptRows(h, deliveryId);
-    expect(attempts).toEqual([{ publish: 1, attempt: 1, status: 200, error: null, durationMs: expect.any(Number) }]);
+    expect(attempts).toEqual([{ publish: 1, attempt: 1, resend: 0, status: 200, error: null, durationMs: expect.any(Number), interrupted: false }]);
   });
 
   test("summary is the body's first line when there is none, one line of at most 120 characters", async () => {
@@ -159,7 +159,7 @@ describe('deliveries that no longer owe a doorbell', () => {
 });
 
 describe('a handler that never finishes its answer', () => {
-  test('counts from its status, and its connection is closed at once instead of held open', async () => {
+  test('counts from its status, keeps what the body held after a second, and closes the connection instead of holding it', async () => {
     const { createServer } = await import('node:http');
     let closed = false;
     const streaming = createServer((req, res) => {
@@ -177,6 +177,8 @@ describe('a handler that never finishes its answer', () => {
       await untilStep(h, deliveryId, 'notified');
       await eventually(async () => closed);
       expect(closed).toBe(true);
+      const [attempt] = await h.db.sql`select status, response_body from delivery_attempts where delivery_id = ${deliveryId}`;
+      expect(attempt).toEqual({ status: 200, response_body: 'working' });
     } finally {
       streaming.close();
       streaming.closeAllConnections();

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
+import { INTERRUPTED } from '../src/domain/delivery-steps';
 import { createLogger } from '../src/log';
 import { startWorker } from '../src/webhooks/worker';
 import { useHarness } from './support/harness';
@@ -65,8 +66,12 @@ describe('a worker killed mid-flight', () => {
     await untilStep(h, deliveryId, 'notified');
     expect(performance.now() - restarted).toBeLessThan(8_000);
     expect(second.lines.some((l) => l.event === 'dead_workers_released')).toBe(true);
-    // The killed worker never recorded its attempt; the one that got through is logged.
-    expect(await attemptRows(h, deliveryId)).toMatchObject([{ attempt: 1, status: 200 }]);
+    // The killed worker never recorded its attempt: the worker that took the job over logs it as
+    // cut off (the doorbell did reach the handler here), then its own attempt.
+    expect(await attemptRows(h, deliveryId)).toMatchObject([
+      { attempt: 1, status: null, interrupted: true, error: INTERRUPTED },
+      { attempt: 2, status: 200, interrupted: false },
+    ]);
     second.proc.kill('SIGTERM');
     expect(await second.proc.exited).toBe(0);
   }, 20_000);

@@ -101,6 +101,7 @@ export const dashboardApi = ({ sql, config, sendCode, feed }: DashboardDeps) => 
             sql,
             {
               failed: query.failed === 'true',
+              retrying: query.retrying === 'true',
               stalled: query.stalled === 'true',
               agent: query.agent || undefined,
               threadId: query.thread || undefined,

@@ -10,9 +10,17 @@ export type Attempt = {
   attemptedAt: string;
   publish: number;
   attempt: number;
+  // 0 for the original publish, k for a person's k-th resend.
+  resend: number;
   status: number | null;
   durationMs: number;
   error: string | null;
+  // The first KiB of the handler's answer.
+  responseBody: string | null;
+  // The headers that went out, signatures elided.
+  requestHeaders: Record<string, string> | null;
+  // The worker stopped or lost the database mid-attempt; its outcome is unknown.
+  interrupted: boolean;
 };
 
 export type DeliveryProgress = {
@@ -29,6 +37,10 @@ export type DeliveryProgress = {
   error: string | null;
   webhook: boolean;
   stalled: boolean;
+  // Between two attempts: the last one failed and the next is queued for `nextAttemptAt`.
+  retrying: boolean;
+  nextAttemptAt: string | null;
+  lastError: string | null;
   createdAt: string;
   notifiedAt: string | null;
   deliveredAt: string | null;
@@ -47,18 +59,20 @@ export type MessageProgress = {
   deliveries: Omit<DeliveryProgress, 'messageId' | 'threadId' | 'thread' | 'sender' | 'summary' | 'messageCreatedAt'>[];
 };
 
-export type ProgressFilter = { failed?: boolean; stalled?: boolean; agent?: string; threadId?: string };
+export type ProgressFilter = { failed?: boolean; retrying?: boolean; stalled?: boolean; agent?: string; threadId?: string };
 
 const iso = (value: unknown) => (value ? new Date(value as string).toISOString() : null);
 
 const selectProgress = (sql: Sql) => sql`
   select d.id, d.message_id as "messageId", d.thread_id as "threadId", t.title as thread, m.sender, m.summary,
          m.content, m.created_at as "messageCreatedAt", a.username as recipient, d.step, d.failed_step as "failedStep",
-         d.error, d.webhook, d.created_at as "createdAt", d.notified_at as "notifiedAt",
+         d.error, d.webhook, d.created_at as "createdAt", d.next_attempt_at as "nextAttemptAt", d.notified_at as "notifiedAt",
          d.delivered_at as "deliveredAt", d.fetched_at as "fetchedAt", d.acknowledged_at as "acknowledgedAt",
          coalesce((select json_agg(json_build_object('attemptedAt', x.attempted_at, 'publish', x.publish,
-                                                     'attempt', x.attempt, 'status', x.status,
-                                                     'durationMs', x.duration_ms, 'error', x.error) order by x.id)
+                                                     'attempt', x.attempt, 'resend', x.resend, 'status', x.status,
+                                                     'durationMs', x.duration_ms, 'error', x.error,
+                                                     'responseBody', x.response_body, 'requestHeaders', x.request_headers,
+                                                     'interrupted', x.interrupted) order by x.id)
                    from delivery_attempts x where x.delivery_id = d.id), '[]') as attempts
   from deliveries d
   join messages m on m.id = d.message_id
@@ -79,6 +93,7 @@ function toProgress(r: Record<string, any>, stalledAfterMs: number): DeliveryPro
     failedStep: r.failedStep,
     error: r.error,
     webhook: r.webhook,
+    nextAttemptAt: iso(r.nextAttemptAt),
     createdAt: iso(r.createdAt)!,
     notifiedAt: iso(r.notifiedAt),
     deliveredAt: iso(r.deliveredAt),
@@ -86,7 +101,12 @@ function toProgress(r: Record<string, any>, stalledAfterMs: number): DeliveryPro
     acknowledgedAt: iso(r.acknowledgedAt),
     attempts: (r.attempts as Attempt[]).map((a) => ({ ...a, attemptedAt: iso(a.attemptedAt)! })),
   };
-  return { ...delivery, stalled: isStalled(delivery, stalledAfterMs) };
+  const last = delivery.attempts.at(-1);
+  const retrying = delivery.step === 'accepted' && delivery.nextAttemptAt !== null;
+  const lastError = last && !(last.status !== null && last.status >= 200 && last.status < 300)
+    ? (last.error ?? `the handler answered HTTP ${last.status}`)
+    : null;
+  return { ...delivery, stalled: isStalled(delivery, stalledAfterMs), retrying, lastError };
 }
 
 // The newest `limit` messages with at least one delivery matching the filter, newest first, each
@@ -100,6 +120,7 @@ export async function listDeliveryProgress(
   if (filter.threadId !== undefined && !isId(filter.threadId)) return [];
   const matches = sql`
     ${filter.failed ? sql`and d.step = 'failed'` : sql``}
+    ${filter.retrying ? sql`and d.step = 'accepted' and d.next_attempt_at is not null` : sql``}
     ${filter.stalled ? sql`and ${stalledSql(sql, stalledAfterMs)}` : sql``}
     ${filter.agent ? sql`and d.recipient_id = (select id from agents where username = ${filter.agent})` : sql``}
     ${filter.threadId ? sql`and d.thread_id = ${filter.threadId}` : sql``}`;

@@ -45,9 +45,11 @@ export type OwedDoorbell = {
   webhookVersion: string;
   url: string;
   secret: string;
-  publish: number;
-  attempt: number;
-};
+} & AttemptNumbers;
+
+// Which attempt this is: of which publish (the original counts as the first), within it, and of
+// which resend by a person (0: none).
+export type AttemptNumbers = { publish: number; attempt: number; resend: number };
 
 // Everything a doorbell needs, or null when none is owed. The attempt's numbers are read here:
 // the job key allows one live job per delivery, so nothing else moves them while it runs.
@@ -56,15 +58,15 @@ export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDo
     select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as "threadTitle",
            m.sender, m.summary, m.content, a.webhook_url as url, a.signing_secret as secret,
            a.id as "recipientId", ${webhookVersion(sql, 'a')} as "webhookVersion",
-           d.publish_attempts as publish, d.send_attempts + 1 as attempt
+           d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend
     from deliveries d
     join agents a on a.id = d.recipient_id
     join messages m on m.id = d.message_id
     join threads t on t.id = d.thread_id
     where d.id = ${deliveryId} and ${owesDoorbell(sql)}`;
   if (!d) return null;
-  const { url, secret, recipientId, webhookVersion: version, publish, attempt, ...fields } = d;
-  return { fields: fields as OwedDoorbell['fields'], url, secret, recipientId, webhookVersion: version, publish, attempt };
+  const { url, secret, recipientId, webhookVersion: version, publish, attempt, resend, ...fields } = d;
+  return { fields: fields as OwedDoorbell['fields'], url, secret, recipientId, webhookVersion: version, publish, attempt, resend };
 }
 
 // The same question for a doorbell prepared by the post (its fields already in the job): still
@@ -73,22 +75,23 @@ export async function owedPreparedAttempt(
   sql: Sql,
   deliveryId: string,
   version: string,
-): Promise<{ publish: number; attempt: number } | null> {
-  const [row] = await sql<{ publish: number; attempt: number }[]>`
-    select d.publish_attempts as publish, d.send_attempts + 1 as attempt
+): Promise<AttemptNumbers | null> {
+  const [row] = await sql<AttemptNumbers[]>`
+    select d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend
     from deliveries d join agents a on a.id = d.recipient_id
     where d.id = ${deliveryId} and ${owesDoorbell(sql)} and ${webhookVersion(sql, 'a')} = ${version}`;
   return row ?? null;
 }
 
-export type AttemptRecord = {
+export type AttemptRecord = AttemptNumbers & {
   deliveryId: string;
-  publish: number;
-  attempt: number;
   attemptedAt: Date;
   durationMs: number;
   status: number | null;
   error: string | null;
+  // The first KiB of the handler's answer, and the headers that went out (signatures elided).
+  responseBody: string | null;
+  requestHeaders: Record<string, string>;
   notified: boolean;
   // The recorded error when this attempt fails the delivery.
   failure: string | null;
@@ -114,6 +117,9 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
       delivery_id: r.deliveryId,
       publish: r.publish,
       attempt: r.attempt,
+      resend: r.resend,
+      response_body: r.responseBody,
+      request_headers: r.requestHeaders,
       attempted_at: r.attemptedAt.toISOString(),
       duration_ms: r.durationMs,
       status: r.status,
@@ -126,11 +132,14 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
   const rows = await sql<{ id: string }[]>`
     with input as (
       select * from jsonb_to_recordset(${input}) as i(
-        delivery_id uuid, publish int, attempt int, attempted_at timestamptz, duration_ms int, status int,
-        error text, notified boolean, failure text, retry_delay_ms int)
+        delivery_id uuid, publish int, attempt int, resend int, response_body text, request_headers jsonb,
+        attempted_at timestamptz, duration_ms int, status int, error text, notified boolean, failure text,
+        retry_delay_ms int)
     ), logged as (
-      insert into delivery_attempts (delivery_id, publish, attempt, attempted_at, duration_ms, status, error)
-      select delivery_id, publish, attempt, attempted_at, duration_ms, status, error from input
+      insert into delivery_attempts (delivery_id, publish, attempt, resend, attempted_at, duration_ms, status, error,
+                                     response_body, request_headers)
+      select delivery_id, publish, attempt, resend, attempted_at, duration_ms, status, error, response_body, request_headers
+      from input
     ), moved as (
       update deliveries d set
         send_attempts = i.attempt,
@@ -141,20 +150,56 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
                     else d.step end,
         failed_step = case when d.step = 'accepted' and i.failure is not null then 'accepted'::delivery_step
                            else d.failed_step end,
-        error = case when d.step = 'accepted' and i.failure is not null then i.failure else d.error end
-      from input i
-      where d.id = i.delivery_id and d.id in (${inIdOrder(sql, sql`id in (select delivery_id from input)`)})
-      returning d.id, d.step, i.retry_delay_ms
+        error = case when d.step = 'accepted' and i.failure is not null then i.failure else d.error end,
+        -- A retry is queued only while the doorbell is still owed (the values here are the row's
+        -- before this update).
+        next_attempt_at = case when i.retry_delay_ms is not null and ${owesDoorbell(sql)}
+                               then now() + i.retry_delay_ms * interval '1 millisecond' end
+      from input i, agents a
+      where d.id = i.delivery_id and a.id = d.recipient_id
+        and d.id in (${inIdOrder(sql, sql`id in (select delivery_id from input)`)})
+      returning d.id, d.next_attempt_at is not null as retry, i.retry_delay_ms
     ), retry as (
-      select m.id, true as webhook, m.retry_delay_ms
-      from moved m join deliveries d on d.id = m.id join agents a on a.id = d.recipient_id
-      where m.retry_delay_ms is not null and m.step = 'accepted' and ${owesDoorbell(sql)}
+      select id, true as webhook, retry_delay_ms from moved where retry
     ), job as (${addNotifyJobs(sql, 'retry', { delayColumn: 'retry_delay_ms' })})
     select id from retry where (select count(*) from job) > 0`;
   announceDeliveryChanges(sql, records.map((r) => r.deliveryId));
   const retried = new Set(rows.map((r) => r.id));
   return records.map((r) => retried.has(r.deliveryId));
 }
+
+// A doorbell job that runs again after a run that never finished (the worker was killed, stopped
+// or lost the database mid-attempt) first records that cut-off attempt, so that the log never
+// hides one: the doorbell may or may not have reached the handler. It counts as an attempt, as
+// it may well have been one; when it was the last of `maxAttempts`, the delivery is Failed. Recorded whether or not a doorbell is still owed (the handler may
+// have reported delivered meanwhile).
+export async function recordInterruptedAttempt(sql: Sql, deliveryId: string, maxAttempts: number): Promise<void> {
+  await sql`
+    with d as (
+      select id, step, publish_attempts, send_attempts + 1 as attempt, resends from deliveries
+      where id = ${deliveryId} and webhook for update
+    ), logged as (
+      insert into delivery_attempts (delivery_id, publish, attempt, resend, duration_ms, status, error, interrupted)
+      select id, publish_attempts, attempt, resends, 0, null, ${INTERRUPTED}, true from d
+    )
+    update deliveries set send_attempts = d.attempt,
+      -- The contract's attempts are used up: no further one is sent.
+      step = case when d.step = 'accepted' and d.attempt >= ${maxAttempts} then 'failed' else deliveries.step end,
+      failed_step = case when d.step = 'accepted' and d.attempt >= ${maxAttempts} then 'accepted' else deliveries.failed_step end,
+      error = case when d.step = 'accepted' and d.attempt >= ${maxAttempts}
+                   then 'Gave up after ' || d.attempt || ' attempts; the last one was cut off before its outcome was recorded.'
+                   else deliveries.error end
+    from d where deliveries.id = d.id`;
+  announceDeliveryChanges(sql, [deliveryId]);
+}
+
+// A retry's job that found no doorbell owed any more (the recipient left, say): nothing is due.
+export async function forgetNextAttempt(sql: Sql, deliveryId: string): Promise<void> {
+  await sql`update deliveries set next_attempt_at = null where id = ${deliveryId} and next_attempt_at is not null`;
+}
+
+export const INTERRUPTED =
+  "This attempt's outcome was never recorded: the worker stopped or lost the database while it ran, so the doorbell may or may not have reached the handler.";
 
 // Rows of deliveries matching `where`, locked in id order. Every statement that updates several
 // deliveries takes their locks this way (listing messages, recording doorbell attempts), so that
@@ -185,7 +230,8 @@ export async function resendDelivery(sql: Sql, deliveryId: string) {
       where d.id = ${deliveryId}
       for update of d
     ), resent as (
-      update deliveries d set step = 'accepted', failed_step = null, webhook = target.webhook,
+      update deliveries d set step = 'accepted', failed_step = null, webhook = target.webhook, resends = d.resends + 1,
+                              next_attempt_at = null,
                               publish_attempts = case when target.webhook then 1 else 0 end, send_attempts = 0
       from target where d.id = target.id and target.step = 'failed' and target.unreachable is null
       returning d.id, d.webhook

@@ -1,7 +1,7 @@
 import type { Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
 import { makeDue } from '../db/job-queue';
-import { owedDoorbell, owedPreparedAttempt, recordDoorbellAttempts } from '../domain/delivery-steps';
+import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordDoorbellAttempts, recordInterruptedAttempt } from '../domain/delivery-steps';
 import { requeueNotifyJob } from '../domain/notify-jobs';
 import type { Logger } from '../log';
 import { doorbellBody, type DoorbellFields } from './doorbell';
@@ -60,8 +60,10 @@ export const notifyTask =
   (deps: NotifyDeps): Task =>
   async (rawPayload, helpers) => {
     const payload = rawPayload as NotifyPayload;
+    // Run before and not finished: the previous run's attempt goes into the log first.
+    if (helpers.job.attempts > 1) await recordInterruptedAttempt(deps.sql, payload.deliveryId, deps.retryDelaysMs.length + 1);
     const doorbell = await ringable(deps, payload);
-    if (!doorbell) return;
+    if (!doorbell) return forgetNextAttempt(deps.sql, payload.deliveryId);
     if (!deps.slots.take(doorbell.url)) {
       deps.slots.parked(doorbell.url, await requeueNotifyJob(deps.sql, payload, deps.parkedForMs));
       return;
@@ -100,19 +102,22 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | 
   // Shutting down mid-request: record nothing and let graphile-worker hand the job to another worker.
   if (signal?.aborted) throw new Error('Worker shut down while the doorbell was in flight.');
   const durationMs = Math.round(performance.now() - started);
-  const { publish, attempt } = doorbell;
+  const { publish, attempt, resend } = doorbell;
   const next = afterAttempt(outcome, attempt, deps.retryDelaysMs);
   deps.log.info('doorbell_attempt', {
-    deliveryId, publish, attempt, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
+    deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
   const retried = await recordDoorbellAttempts(deps.sql, {
     deliveryId,
     publish,
     attempt,
+    resend,
     attemptedAt,
     durationMs,
     status: outcome.status,
     error: outcome.error,
+    responseBody: outcome.responseBody ?? null,
+    requestHeaders: outcome.requestHeaders ?? {},
     notified: next.kind === 'notified',
     failure: next.kind === 'failed' ? next.error : null,
     retryDelayMs: next.kind === 'retry' ? next.delayMs : null,

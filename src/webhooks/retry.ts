@@ -2,7 +2,14 @@
 // configured delay (1 s, 12 s, 148 s by default), then Failed at the step reached. A 401 means
 // the handler could not verify the signature (an old secret, say): retrying the same bytes
 // cannot help, so it is Failed at once, recorded and resendable.
-export type AttemptOutcome = { status: number | null; error: string | null };
+export type AttemptOutcome = {
+  status: number | null;
+  error: string | null;
+  // The first KiB of the handler's answer, as text; null when none came.
+  responseBody?: string | null;
+  // The headers that went out, signatures elided; none when nothing was sent.
+  requestHeaders?: Record<string, string>;
+};
 
 export type AfterAttempt =
   | { kind: 'notified' }

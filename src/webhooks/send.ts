@@ -9,6 +9,10 @@ import { SIGNATURE_HEADER } from './sign';
 export const USER_AGENT = 'agent-messaging-service-webhooks/1';
 
 export type Doorbell = { url: string; body: string; signature: string };
+
+// What the attempt log keeps of an answer, and how long the sender waits for it after the status.
+export const RESPONSE_BODY_BYTES = 1024;
+const BODY_GRACE_MS = 1_000;
 export type SendOptions = { policy: WebhookUrlPolicy; timeoutMs: number; signal?: AbortSignal };
 
 // One POST of a doorbell. The URL is checked again against freshly resolved addresses, and the
@@ -39,6 +43,13 @@ export function postPinned(
   };
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const body = Buffer.from(doorbell.body);
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    'Content-Length': String(body.length),
+    'User-Agent': USER_AGENT,
+    [SIGNATURE_HEADER]: doorbell.signature,
+  };
+  const sent = loggedHeaders(headers);
   return new Promise((resolve) => {
     let settled = false;
     const finish = (outcome: AttemptOutcome) => {
@@ -46,7 +57,7 @@ export function postPinned(
       settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      resolve(outcome);
+      resolve({ ...outcome, requestHeaders: sent });
     };
     const req = request(
       url,
@@ -54,19 +65,31 @@ export function postPinned(
         method: 'POST',
         lookup,
         agent: false,
-        headers: {
-          'Content-Type': 'application/json',
-          'Content-Length': String(body.length),
-          'User-Agent': USER_AGENT,
-          [SIGNATURE_HEADER]: doorbell.signature,
-        },
+        headers,
       },
-      // The status is all we need. Connections are not reused, so the body is never read: a handler
-      // that streams, or sends its headers and then works, cannot hold the socket open.
+      // The status decides; the first KiB of the body is kept for the attempt log, read for at most
+      // BODY_GRACE_MS, and the rest is never read. Connections are not reused, so a handler that
+      // streams, or sends its headers and then works, cannot hold the socket open.
       (res: IncomingMessage) => {
-        finish({ status: res.statusCode ?? null, error: null });
-        res.on('error', () => {});
-        res.destroy();
+        clearTimeout(timer);
+        const status = res.statusCode ?? null;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const done = () => {
+          clearTimeout(grace);
+          const text = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_BYTES).toString('utf8');
+          // PostgreSQL text cannot hold NUL.
+          finish({ status, error: null, responseBody: text.replaceAll('\u0000', '\uFFFD') });
+          res.destroy();
+        };
+        const grace = setTimeout(done, BODY_GRACE_MS);
+        res.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          size += chunk.length;
+          if (size >= RESPONSE_BODY_BYTES) done();
+        });
+        res.on('end', done);
+        res.on('error', done);
       },
     );
     const timer = setTimeout(() => {
@@ -82,6 +105,13 @@ export function postPinned(
     req.on('error', (error: NodeJS.ErrnoException) => finish({ status: null, error: connectionError(error) }));
     req.end(body);
   });
+}
+
+// The headers as the attempt log keeps them: signatures are derived from the secret, so only
+// their presence is recorded.
+const SIGNATURE_HEADERS = new Set([SIGNATURE_HEADER.toLowerCase(), 'webhook-signature']);
+export function loggedHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, SIGNATURE_HEADERS.has(name.toLowerCase()) ? '(signature)' : value]));
 }
 
 function connectionError(error: NodeJS.ErrnoException): string {

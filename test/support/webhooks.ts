@@ -62,8 +62,8 @@ export const untilStep = (h: Harness, deliveryId: string, step: string, timeoutM
   }, timeoutMs);
 
 export async function attemptRows(h: Harness, deliveryId: string) {
-  const rows = await h.db.sql<{ publish: number; attempt: number; status: number | null; error: string | null; durationMs: number }[]>`
-    select publish, attempt, status, error, duration_ms as "durationMs"
+  const rows = await h.db.sql<{ publish: number; attempt: number; resend: number; status: number | null; error: string | null; durationMs: number; interrupted: boolean }[]>`
+    select publish, attempt, resend, status, error, duration_ms as "durationMs", interrupted
     from delivery_attempts where delivery_id = ${deliveryId} order by id`;
   return [...rows];
 }

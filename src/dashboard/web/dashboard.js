@@ -326,27 +326,45 @@ function pipeline(d) {
   }));
 }
 
+// Which run an attempt belongs to: the original publish, a re-publish by the sweep, or a resend.
+const attemptRun = (a) => (a.resend > 0 ? `Resend ${a.resend}` : a.publish > 1 ? `Re-publish ${a.publish}` : 'First publish');
+
+function attemptDetail(a) {
+  const headers = Object.entries(a.requestHeaders ?? {});
+  return h('details', { class: 'attempt-detail' },
+    h('summary', {}, 'Request and response'),
+    h('dl', {},
+      h('dt', {}, 'Headers sent'),
+      h('dd', {}, headers.length === 0 ? 'None: nothing was sent.' : h('pre', {}, headers.map(([k, v]) => `${k}: ${v}`).join('\n'))),
+      h('dt', {}, 'Response body (first KiB)'),
+      h('dd', {}, a.responseBody ? h('pre', {}, a.responseBody) : 'None.')));
+}
+
 function attemptLog(d) {
   if (d.attempts.length === 0) return h('p', { class: 'hint' }, d.webhook ? 'No notification attempts yet.' : 'Polling agent: no notifications are sent.');
+  const columns = ['Time', 'Run', 'Attempt', 'Status', 'Duration', 'Error', 'Detail'];
   return h('details', { class: 'attempts' },
     h('summary', {}, `Attempt log (${d.attempts.length})`),
     h('table', {},
-      h('thead', {}, h('tr', {}, ['Time', 'Publish', 'Attempt', 'Status', 'Duration', 'Error'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, d.attempts.map((a) => h('tr', {},
-        h('td', {}, timeEl(a.attemptedAt)),
-        h('td', {}, a.publish),
-        h('td', {}, a.attempt),
-        h('td', {}, a.status ?? '—'),
-        h('td', {}, `${a.durationMs} ms`),
-        h('td', {}, a.error ?? ''))))));
+      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, d.attempts.map((a) => h('tr', { class: a.interrupted ? 'interrupted' : null },
+        h('td', { dataset: { label: columns[0] } }, timeEl(a.attemptedAt)),
+        h('td', { dataset: { label: columns[1] } }, attemptRun(a)),
+        h('td', { dataset: { label: columns[2] } }, a.attempt),
+        h('td', { dataset: { label: columns[3] } }, a.status ?? '—'),
+        h('td', { dataset: { label: columns[4] } }, a.interrupted ? '—' : `${a.durationMs} ms`),
+        h('td', { dataset: { label: columns[5] } }, a.error ?? ''),
+        h('td', { dataset: { label: columns[6] } }, attemptDetail(a)))))));
 }
 
 function deliveryRow(d, onResent) {
   const status = d.step === 'failed'
     ? h('p', { class: 'error' }, `Failed at ${stepName[d.failedStep] ?? d.failedStep}`, d.error ? `: ${d.error}` : '')
-    : d.stalled
-      ? h('p', { class: 'warn' }, 'Stalled: notified, but the handler never reported delivered.')
-      : null;
+    : d.retrying
+      ? h('p', { class: 'warn' }, `Retrying: attempt ${d.attempts.at(-1)?.attempt ?? '?'} failed (${d.lastError ?? 'no answer'}); next attempt at `, timeEl(d.nextAttemptAt), '.')
+      : d.stalled
+        ? h('p', { class: 'warn' }, 'Stalled: notified, but the handler never reported delivered.')
+        : null;
   const resend = d.step !== 'failed' ? null : h('button', {
     type: 'button',
     onclick: async (event) => {
@@ -356,7 +374,8 @@ function deliveryRow(d, onResent) {
   return h('li', { class: `delivery step-${d.step}${d.stalled ? ' stalled' : ''}`, dataset: { delivery: d.id, step: d.step } },
     h('div', { class: 'delivery-head' },
       h('strong', {}, d.recipient),
-      h('span', { class: `badge step-${d.step}${d.stalled ? ' stalled' : ''}` }, d.stalled ? 'Stalled' : d.step === 'failed' ? 'Failed' : stepName[d.step]),
+      h('span', { class: `badge step-${d.step}${d.stalled ? ' stalled' : ''}${d.retrying ? ' retrying' : ''}` },
+        d.stalled ? 'Stalled' : d.step === 'failed' ? 'Failed' : d.retrying ? 'Retrying' : stepName[d.step]),
       d.acknowledgedAt ? h('span', { class: 'badge muted' }, 'Acknowledged') : null,
       resend),
     pipeline(d),
@@ -378,11 +397,13 @@ function deliveriesPage() {
   const list = $('#messages');
   const params = new URLSearchParams(location.search);
   form.failed.checked = params.get('failed') === 'true';
+  form.retrying.checked = params.get('retrying') === 'true';
   form.stalled.checked = params.get('stalled') === 'true';
 
   const query = () => {
     const q = new URLSearchParams();
     if (form.failed.checked) q.set('failed', 'true');
+    if (form.retrying.checked) q.set('retrying', 'true');
     if (form.stalled.checked) q.set('stalled', 'true');
     if (form.agent.value) q.set('agent', form.agent.value);
     if (form.thread.value) q.set('thread', form.thread.value);
