@@ -79,10 +79,17 @@ async function closedLoop(connections: number, ms: number, request: () => Promis
 // ---- the local receiver for doorbells ----
 type Doorbell = { deliveryId: string; messageId: string };
 let onDoorbell: (d: Doorbell, at: number) => void = () => {};
+// Requests to /hang are held until the load ends: a handler that never answers.
+const hanging: (() => void)[] = [];
 const receiver = Bun.serve({
   hostname: '127.0.0.1',
   port: 0,
+  idleTimeout: 0,
   async fetch(req) {
+    if (new URL(req.url).pathname === '/hang') {
+      await new Promise<void>((resolve) => hanging.push(resolve));
+      return new Response(null, { status: 204 });
+    }
     const at = performance.now();
     const { data } = (await req.json()) as { data: Doorbell };
     onDoorbell(data, at);
@@ -90,6 +97,7 @@ const receiver = Bun.serve({
   },
 });
 const hookUrl = `http://127.0.0.1:${receiver.port}/hook`;
+const hangUrl = `http://127.0.0.1:${receiver.port}/hang`;
 
 // ---- the raw graphile-worker baseline: a no-op task in its own database ----
 // Same concurrency as the service's worker; the pool is graphile-worker's own default size (10),
@@ -112,8 +120,8 @@ const baselineSql = connect(setup.baselineUrl, 2);
 
 // ---- seed ----
 const keys: Record<string, string> = {};
-const agent = async (username: string, webhook = false) => {
-  const created = await createAgent(sql, { username, webhookUrl: webhook ? hookUrl : undefined }, { allowLocal: true });
+const agent = async (username: string, webhook = false, webhookUrl = hookUrl) => {
+  const created = await createAgent(sql, { username, webhookUrl: webhook ? webhookUrl : undefined }, { allowLocal: true });
   const [row] = await sql<{ id: string }[]>`select id from agents where username = ${username}`;
   keys[username] = created.apiKey;
   return { key: created.apiKey, actor: asActor({ id: row!.id, username }) };
@@ -125,12 +133,15 @@ const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) =>
 
 for (const name of [...names('poll', 10), 'waiter', 'small', 'big']) await agent(name);
 for (const name of names('hook', 10)) await agent(name, true);
+await agent('hanging', true, hangUrl);
 const threads = {
   fanOut1: await thread('fan-out 1', ['poll1']),
   fanOut10: await thread('fan-out 10', names('poll', 10)),
   doorbell: await thread('doorbell latency', ['hook1']),
   throughput: await thread('doorbell throughput', names('hook', 10)),
   wake: await thread('bounded wait', ['waiter', 'hook1']),
+  healthy: await thread('healthy beside hanging', ['hook2']),
+  hanging: await thread('hanging handler', ['hanging']),
 };
 
 // ---- scenarios ----
@@ -218,6 +229,40 @@ async function doorbellLatency() {
     progress(`doorbell latency run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} raw ${JSON.stringify(out.rawJob.at(-1))}`);
   }
   results.doorbellLatency = out;
+}
+
+// A healthy agent's doorbell latency at a steady rate, alone and then beside 100 doorbells to a
+// handler that never answers (the contract's 2-minute time-out): the ratio shows whether a dead
+// endpoint holds up anyone else.
+async function headOfLine() {
+  const rate = 50;
+  const ms = 3000;
+  const healthy = async () => {
+    const answered = new Map<string, number>();
+    const arrived = new Map<string, number>();
+    onDoorbell = (d, at) => arrived.set(d.messageId, at);
+    await steady(rate, ms, async (i) => {
+      const { data } = await post(threads.healthy, `healthy ${i}`);
+      answered.set(data.id, performance.now());
+    });
+    await untilAll(arrived, answered.size, 'healthy doorbells');
+    return latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at));
+  };
+  await steady(rate, 1000, async (i) => void (await post(threads.healthy, `warm ${i}`)));
+  const out = { rate, durationMs: ms, hanging: 100, alone: [] as unknown[], beside: [] as unknown[] };
+  for (let run = 0; run < runs; run++) {
+    scenario = 'headOfLine';
+    out.alone.push(await healthy());
+    scenario = 'idle';
+  }
+  for (let i = 0; i < out.hanging; i++) await post(threads.hanging, `never answered ${i}`);
+  for (let run = 0; run < runs; run++) {
+    scenario = 'headOfLine';
+    out.beside.push(await healthy());
+    scenario = 'idle';
+    progress(`head-of-line run ${run + 1}: beside ${JSON.stringify(out.beside.at(-1))} alone ${JSON.stringify(out.alone[run])}`);
+  }
+  results.headOfLine = out;
 }
 
 // A backlog committed at once, then drained: count / (commit → last arrival).
@@ -341,7 +386,14 @@ async function inboxRead() {
 }
 
 const only = process.env.BENCH_ONLY?.split(',');
-const scenarios = { post: postThroughput, doorbell: doorbellLatency, throughput: doorbellThroughput, wait: boundedWait, inbox: inboxRead };
+const scenarios = {
+  post: postThroughput,
+  doorbell: doorbellLatency,
+  throughput: doorbellThroughput,
+  wait: boundedWait,
+  headOfLine,
+  inbox: inboxRead,
+};
 for (const [name, fn] of Object.entries(scenarios)) {
   if (only && !only.includes(name)) continue;
   progress(`${name}…`);
@@ -353,5 +405,6 @@ await baselineRunner.stop();
 await baselinePool.end();
 await baselineSql.end();
 await sql.end();
+hanging.forEach((release) => release());
 receiver.stop(true);
 console.log(JSON.stringify(results));

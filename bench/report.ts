@@ -42,6 +42,20 @@ export function rows(r: any): Row[] {
       met: met(p50 <= 2 * med(d.rawJob, 'p50') && p99 <= 50),
     });
   }
+  if (r.headOfLine) {
+    const d = r.headOfLine;
+    const beside = med(d.beside, 'p50');
+    const alone = med(d.alone, 'p50');
+    out.push({
+      scenario: `Healthy doorbell beside ${d.hanging} hanging deliveries, ${d.rate} msg/s`,
+      figure: 'commit → local receiver',
+      measured: latency(d.beside),
+      baseline: `the same agent alone ${latency(d.alone)}`,
+      ratio: `p50 ${ratio(beside, alone)}`,
+      target: 'p50 ≤ 2 ×',
+      met: met(beside <= 2 * alone),
+    });
+  }
   if (r.doorbellThroughput) {
     const d = r.doorbellThroughput;
     const rate = med(d.doorbell, 'perSecond');
