@@ -31,7 +31,9 @@ test('every change to a delivery reaches an open dashboard as an event, whoever 
   await h.db.sql`update deliveries set step = 'notified', notified_at = now() where id = ${deliveryId}`;
   let seen = await next();
   while (seen.data.step !== 'notified') seen = await next();
-  expect(seen.data.attempts).toEqual([{ attemptedAt: expect.any(String), publish: 1, attempt: 1, status: 200, durationMs: 42, error: null }]);
+  expect(seen.data.attempts).toEqual([
+    { attemptedAt: expect.any(String), publish: 1, attempt: 1, resend: 0, status: 200, durationMs: 42, error: null, responseBody: null, requestHeaders: null, interrupted: false },
+  ]);
 
   await h.call('POST', `/api/deliveries/${deliveryId}/delivered`, { key: bob.key });
   const delivered = await next();
