@@ -81,3 +81,15 @@ export async function makeDue(sql: Sql, jobIds: string[]): Promise<number> {
   const rows = await sql`select id from graphile_worker.reschedule_jobs(${jobIds}::bigint[], run_at => now())`;
   return rows.length;
 }
+
+// Makes due now every queued, unlocked job of `task` whose payload has `flag` set to true. The
+// payload is only in the private table.
+export async function makeDueWhere(sql: Sql, task: string, flag: string): Promise<number> {
+  const rows = await sql`
+    select id from graphile_worker.reschedule_jobs(array(
+      select j.id from graphile_worker._private_jobs j
+      join graphile_worker._private_tasks t on t.id = j.task_id
+      where t.identifier = ${task} and j.locked_at is null and j.run_at > now() and (j.payload ->> ${flag})::boolean
+    ), run_at => now())`;
+  return rows.length;
+}

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/connect';
-import { addJobs, liveJob } from '../db/job-queue';
+import { addJobs, liveJob, makeDueWhere } from '../db/job-queue';
 
 // Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
 // graphile-worker's own retries only cover a crashed worker; the contract's retry schedule is
@@ -39,13 +39,17 @@ export const hasLiveNotifyJob = (sql: Sql) => liveJob(sql, sql`${notifyJobKey(''
 export const webhookVersion = (sql: Sql, agent: string) =>
   sql`(extract(epoch from ${sql(agent)}.webhook_set_at) * 1000000)::bigint::text`;
 
-// Puts a doorbell job back in the queue as it was, due `delayMs` from now, under the delivery's
-// key: the running job (locked) is retired by graphile-worker as the key moves to the new one, as
-// with a retry. Answers the new job's id.
+// Puts a doorbell job back in the queue, due `delayMs` from now, under the delivery's key and
+// marked as parked: the running job (locked) is retired by graphile-worker as the key moves to the
+// new one, as with a retry. Answers the new job's id.
 export async function requeueNotifyJob(sql: Sql, payload: { deliveryId: string }, delayMs: number): Promise<string> {
   const [job] = await sql<{ id: string }[]>`
-    select id::text from graphile_worker.add_job(${NOTIFY_TASK}, ${sql.json(payload)}::json,
+    select id::text from graphile_worker.add_job(${NOTIFY_TASK}, ${sql.json({ ...payload, parked: true })}::json,
       run_at => now() + ${delayMs} * interval '1 millisecond', max_attempts => ${NOTIFY_JOB_MAX_ATTEMPTS},
       job_key => ${notifyJobKey(payload.deliveryId)})`;
   return job!.id;
 }
+
+// Parked doorbells whose process can no longer wake them (it was killed, say) are made due now by
+// a worker that starts, instead of waiting out their backstop. Answers how many.
+export const wakeParkedNotifyJobs = (sql: Sql) => makeDueWhere(sql, NOTIFY_TASK, 'parked');

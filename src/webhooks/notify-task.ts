@@ -64,14 +64,17 @@ export const notifyTask =
     if (helpers.job.attempts > 1) await recordInterruptedAttempt(deps.sql, payload.deliveryId, deps.retryDelaysMs.length + 1);
     const doorbell = await ringable(deps, payload);
     if (!doorbell) return forgetNextAttempt(deps.sql, payload.deliveryId);
-    if (!deps.slots.take(doorbell.url)) {
+    const release = deps.slots.take(doorbell.url);
+    if (!release) {
       deps.slots.parked(doorbell.url, await requeueNotifyJob(deps.sql, payload, deps.parkedForMs));
+      // Every slot may have freed while it was being parked, with nothing left to wake it.
+      if (deps.slots.hasFree(doorbell.url)) void wakeParked(deps, doorbell.url);
       return;
     }
     try {
       await ring(deps, doorbell, helpers.abortSignal);
     } finally {
-      deps.slots.release(doorbell.url);
+      release();
       void wakeParked(deps, doorbell.url);
     }
   };

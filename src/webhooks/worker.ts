@@ -4,7 +4,7 @@ import { retryDelays, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { isShuttingDown } from '../db/job-queue';
 import { workerPool } from '../db/worker-pool';
-import { NOTIFY_TASK } from '../domain/notify-jobs';
+import { NOTIFY_TASK, wakeParkedNotifyJobs } from '../domain/notify-jobs';
 import { sweepExpiredSignIns } from '../domain/people';
 import type { Logger } from '../log';
 import { startHeartbeat } from './heartbeat';
@@ -91,7 +91,9 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
       retryDelaysMs: retryDelays(config),
       onRetryScheduled: wakeAfter,
       credentials: rememberWebhooks(),
-      slots: endpointSlots(config.WEBHOOK_ENDPOINT_CONCURRENCY),
+      // An endpoint that answers quickly may use half the slots; one that is slow or not yet heard
+      // from, its small cap (endpoint-slots.ts).
+      slots: endpointSlots({ slowCap: config.WEBHOOK_ENDPOINT_CONCURRENCY, fastCap: Math.ceil(config.WEBHOOK_CONCURRENCY / 2) }),
       parkedForMs: PARKED_BACKSTOP_MS,
       nudge: () => pool && !isShuttingDown(pool) && pool.nudge(1),
     }),
@@ -153,7 +155,9 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
     log,
   );
   await heartbeat.ready;
-  log.info('worker_started', { workerId, concurrency: config.WEBHOOK_CONCURRENCY });
+  const woken = await wakeParkedNotifyJobs(sql);
+  if (woken > 0) pool!.nudge(Math.min(woken, config.WEBHOOK_CONCURRENCY));
+  log.info('worker_started', { workerId, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });
   return {
     workerId,
     runner,
