@@ -234,12 +234,16 @@ describe('across instances and restarts', () => {
     const [mine] = (await listeners()).filter((pid) => !before.includes(pid));
     const other = buildApp({ sql, config: h.config, log: silentLogger, inboxSignal: signal, agentCache: cacheAgents(sql, silentLogger) });
     try {
-      const held = other.handle(new Request('http://localhost/api/deliveries?wait=20', { headers: { authorization: `Bearer ${keys.bob}` } }));
-      await until(() => signal.waiting() === 1);
-      await h.db.sql`select pg_terminate_backend(${mine!})`;
-      await until(() => events.includes('inbox_listener_reconnected'));
-      // Woken by the reconnect, the waiter found nothing and waits again, on the new connection.
-      await until(() => signal.waiting() === 1);
+      const { answer: held } = await parkedWait(h.db.sql, () =>
+        other.handle(new Request('http://localhost/api/deliveries?wait=20', { headers: { authorization: `Bearer ${keys.bob}` } })),
+      );
+      // Woken by the reconnect, the waiter looks again and finds nothing; only then is the post made,
+      // so that it can answer the wait through the new listening connection alone.
+      await parkedWait(h.db.sql, async () => {
+        await h.db.sql`select pg_terminate_backend(${mine!})`;
+        await until(() => events.includes('inbox_listener_reconnected'));
+      });
+      expect(signal.waiting()).toBe(1);
       expect((await listeners()).filter((pid) => !before.includes(pid) && pid !== mine)).toHaveLength(1);
       const messageId = await say('after the outage');
       const posted = performance.now();

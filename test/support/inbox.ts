@@ -24,6 +24,8 @@ export async function parkedWait<T>(sql: Sql, start: () => Promise<T>): Promise<
         select pid from pg_stat_activity
         where datname = current_database() and wait_event_type = 'Lock' and ${isInboxLook}`);
       return look?.pid as number | undefined;
+    }).catch(() => {
+      throw new Error('No look at the inbox was seen within 5 s: the wait did not start, or nothing made it look.');
     });
     await lock`commit`;
   } catch (error) {
