@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from 'bun:test';
 import { createServer, type Socket } from 'node:net';
-import { freePort } from './support/service';
+import { freePort } from '../test/support/ports';
 import { eventually, receiver } from '../test/support/receiver';
 import { attemptRows, deliveryRow, post, useWorkerHarness } from '../test/support/webhooks';
 
@@ -92,6 +92,9 @@ test('each hostile handler ends in the right step with its error, without slowin
     await Bun.sleep(100);
   }
   expect(Math.max(...latencies)).toBeLessThan(TIMEOUT_MS);
+  // The silent handler's four attempts take over 3 s: still under way, it was in flight throughout.
+  const silent = deliveries.find((d) => d.name === 'silent')!;
+  expect((await deliveryRow(h, silent.deliveryId)).step).toBe('accepted');
 
   for (const d of deliveries) {
     const row = await eventually(async () => {

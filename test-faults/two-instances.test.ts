@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { createAgent } from '../src/domain/agents';
 import { testDatabase, type TestDatabase } from '../test/support/database';
+import { parkedWait } from '../test/support/inbox';
 import { eventually, receiver } from '../test/support/receiver';
 import { call, startService, type Service } from './support/service';
 
@@ -56,21 +57,27 @@ test('every doorbell is sent exactly once, the inbox wait wakes on either instan
     const [row] = await db.sql`select count(*)::int as n from deliveries where step = 'notified'`;
     return row!.n === 600;
   }, 15_000);
-  await Bun.sleep(300);
+  // Every request the handler got is accounted for by a logged attempt, and no doorbell job is left
+  // to send another: only then is "exactly once" final.
+  const senders = (s: Service) => s.lines.filter((l) => l.event === 'doorbell_attempt').length;
+  await eventually(async () => {
+    const [jobs] = await db.sql`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'notify'`;
+    return jobs!.n === 0 && senders(a) + senders(b) === [...arrivals.values()].reduce((sum, n) => sum + n, 0);
+  }, 15_000);
   expect(arrivals.size).toBe(600);
   expect([...arrivals.values()].filter((n) => n !== 1)).toEqual([]);
   const [attempts] = await db.sql`select count(*)::int as n, count(distinct delivery_id)::int as d from delivery_attempts`;
   expect(attempts).toEqual({ n: 600, d: 600 });
   // Both workers did their share.
-  const senders = (s: Service) => s.lines.filter((l) => l.event === 'doorbell_attempt').length;
   expect(senders(a) + senders(b)).toBe(600);
   expect(senders(a)).toBeGreaterThan(0);
   expect(senders(b)).toBeGreaterThan(0);
 
   // A bounded wait held by one instance wakes for a message posted through the other, both ways.
   for (const [waitOn, postTo] of [[a, b], [b, a]] as const) {
-    const waiting = call(waitOn.base, 'GET', '/api/deliveries?wait=20', { key: waiter.apiKey, timeoutMs: 25_000 });
-    await Bun.sleep(200);
+    const { answer: waiting } = await parkedWait(db.sql, () =>
+      call(waitOn.base, 'GET', '/api/deliveries?wait=20', { key: waiter.apiKey, timeoutMs: 25_000 }),
+    );
     const started = performance.now();
     const message = await call(postTo.base, 'POST', `/api/threads/${waited}/messages`, { key: sender.apiKey, body: { content: 'wake' } });
     const inbox = await waiting;
@@ -81,12 +88,17 @@ test('every doorbell is sent exactly once, the inbox wait wakes on either instan
   }
 
   // The re-publish cron (every minute here) runs once per minute between the two of them:
-  // graphile-worker's crontab claims each tick in the database. Wait past the next minute.
+  // graphile-worker's crontab claims each tick in the database. Past the next minute, once each
+  // tick has had a run completed and no re-publish job is left queued or running, the count is final.
   const nextMinute = Math.ceil((Date.now() + 1) / 60_000) * 60_000;
-  await Bun.sleep(nextMinute - Date.now() + 3_000);
-  const minutes = Math.floor(Date.now() / 60_000) - Math.floor(startedAt / 60_000);
+  await Bun.sleep(nextMinute - Date.now());
+  const minutes = nextMinute / 60_000 - Math.floor(startedAt / 60_000);
   const sweeps = (s: Service) =>
     s.lines.filter((l) => l.event === 'graphile_worker' && /^Completed task \d+ \(republish\b/.test(String(l.message))).length;
+  await eventually(async () => {
+    const [jobs] = await db.sql`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'republish'`;
+    return jobs!.n === 0 && sweeps(a) + sweeps(b) >= minutes;
+  }, 15_000);
   expect(minutes).toBeGreaterThanOrEqual(1);
   expect(sweeps(a) + sweeps(b)).toBe(minutes);
   const [crontab] = await db.sql`

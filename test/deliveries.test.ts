@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { oneLine } from '../src/domain/deliveries';
 import { uniqueName, useHarness } from './support/harness';
+import { eventually } from './support/receiver';
 
 const h = useHarness();
 const NO_DELIVERY = { success: false, error: 'No such delivery, or it is not addressed to you.' };
@@ -158,7 +159,13 @@ describe('concurrent repeats', () => {
     await conn`update deliveries set delivered_at = now(), step = 'delivered' where id = ${entry.deliveryId}`;
     const [first] = await conn`select delivered_at from deliveries where id = ${entry.deliveryId}`;
     const second = h.call('POST', `/api/deliveries/${entry.deliveryId}/delivered`, { key: b.key });
-    await Bun.sleep(100);
+    // Committed only once the second report is queued behind the lock, so the race is run every time.
+    await eventually(async () => {
+      const [queued] = await h.db.sql`
+        select 1 from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock' and query ilike '%update deliveries%'`;
+      return queued;
+    });
     await conn`commit`;
     conn.release();
     const res = await second;
