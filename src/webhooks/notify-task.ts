@@ -6,7 +6,7 @@ import { doorbellBody, type DoorbellFields } from './doorbell';
 import type { WebhookCredentials } from './credentials';
 import { afterAttempt } from './retry';
 import { sendDoorbell, type SendOptions } from './send';
-import { signature } from './sign';
+import { doorbellHeaders } from './sign';
 
 export type NotifyDeps = {
   sql: Sql;
@@ -57,7 +57,11 @@ export const notifyTask =
     const attemptedAt = new Date();
     const started = performance.now();
     const outcome = await sendDoorbell(
-      { url: doorbell.url, body, signature: signature(body, doorbell.secret) },
+      {
+        url: doorbell.url,
+        body,
+        headers: doorbellHeaders({ deliveryId: payload.deliveryId, body, secret: doorbell.secret, timestamp: attemptedAt }),
+      },
       { ...deps.send, signal: helpers.abortSignal },
     );
     // Shutting down mid-request: record nothing and let graphile-worker hand the job to another worker.

@@ -4,11 +4,9 @@ import type { LookupFunction } from 'node:net';
 import { DomainError } from '../domain/errors';
 import { resolveWebhookAddresses, type WebhookUrlPolicy } from '../domain/webhook-url';
 import type { AttemptOutcome } from './retry';
-import { SIGNATURE_HEADER } from './sign';
 
-export const USER_AGENT = 'agent-messaging-service-webhooks/1';
-
-export type Doorbell = { url: string; body: string; signature: string };
+// `headers` comes from doorbellHeaders (sign.ts): every header but Content-Length.
+export type Doorbell = { url: string; body: string; headers: Record<string, string> };
 export type SendOptions = { policy: WebhookUrlPolicy; timeoutMs: number; signal?: AbortSignal };
 
 // One POST of a doorbell. The URL is checked again against freshly resolved addresses, and the
@@ -54,12 +52,7 @@ export function postPinned(
         method: 'POST',
         lookup,
         agent: false,
-        headers: {
-          'Content-Type': 'application/json',
-          'Content-Length': String(body.length),
-          'User-Agent': USER_AGENT,
-          [SIGNATURE_HEADER]: doorbell.signature,
-        },
+        headers: { ...doorbell.headers, 'Content-Length': String(body.length) },
       },
       // The status is all we need. Connections are not reused, so the body is never read: a handler
       // that streams, or sends its headers and then works, cannot hold the socket open.
