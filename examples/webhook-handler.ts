@@ -1,14 +1,20 @@
 // A webhook handler for an agent, following the six rules of the contract:
 //   1. read the raw, unparsed body bytes;
-//   2. check X-Signature-256 against an HMAC-SHA256 of exactly those bytes, in constant time;
+//   2. check the signature over exactly those bytes, in constant time;
 //   3. on mismatch answer 401, process nothing and log nothing of the body;
 //   4. on match answer 2xx at once, then hand the event on and report it delivered;
 //   5. answer 2xx to an event it does not know, and ignore it;
 //   6. tolerate the same deliveryId arriving twice.
 //
+// Every doorbell carries two signatures of the same body; the handler checks one scheme:
+//   standard-webhooks (default): webhook-signature over webhook-id, webhook-timestamp and the body,
+//     with the timestamp at most five minutes off, so a captured doorbell cannot be replayed later;
+//   x-signature-256: the contract's header alone, an HMAC of the body without a timestamp.
+//
 // Run it:  SIGNING_SECRET=whsec_… AGENT_KEY=agt_… SERVICE_URL=https://ams.example.com bun examples/webhook-handler.ts
-// then register its public https:// address as the agent's webhook URL.
-import { verifySignature } from '../src/webhooks/verify';
+// (SCHEME=x-signature-256 for the contract's header), then register its public https:// address as
+// the agent's webhook URL.
+import { verifySignature, verifyStandardWebhook } from '../src/webhooks/verify';
 
 export type MessageCreated = {
   deliveryId: string;
@@ -19,8 +25,11 @@ export type MessageCreated = {
   summary: string;
 };
 
+export type SignatureScheme = 'standard-webhooks' | 'x-signature-256';
+
 export type HandlerOptions = {
   signingSecret: string;
+  scheme?: SignatureScheme;
   agentKey: string;
   serviceUrl: string;
   // The agent's work: fetch the message with read_message (MCP) and act on it. Runs after the
@@ -29,7 +38,14 @@ export type HandlerOptions = {
   log?: (line: string) => void;
 };
 
-export function createWebhookHandler({ signingSecret, agentKey, serviceUrl, onMessage, log = console.log }: HandlerOptions) {
+export function createWebhookHandler({
+  signingSecret,
+  scheme = 'standard-webhooks',
+  agentKey,
+  serviceUrl,
+  onMessage,
+  log = console.log,
+}: HandlerOptions) {
   // Deliveries already handed on. Kept in memory here; a handler with several instances would
   // keep it somewhere shared. A repeat costs little anyway: the inbox lists only unacknowledged mail.
   const seen = new Set<string>();
@@ -56,7 +72,11 @@ export function createWebhookHandler({ signingSecret, agentKey, serviceUrl, onMe
   return async function handle(req: Request): Promise<Response> {
     if (req.method !== 'POST') return new Response('Method not allowed', { status: 405 });
     const raw = new Uint8Array(await req.arrayBuffer());
-    if (!verifySignature(raw, req.headers.get('x-signature-256'), signingSecret)) {
+    const verified =
+      scheme === 'standard-webhooks'
+        ? verifyStandardWebhook(raw, req.headers, signingSecret)
+        : verifySignature(raw, req.headers.get('x-signature-256'), signingSecret);
+    if (!verified) {
       log('rejected a request with a bad signature');
       return new Response('Invalid signature', { status: 401 });
     }
@@ -85,6 +105,7 @@ if (import.meta.main) {
   };
   const handle = createWebhookHandler({
     signingSecret: env('SIGNING_SECRET'),
+    scheme: process.env.SCHEME === 'x-signature-256' ? 'x-signature-256' : 'standard-webhooks',
     agentKey: env('AGENT_KEY'),
     serviceUrl: env('SERVICE_URL').replace(/\/$/, ''),
     onMessage: (event) => console.log(`new message ${event.messageId} from ${event.sender}: ${event.summary}`),

@@ -32,7 +32,7 @@ describe('admin CLI commands', () => {
       username: name,
       apiKey: expect.stringMatching(/^agt_/),
       webhookUrl: 'http://127.0.0.1:9/hook',
-      signingSecret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+      signingSecret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
   });
 

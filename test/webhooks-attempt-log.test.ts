@@ -30,6 +30,9 @@ describe('the attempt log', () => {
       'Content-Type': 'application/json',
       'User-Agent': expect.stringContaining('agent-messaging-service'),
       'X-Signature-256': '(signature)',
+      'webhook-id': deliveryId,
+      'webhook-timestamp': expect.stringMatching(/^\d+$/),
+      'webhook-signature': '(signature)',
     });
     expect(JSON.stringify(attempt!.requestHeaders)).not.toContain(recipient.signingSecret!);
     expect(attempt).toMatchObject({ publish: 1, attempt: 1, resend: 0, interrupted: false, error: null });

@@ -59,7 +59,7 @@ describe('the doorbell', () => {
 });
 
 describe('retries', () => {
-  test('a failing handler is retried on the schedule with byte-identical requests until it answers 2xx', async () => {
+  test('a failing handler is retried on the schedule with the same body and X-Signature-256 until it answers 2xx', async () => {
     const { sender, recipient, mine } = await agents((_req, i) => new Response('no', { status: i < 2 ? 500 : 204 }));
     const { deliveryId } = await post(h, sender, recipient, { content: 'retry me' });
     const d = await untilStep(h, deliveryId, 'notified');

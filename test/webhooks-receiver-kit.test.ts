@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { Webhook } from 'standardwebhooks';
 import { createWebhookHandler, type MessageCreated } from '../examples/webhook-handler';
-import { verifySignature } from '../src/webhooks/verify';
+import { verifySignature, verifyStandardWebhook } from '../src/webhooks/verify';
 import { eventually } from './support/receiver';
 import { post, untilStep, useWorkerHarness, sign } from './support/webhooks';
 
@@ -25,12 +26,79 @@ describe('verifySignature', () => {
   });
 });
 
+describe('verifyStandardWebhook', () => {
+  const body = '{"event":"message.created","data":{"deliveryId":"d1"}}';
+  const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const sentAt = new Date('2021-06-01T10:00:00Z');
+  const after = (seconds: number) => ({ now: new Date(sentAt.getTime() + seconds * 1000) });
+  // Signed by the standardwebhooks library itself, independently of the service's code.
+  const signed = (raw: string, key = secret, at = sentAt, id = 'd1') => ({
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': new Webhook(key).sign(id, at, raw),
+  });
+
+  test('accepts the signature of the exact bytes, as text or bytes, from a Headers object or a plain record', () => {
+    expect(verifyStandardWebhook(body, signed(body), secret, after(0))).toBe(true);
+    expect(verifyStandardWebhook(new TextEncoder().encode(body), new Headers(signed(body)), secret, after(0))).toBe(true);
+    const shouted = Object.fromEntries(Object.entries(signed(body)).map(([k, v]) => [k.toUpperCase(), v]));
+    expect(verifyStandardWebhook(body, shouted, secret, after(0))).toBe(true);
+  });
+
+  test('accepts a matching v1 signature among several space-separated ones, and ignores other versions', () => {
+    const headers = signed(body);
+    const good = headers['webhook-signature'];
+    const other = signed(body, 'whsec_dGhpcyBpcyBhbm90aGVyIHNlY3JldCBrZXk=')['webhook-signature'];
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-signature': `${other} ${good}` }, secret, after(0))).toBe(true);
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-signature': `${good} ${other}` }, secret, after(0))).toBe(true);
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-signature': other }, secret, after(0))).toBe(false);
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-signature': good.replace('v1,', 'v2,') }, secret, after(0))).toBe(false);
+  });
+
+  test('refuses a timestamp more than five minutes old or ahead, and takes another tolerance when given', () => {
+    expect(verifyStandardWebhook(body, signed(body), secret, after(300))).toBe(true);
+    expect(verifyStandardWebhook(body, signed(body), secret, after(-300))).toBe(true);
+    expect(verifyStandardWebhook(body, signed(body), secret, after(301))).toBe(false);
+    expect(verifyStandardWebhook(body, signed(body), secret, after(-301))).toBe(false);
+    expect(verifyStandardWebhook(body, signed(body), secret, { ...after(30), toleranceSeconds: 10 })).toBe(false);
+    expect(verifyStandardWebhook(body, signed(body), secret, { ...after(30), toleranceSeconds: 60 })).toBe(true);
+  });
+
+  test('with no options compares the timestamp with the clock', () => {
+    expect(verifyStandardWebhook(body, signed(body, secret, new Date()), secret)).toBe(true);
+    expect(verifyStandardWebhook(body, signed(body), secret)).toBe(false);
+  });
+
+  test('rejects changed bytes, another secret, another id or timestamp than signed, missing or malformed headers', () => {
+    const headers = signed(body);
+    expect(verifyStandardWebhook(body + ' ', headers, secret, after(0))).toBe(false);
+    expect(verifyStandardWebhook(JSON.stringify(JSON.parse(body), null, 1), headers, secret, after(0))).toBe(false);
+    expect(verifyStandardWebhook(body, headers, 'whsec_dGhpcyBpcyBhbm90aGVyIHNlY3JldCBrZXk=', after(0))).toBe(false);
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-id': 'd2' }, secret, after(0))).toBe(false);
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) + 1) }, secret, after(0))).toBe(false);
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-timestamp': `${headers['webhook-timestamp']}.0` }, secret, after(0))).toBe(false);
+    for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const) {
+      const { [name]: _dropped, ...rest } = headers;
+      expect(verifyStandardWebhook(body, rest, secret, after(0))).toBe(false);
+    }
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-signature': headers['webhook-signature'].slice(3) }, secret, after(0))).toBe(false);
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-signature': 'v1,zz' }, secret, after(0))).toBe(false);
+  });
+});
+
 describe('the example handler', () => {
   const handed: MessageCreated[] = [];
   const logged: string[] = [];
   let service: ReturnType<typeof h.app.listen>;
   let handler: ReturnType<typeof Bun.serve>;
   let agent: { username: string; key: string; signingSecret?: string };
+  // Both schemes as the service signs a doorbell, computed here independently of its code.
+  const signedBoth = (raw: string, secret: string, at = new Date(), id = 'delivery-id') => ({
+    'x-signature-256': sign(raw, secret),
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': new Webhook(secret).sign(id, at, raw),
+  });
 
   beforeAll(async () => {
     service = h.app.listen({ hostname: '127.0.0.1', port: 0 });
@@ -54,12 +122,9 @@ describe('the example handler', () => {
     await service?.stop();
   });
 
-  const send = (raw: string, signature: string | null) =>
-    fetch(`http://127.0.0.1:${handler.port}/webhook`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(signature ? { 'x-signature-256': signature } : {}) },
-      body: raw,
-    });
+  const send = (raw: string, headers: Record<string, string>) =>
+    fetch(`http://127.0.0.1:${handler.port}/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: raw });
+  const otherSecret = 'whsec_dGhpcyBpcyBhbm90aGVyIHNlY3JldCBrZXk=';
 
   // The handler hands events on in the order it took them, each on a later turn of the event loop.
   // Once a valid event sent afterwards has been handed on, whatever an earlier request was going
@@ -68,7 +133,7 @@ describe('the example handler', () => {
   const handedOnByNow = async () => {
     const deliveryId = `marker-${++markers}`;
     const raw = JSON.stringify({ event: 'message.created', data: { deliveryId } });
-    expect((await send(raw, sign(raw, agent.signingSecret!))).status).toBe(204);
+    expect((await send(raw, signedBoth(raw, agent.signingSecret!))).status).toBe(204);
     await eventually(async () => handed.some((e) => e.deliveryId === deliveryId));
     return handed.filter((e) => !e.deliveryId.startsWith('marker-'));
   };
@@ -83,7 +148,7 @@ describe('the example handler', () => {
     const [attempt] = await h.db.sql`select 1 from delivery_attempts where delivery_id = ${deliveryId} and status = 204`;
     expect(attempt).toBeDefined();
     const raw = JSON.stringify({ event: 'message.created', data: handed[0] });
-    const again = await send(raw, sign(raw, agent.signingSecret!));
+    const again = await send(raw, signedBoth(raw, agent.signingSecret!));
     expect(again.status).toBe(204);
     expect((await handedOnByNow()).map((e) => e.deliveryId)).toEqual([deliveryId]);
   });
@@ -129,8 +194,8 @@ describe('the example handler', () => {
 
   test('a bad or missing signature gets 401, nothing is handed on and the body is not logged', async () => {
     const raw = JSON.stringify({ event: 'message.created', data: { deliveryId: 'forged-secret-payload' } });
-    expect((await send(raw, sign(raw, 'whsec_wrong'))).status).toBe(401);
-    expect((await send(raw, null)).status).toBe(401);
+    expect((await send(raw, signedBoth(raw, otherSecret))).status).toBe(401);
+    expect((await send(raw, {})).status).toBe(401);
     expect((await handedOnByNow()).some((e) => e.deliveryId === 'forged-secret-payload')).toBe(false);
     expect(logged.join('\n')).not.toContain('forged-secret-payload');
   });
@@ -138,8 +203,31 @@ describe('the example handler', () => {
   test('an unknown event is acknowledged with 2xx and ignored', async () => {
     const before = await handedOnByNow();
     const raw = JSON.stringify({ event: 'thread.closed', data: { deliveryId: 'x', threadId: 'y' } });
-    expect((await send(raw, sign(raw, agent.signingSecret!))).status).toBe(204);
+    expect((await send(raw, signedBoth(raw, agent.signingSecret!))).status).toBe(204);
     expect(await handedOnByNow()).toEqual(before);
+  });
+
+  test('by default checks the Standard Webhooks headers: a replay older than five minutes or X-Signature-256 alone gets 401', async () => {
+    const raw = JSON.stringify({ event: 'message.created', data: { deliveryId: 'replayed-payload' } });
+    const replay = signedBoth(raw, agent.signingSecret!, new Date(Date.now() - 6 * 60_000));
+    expect((await send(raw, replay)).status).toBe(401);
+    expect((await send(raw, { 'x-signature-256': sign(raw, agent.signingSecret!) })).status).toBe(401);
+    expect((await handedOnByNow()).some((e) => e.deliveryId === 'replayed-payload')).toBe(false);
+  });
+
+  test("with scheme 'x-signature-256' checks the contract's header alone", async () => {
+    const contractOnly = createWebhookHandler({
+      signingSecret: agent.signingSecret!,
+      agentKey: agent.key,
+      serviceUrl: `http://127.0.0.1:${service.server!.port}`,
+      scheme: 'x-signature-256',
+      onMessage: () => {},
+      log: () => {},
+    });
+    const raw = JSON.stringify({ event: 'thread.closed', data: { deliveryId: 'x' } });
+    const request = (headers: Record<string, string>) => new Request('http://handler.test/webhook', { method: 'POST', headers, body: raw });
+    expect((await contractOnly(request({ 'x-signature-256': sign(raw, agent.signingSecret!) }))).status).toBe(204);
+    expect((await contractOnly(request({ 'x-signature-256': sign(raw, otherSecret) }))).status).toBe(401);
   });
 
   test('the delivered report needs the agent key, not the signing secret', async () => {

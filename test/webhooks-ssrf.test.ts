@@ -6,7 +6,7 @@ import { attemptRows, post, untilStep, useWorkerHarness } from './support/webhoo
 // The production rules: https only, public addresses only.
 const { h } = useWorkerHarness({ WEBHOOK_ALLOW_LOCAL: 'false' });
 const hook = receiver();
-const doorbell = (url: string) => ({ url, body: '{"event":"message.created","data":{}}', signature: 'sha256=00' });
+const doorbell = (url: string) => ({ url, body: '{"event":"message.created","data":{}}', headers: { 'X-Signature-256': 'sha256=00' } });
 const strict = { policy: { allowLocal: false }, timeoutMs: 1_000 };
 
 describe('when a doorbell is sent', () => {
@@ -58,7 +58,7 @@ describe('the connection goes to the checked address', () => {
         const script = `
           import { postPinned } from './src/webhooks/send';
           const url = new URL('https://${host}:${server.port}/tls');
-          const outcome = await postPinned(url, { address: '127.0.0.1', family: 4 }, { url: url.href, body: '{}', signature: 'sha256=00' }, { timeoutMs: 2000 });
+          const outcome = await postPinned(url, { address: '127.0.0.1', family: 4 }, { url: url.href, body: '{}', headers: { 'X-Signature-256': 'sha256=00' } }, { timeoutMs: 2000 });
           console.log(JSON.stringify(outcome));`;
         const proc = Bun.spawn(['bun', '-e', script], {
           env: { ...process.env, NODE_EXTRA_CA_CERTS: 'test/fixtures/hook.test-cert.pem' },

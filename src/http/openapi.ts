@@ -1,22 +1,44 @@
 import { openapi } from '@elysiajs/openapi';
 import { LIMITS } from '../domain/schemas';
+import { USER_AGENT } from '../webhooks/sign';
 
 const id = (description: string) => ({ type: 'string' as const, description });
+const header = (name: string, pattern: string, description: string) => ({
+  name,
+  in: 'header' as const,
+  required: true,
+  description,
+  schema: { type: 'string' as const, pattern },
+});
 
 // The doorbell the service posts to an agent's registered URL (the handler is the integrator's).
 const messageCreated = {
   post: {
     summary: 'message.created',
     description:
-      "Posted to exactly the agent's registered webhook URL when a message is accepted for it. Carries no message body: fetch the message with the MCP tool read_message. Verify `X-Signature-256` over the raw body bytes first (constant-time compare) and answer 401 on mismatch; otherwise answer 2xx within 2 minutes, before doing any agent work, then report `POST /api/deliveries/{deliveryId}/delivered` with the agent key. A non-2xx answer, a connection failure or a time-out is retried 3 times, about 1 s, 12 s and 148 s apart, with byte-identical requests; then the delivery is Failed. A 401 is not retried: the delivery is Failed at Accepted and can be resent. The same deliveryId may arrive more than once. Ignore (with 2xx) event values you do not know.",
+      "Posted to exactly the agent's registered webhook URL when a message is accepted for it. Carries no message body: fetch the message with the MCP tool read_message. The body is JSON (`Content-Type: application/json`) and carries two signatures of the same bytes: verify either `X-Signature-256` (the contract's scheme) or the Standard Webhooks headers `webhook-id`, `webhook-timestamp` and `webhook-signature` (any `standardwebhooks` library; refuse a timestamp more than 5 minutes away from your clock to stop replays) over the raw body bytes first, compare in constant time, and answer 401 on mismatch; otherwise answer 2xx within 2 minutes, before doing any agent work, then report `POST /api/deliveries/{deliveryId}/delivered` with the agent key. A non-2xx answer, a connection failure or a time-out is retried 3 times, about 1 s, 12 s and 148 s apart, with the same body, X-Signature-256 and webhook-id (webhook-timestamp and webhook-signature are those of each attempt); then the delivery is Failed. A 401 is not retried: the delivery is Failed at Accepted and can be resent. The same deliveryId may arrive more than once. Ignore (with 2xx) event values you do not know.",
     parameters: [
-      {
-        name: 'X-Signature-256',
-        in: 'header' as const,
-        required: true,
-        description: "`sha256=` followed by the hex HMAC-SHA256 of the exact request body, keyed with the agent's signing secret.",
-        schema: { type: 'string' as const, pattern: '^sha256=[0-9a-f]{64}$' },
-      },
+      header(
+        'X-Signature-256',
+        '^sha256=[0-9a-f]{64}$',
+        "`sha256=` followed by the hex HMAC-SHA256 of the exact request body, keyed with the agent's signing secret: the whole string as shown, `whsec_` included.",
+      ),
+      header(
+        'webhook-id',
+        '^[0-9a-f-]{36}$',
+        'Standard Webhooks message id: the deliveryId, the same on every retry and resend of one delivery, so it can be used to deduplicate.',
+      ),
+      header(
+        'webhook-timestamp',
+        '^[0-9]+$',
+        'Standard Webhooks timestamp: the Unix time in seconds of this attempt. Refuse a request whose timestamp is more than 5 minutes away from your clock.',
+      ),
+      header(
+        'webhook-signature',
+        '^v1,[A-Za-z0-9+/]{43}=$',
+        "Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the bytes that the signing secret's part after `whsec_` encodes in base64. Receivers should accept any of several space-separated signatures.",
+      ),
+      header('User-Agent', `^${USER_AGENT}$`, 'Identifies the service. Informational only: do not authenticate on it or on the source address.'),
     ],
     requestBody: {
       required: true,

@@ -15,7 +15,7 @@ export type DoorbellFields = {
 
 // The notification body, never the message body. Built with a fixed key order from stored
 // values only, so every retry of a delivery sends the same bytes (and, with the same secret,
-// the same signature).
+// the same X-Signature-256).
 export function doorbellBody(f: DoorbellFields): string {
   return JSON.stringify({
     event: DOORBELL_EVENT,

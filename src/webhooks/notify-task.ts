@@ -9,7 +9,7 @@ import type { WebhookCredentials } from './credentials';
 import type { EndpointSlots } from './endpoint-slots';
 import { afterAttempt } from './retry';
 import { sendDoorbell, type SendOptions } from './send';
-import { signature } from './sign';
+import { doorbellHeaders } from './sign';
 
 export type NotifyDeps = {
   sql: Sql;
@@ -99,7 +99,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | 
   const attemptedAt = new Date();
   const started = performance.now();
   const outcome = await sendDoorbell(
-    { url: doorbell.url, body, signature: signature(body, doorbell.secret) },
+    { url: doorbell.url, body, headers: doorbellHeaders({ deliveryId, body, secret: doorbell.secret, timestamp: attemptedAt }) },
     { ...deps.send, signal },
   );
   // Shutting down mid-request: record nothing and let graphile-worker hand the job to another worker.

@@ -6,9 +6,8 @@ import { resolveWebhookAddresses, type WebhookUrlPolicy } from '../domain/webhoo
 import type { AttemptOutcome } from './retry';
 import { SIGNATURE_HEADER } from './sign';
 
-export const USER_AGENT = 'agent-messaging-service-webhooks/1';
-
-export type Doorbell = { url: string; body: string; signature: string };
+// `headers` comes from doorbellHeaders (sign.ts): every header but Content-Length.
+export type Doorbell = { url: string; body: string; headers: Record<string, string> };
 
 // What the attempt log keeps of an answer, and how long the sender waits for it after the status.
 export const RESPONSE_BODY_BYTES = 1024;
@@ -43,12 +42,7 @@ export function postPinned(
   };
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const body = Buffer.from(doorbell.body);
-  const headers: Record<string, string> = {
-    'Content-Type': 'application/json',
-    'Content-Length': String(body.length),
-    'User-Agent': USER_AGENT,
-    [SIGNATURE_HEADER]: doorbell.signature,
-  };
+  const headers = { ...doorbell.headers, 'Content-Length': String(body.length) };
   const sent = loggedHeaders(headers);
   return new Promise((resolve) => {
     let settled = false;
