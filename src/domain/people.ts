@@ -24,7 +24,10 @@ export const SIGN_IN = {
   windowMinutes: 15,
   codeRequestsPerEmail: 5,
   codeRequestsPerClient: 20,
-  wrongCodesPerEmail: 5,
+  // Wrong codes are counted per email from one address, so that a stranger who guesses locks out
+  // only themselves; the higher count per email across addresses still stops a distributed guess.
+  wrongCodesPerEmailAndClient: 5,
+  wrongCodesPerEmail: 50,
   wrongCodesPerClient: 20,
 } as const;
 
@@ -60,27 +63,36 @@ export async function invitePerson(sql: Sql, input: { email: unknown; username: 
 // The code is hashed with its person's id, so equal codes of two people never share a hash.
 const codeHash = (sql: TransactionSql, code: string) => sql`sha256(convert_to(p.id::text || ':' || ${code}, 'UTF8'))`;
 
-// Takes one slot of a rate limit, or throws 429 when the email or the client address has used
-// them all within the window. Serialised per email, so concurrent guesses cannot overrun it.
+type Limits = { perEmailAndClient: number; perEmail: number; perClient: number };
+
+// Takes one slot of a rate limit, or throws 429 when the email from this client address, the
+// email from any address or the client address for any email has used them all within the window.
+// The count and the insert are one statement, serialised per email and per client address (locks
+// taken in that order, in two lock spaces, so two attempts never wait on each other in a circle):
+// concurrent attempts cannot overrun any of the counts.
 async function takeSlot(
   tx: TransactionSql,
   kind: 'code_request' | 'wrong_code',
   email: string,
   client: string,
-  limits: { perEmail: number; perClient: number },
+  limits: Limits,
   refusal: string,
 ): Promise<string> {
-  await tx`select pg_advisory_xact_lock(hashtext(${`sign-in:${email}`}))`;
+  await tx`select pg_advisory_xact_lock(1, hashtext(${email}))`;
+  await tx`select pg_advisory_xact_lock(2, hashtext(${client}))`;
   const [row] = await tx<{ id: string | null }[]>`
     with recent as (
-      select count(*) filter (where email = ${email}) as by_email, count(*) filter (where client = ${client}) as by_client
+      select
+        count(*) filter (where email = ${email} and client = ${client}) as by_email_and_client,
+        count(*) filter (where email = ${email}) as by_email,
+        count(*) filter (where client = ${client}) as by_client
       from sign_in_attempts
       where kind = ${kind} and attempted_at > now() - make_interval(mins => ${SIGN_IN.windowMinutes})
         and (email = ${email} or client = ${client})
     ), taken as (
       insert into sign_in_attempts (kind, email, client)
       select ${kind}, ${email}, ${client} from recent
-      where by_email < ${limits.perEmail} and by_client < ${limits.perClient}
+      where by_email_and_client < ${limits.perEmailAndClient} and by_email < ${limits.perEmail} and by_client < ${limits.perClient}
       returning id
     )
     select (select id from taken) as id`;
@@ -100,7 +112,13 @@ export async function requestSignInCode(sql: Sql, send: CodeSender, input: unkno
       'code_request',
       email,
       client,
-      { perEmail: SIGN_IN.codeRequestsPerEmail, perClient: SIGN_IN.codeRequestsPerClient },
+      // Per email from any address: each request emails the person a fresh code, so a stranger's
+      // requests cannot lock them out (the latest code is in their inbox), only flood it.
+      {
+        perEmailAndClient: SIGN_IN.codeRequestsPerEmail,
+        perEmail: SIGN_IN.codeRequestsPerEmail,
+        perClient: SIGN_IN.codeRequestsPerClient,
+      },
       'Too many sign-in codes were requested; wait a few minutes and try again.',
     );
     // Asking again replaces the outstanding code.
@@ -133,7 +151,11 @@ export async function verifySignInCode(sql: Sql, input: unknown, client: string,
       'wrong_code',
       email,
       client,
-      { perEmail: SIGN_IN.wrongCodesPerEmail, perClient: SIGN_IN.wrongCodesPerClient },
+      {
+        perEmailAndClient: SIGN_IN.wrongCodesPerEmailAndClient,
+        perEmail: SIGN_IN.wrongCodesPerEmail,
+        perClient: SIGN_IN.wrongCodesPerClient,
+      },
       'Too many wrong codes; wait a few minutes, then request a new code.',
     );
     const [row] = await tx<Person[]>`
