@@ -185,6 +185,29 @@ export async function sessionPerson(sql: Sql, token: string | undefined | null):
   return row ?? null;
 }
 
+// How a session stopped admitting its person: past its expiry, or gone from the table (signed out,
+// through this instance or another).
+export type SessionEnd = 'expired' | 'signed-out';
+
+const BYTEA_ARRAY = 1001; // PostgreSQL's type id for bytea[]
+
+// Which of these session tokens no longer admit anyone, and why; one query however many there are.
+export async function endedSessions(sql: Sql, tokens: string[]): Promise<Map<string, SessionEnd>> {
+  const ended = new Map<string, SessionEnd>();
+  if (tokens.length === 0) return ended;
+  const hashed = tokens.map((token) => ({ token, hash: hashKey(token) }));
+  const rows = await sql<{ token_hash: Buffer; live: boolean }[]>`
+    select token_hash, expires_at > now() as live
+    from sessions where token_hash = any(${sql.array(hashed.map((h) => h.hash), BYTEA_ARRAY)})`;
+  const liveByHash = new Map(rows.map((row) => [Buffer.from(row.token_hash).toString('hex'), row.live]));
+  for (const { token, hash } of hashed) {
+    const live = liveByHash.get(hash.toString('hex'));
+    if (live === undefined) ended.set(token, 'signed-out');
+    else if (!live) ended.set(token, 'expired');
+  }
+  return ended;
+}
+
 // Expired sessions and sign-in codes are refused when used; this removes them, so that tables of
 // people who never sign out or never enter their code do not grow for ever (run by the worker's
 // crontab every hour).
