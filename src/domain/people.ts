@@ -112,8 +112,8 @@ export async function requestSignInCode(sql: Sql, send: CodeSender, input: unkno
       'code_request',
       email,
       client,
-      // Per email from any address: each request emails the person a fresh code, so a stranger's
-      // requests cannot lock them out (the latest code is in their inbox), only flood it.
+      // Per email from any address, to bound the mail a stranger can send someone. Their requests
+      // still email the person a working code (the latest), unlike wrong codes.
       {
         perEmailAndClient: SIGN_IN.codeRequestsPerEmail,
         perEmail: SIGN_IN.codeRequestsPerEmail,
