@@ -30,6 +30,8 @@ export const ConfigSchema = T.Object({
   SMTP_URL: T.Optional(T.String({ minLength: 1 })),
   SMTP_FROM: T.String({ default: 'Agent Messaging Service <no-reply@localhost>' }),
   SESSION_TTL_MS: Int(604_800_000, 60_000),
+  // How often an open live view checks that its session has not expired or been signed out elsewhere.
+  SESSION_CHECK_MS: Int(5_000, 10),
   // Behind a reverse proxy, the client address for sign-in rate limits comes from X-Forwarded-For.
   TRUST_PROXY: T.Boolean({ default: false }),
   WORKER: T.Union([T.Literal('inline'), T.Literal('off')], { default: 'inline' }),

@@ -9,7 +9,8 @@ import { createLogger } from '../src/log';
 import { useHarness } from './support/harness';
 
 // End to end in a real headless Chromium against the real server listening on a local port.
-const h = useHarness();
+// Sessions are checked every 200 ms, so that an expired one ends the live view quickly.
+const h = useHarness({ SESSION_CHECK_MS: '200' });
 const logLines: Record<string, any>[] = [];
 const ARTIFACTS = 'test-artifacts/dashboard';
 const SCREENSHOTS = 'docs/screenshots';
@@ -71,18 +72,9 @@ const agentCall = async (method: string, path: string, key: string, body?: unkno
 test('a person signs in, runs agents and threads, and watches deliveries move live', async () => {
   await invitePerson(h.db.sql, { email: 'ada@example.com', username: 'ada' });
 
-  // Sign in with the code the server logged (no SMTP configured).
   await page.goto(`${base}/dashboard/deliveries`);
   await page.waitForURL(`${base}/dashboard/sign-in`);
-  await page.getByLabel('Email', { exact: true }).fill('ada@example.com');
-  await screenshot('sign-in');
-  await page.getByRole('button', { name: 'Send me a code' }).click();
-  await page.getByLabel('Code from the email').waitFor();
-  const code = await loggedCode('ada@example.com');
-  await page.getByLabel('Code from the email').fill(code);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL(`${base}/dashboard/deliveries`);
-  await page.locator('#me', { hasText: 'ada' }).waitFor();
+  await signIn('ada@example.com', 'ada', () => screenshot('sign-in'));
 
   // Register two agents; the key is shown once.
   await page.getByRole('link', { name: 'Agents' }).click();
@@ -192,11 +184,62 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   expect((await h.db.sql`select count(*)::int as n from sessions`)[0]!.n).toBe(0);
 }, 40_000);
 
-async function loggedCode(email: string): Promise<string> {
+test('when the session expires, the live deliveries page says so instead of reconnecting', async () => {
+  await page.goto(`${base}/dashboard/sign-in`);
+  await signIn('ada@example.com', 'ada');
+  await page.locator('#live', { hasText: 'Live' }).waitFor();
+
+  await h.db.sql`update sessions set expires_at = now() - interval '1 second'`;
+  await page.getByRole('alert').getByText('Your session expired; sign in again.').waitFor();
+  await expect(page.locator('#live').textContent()).resolves.toBe('Signed out');
+  await screenshot('session-expired');
+  await page.getByRole('link', { name: 'Sign in again' }).click();
+  await page.waitForURL(`${base}/dashboard/sign-in`);
+}, 20_000);
+
+test('when the session ended while the server was away, the page says so once its stream is refused', async () => {
+  // The page loads the list twice (at start, and once the stream is ready); wait for both, so that
+  // the refused stream is the first thing to meet the ended session.
+  let listLoads = 0;
+  const countLoads = (res: { url(): string }) => void (res.url().endsWith('/dashboard/api/deliveries') && listLoads++);
+  page.on('response', countLoads);
+  await page.goto(`${base}/dashboard/sign-in`);
+  await signIn('ada@example.com', 'ada');
+  await page.locator('#live', { hasText: 'Live' }).waitFor();
+  while (listLoads < 2) await Bun.sleep(20);
+  page.off('response', countLoads);
+
+  const port = server.server!.port;
+  await server.stop(true);
+  await page.locator('#live', { hasText: 'Reconnecting…' }).waitFor();
+  await h.db.sql`update sessions set expires_at = now() - interval '1 second'`;
+  server = buildApp({ sql: h.db.sql, config: h.config, log: createLogger('info', () => {}), inboxSignal: h.inboxSignal, agentCache: h.agentCache }).listen({ hostname: '127.0.0.1', port });
+
+  await page.getByRole('alert').getByText('Your session expired; sign in again.').waitFor();
+  await expect(page.locator('#live').textContent()).resolves.toBe('Signed out');
+  expect(page.url()).toBe(`${base}/dashboard/deliveries`);
+}, 20_000);
+
+// Signs in on the sign-in page with the code the server logged (no SMTP configured).
+async function signIn(email: string, username: string, beforeSending?: () => Promise<void>) {
+  await page.getByLabel('Email', { exact: true }).fill(email);
+  await beforeSending?.();
+  const codesBefore = loggedCodes(email).length;
+  await page.getByRole('button', { name: 'Send me a code' }).click();
+  await page.getByLabel('Code from the email').waitFor();
+  await page.getByLabel('Code from the email').fill(await newCode(email, codesBefore));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${base}/dashboard/deliveries`);
+  await page.locator('#me', { hasText: username }).waitFor();
+}
+
+const loggedCodes = (email: string) => logLines.filter((l) => l.event === 'sign_in_code' && l.email === email).map((l) => l.code as string);
+
+async function newCode(email: string, codesBefore: number): Promise<string> {
   for (let i = 0; i < 100; i++) {
-    const line = logLines.findLast((l) => l.event === 'sign_in_code' && l.email === email);
-    if (line) return line.code;
+    const codes = loggedCodes(email);
+    if (codes.length > codesBefore) return codes.at(-1)!;
     await Bun.sleep(50);
   }
-  throw new Error(`no sign-in code was logged for ${email}`);
+  throw new Error(`no new sign-in code was logged for ${email}`);
 }

@@ -1,8 +1,10 @@
-import { expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
 import { useDashboardHarness } from './support/dashboard';
 import { eventReader } from './support/events';
 
-const h = useDashboardHarness();
+const h = useDashboardHarness({ SESSION_CHECK_MS: '60000' });
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
 
 test('every change to a delivery reaches an open dashboard as an event, whoever made it', async () => {
   await h.invite('ada@example.com', 'ada');
@@ -39,4 +41,69 @@ test('every change to a delivery reaches an open dashboard as an event, whoever 
   const delivered = await next();
   expect(delivered.data).toMatchObject({ id: deliveryId, step: 'delivered', deliveredAt: expect.any(String) });
   abort.abort();
+});
+
+const openStream = async (cookie: string, signal?: AbortSignal) => {
+  const res = await h.dash.handle(new Request('http://localhost/dashboard/api/deliveries/events', { headers: { cookie }, signal }));
+  expect(res.status).toBe(200);
+  const next = eventReader(res.body!);
+  expect(await next()).toEqual({ event: 'ready', data: {} });
+  return next;
+};
+
+describe('a stream ends with its session', () => {
+  test('signing out ends the streams of that session at once, and only those; later posts reach them no more', async () => {
+    await h.invite('lin@example.com', 'lin');
+    const leaving = await h.signIn('lin@example.com');
+    const staying = await h.signIn('lin@example.com');
+    const abort = new AbortController();
+    const [first, second, other] = [await openStream(leaving), await openStream(leaving), await openStream(staying, abort.signal)];
+
+    expect((await h.send('POST', '/dashboard/api/sign-out', { cookie: leaving })).status).toBe(200);
+    // SESSION_CHECK_MS is a minute here, so only the sign-out itself can have ended them.
+    for (const next of [first, second]) {
+      expect(await next()).toEqual({ event: 'session-ended', data: { error: 'You signed out; sign in again.' } });
+      await expect(next()).rejects.toThrow('the event stream ended');
+    }
+
+    const alice = await h.agent('alice-2');
+    await h.agent('bob-2');
+    const thread = await h.call('POST', '/api/threads', { key: alice.key, body: { title: 'After', participantUsernames: ['bob-2'] } });
+    await h.call('POST', `/api/threads/${thread.body.data.id}/messages`, { key: alice.key, body: { content: 'still watching' } });
+    expect(await other()).toMatchObject({ event: 'delivery', data: { thread: 'After', summary: 'still watching' } });
+    abort.abort();
+  });
+});
+
+describe('a stream ends with its session, checked every SESSION_CHECK_MS', () => {
+  const s = useDashboardHarness({ SESSION_CHECK_MS: '100' });
+
+  test('an expired session ends its stream with the reason, so does one signed out elsewhere; a live one stays open', async () => {
+    await s.invite('max@example.com', 'max');
+    const expiring = await s.signIn('max@example.com');
+    const live = await s.signIn('max@example.com');
+    const open = async (cookie: string) => {
+      const res = await s.dash.handle(new Request('http://localhost/dashboard/api/deliveries/events', { headers: { cookie } }));
+      const next = eventReader(res.body!);
+      expect(await next()).toEqual({ event: 'ready', data: {} });
+      return next;
+    };
+    const doomed = await open(expiring);
+    const kept = await open(live);
+
+    await s.db.sql`update sessions set expires_at = now() - interval '1 second' where token_hash = ${sha256(expiring.split('=')[1]!)}`;
+    expect(await doomed()).toEqual({ event: 'session-ended', data: { error: 'Your session expired; sign in again.' } });
+    await expect(doomed()).rejects.toThrow('the event stream ended');
+
+    const alice = await s.agent('alice');
+    await s.agent('bob');
+    const thread = await s.call('POST', '/api/threads', { key: alice.key, body: { title: 'Kept', participantUsernames: ['bob'] } });
+    await s.call('POST', `/api/threads/${thread.body.data.id}/messages`, { key: alice.key, body: { content: 'still here' } });
+    expect(await kept()).toMatchObject({ event: 'delivery', data: { thread: 'Kept', summary: 'still here' } });
+
+    // Signed out through another instance: the session is gone from the table, and this process notices.
+    await s.db.sql`delete from sessions where token_hash = ${sha256(live.split('=')[1]!)}`;
+    expect(await kept()).toEqual({ event: 'session-ended', data: { error: 'You signed out; sign in again.' } });
+    await expect(kept()).rejects.toThrow('the event stream ended');
+  });
 });

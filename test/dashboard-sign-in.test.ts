@@ -111,6 +111,25 @@ describe('sign-in codes', () => {
     expect((await verify('ada@example.com', second)).status).toBe(200);
   });
 
+  test('a body over 4 KiB to either sign-in route is refused with 413 before it is parsed, declared or streamed', async () => {
+    await h.db.sql`delete from sign_in_attempts`;
+    const big = JSON.stringify({ email: 'ada@example.com', code: '123456', padding: 'x'.repeat(100 * 1024) });
+    const refusal = { success: false, error: 'The request body is larger than the limit of 4096 bytes.' };
+    for (const route of ['code', 'verify']) {
+      const declared = await h.send('POST', `/dashboard/api/sign-in/${route}`, { headers: { 'content-type': 'application/json' }, body: JSON.parse(big) });
+      expect([route, declared.status, declared.body]).toEqual([route, 413, refusal]);
+      const unsized = new Request(`http://localhost/dashboard/api/sign-in/${route}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-requested-with': 'fetch', 'x-forwarded-for': '203.0.113.40' },
+        body: new Blob([big]).stream(),
+      });
+      expect(unsized.headers.get('content-length')).toBeNull();
+      const streamed = await h.dash.handle(unsized);
+      expect([route, streamed.status, await streamed.json()]).toEqual([route, 413, refusal]);
+    }
+    expect((await h.db.sql`select count(*)::int as n from sign_in_attempts`)[0]!.n).toBe(0);
+  });
+
   test('bad input is a 400 naming the field', async () => {
     const res = await h.send('POST', '/dashboard/api/sign-in/code', { body: { email: 'no' } });
     expect(res.status).toBe(400);
@@ -141,16 +160,33 @@ describe('sign-in rate limits (429)', () => {
     expect((await requestCode('fresh@example.com', '203.0.113.8')).status).toBe(200);
   });
 
-  test('wrong codes per email: after the limit even the right code is refused', async () => {
+  test('wrong codes per email and address: that address is refused even the right code, the person elsewhere signs in', async () => {
+    await h.db.sql`delete from sign_in_attempts`;
+    await requestCode('ada@example.com', '203.0.113.20');
+    const code = h.lastCode('ada@example.com')!;
+    const wrong = code === '000000' ? '111111' : '000000';
+    for (let i = 0; i < SIGN_IN.wrongCodesPerEmailAndClient; i++) expect((await verify('ada@example.com', wrong, '203.0.113.66')).status).toBe(400);
+    const res = await verify('ada@example.com', code, '203.0.113.66');
+    expect(res.status).toBe(429);
+    expect(res.body).toEqual({ success: false, error: 'Too many wrong codes; wait a few minutes, then request a new code.' });
+    expect(res.headers.get('set-cookie')).toBeNull();
+
+    const own = await verify('ada@example.com', code, '203.0.113.20');
+    expect(own.status).toBe(200);
+    expect(own.body).toEqual({ success: true, data: { email: 'ada@example.com', username: 'ada' } });
+  });
+
+  test('wrong codes per email across addresses: a distributed guess is stopped at the higher ceiling', async () => {
     await h.db.sql`delete from sign_in_attempts`;
     await requestCode('ada@example.com');
     const code = h.lastCode('ada@example.com')!;
     const wrong = code === '000000' ? '111111' : '000000';
-    for (let i = 0; i < SIGN_IN.wrongCodesPerEmail; i++) expect((await verify('ada@example.com', wrong)).status).toBe(400);
-    const res = await verify('ada@example.com', code);
+    for (let i = 0; i < SIGN_IN.wrongCodesPerEmail; i++) expect((await verify('ada@example.com', wrong, `192.0.2.${i}`)).status).toBe(400);
+    const res = await verify('ada@example.com', code, '192.0.2.200');
     expect(res.status).toBe(429);
     expect(res.body).toEqual({ success: false, error: 'Too many wrong codes; wait a few minutes, then request a new code.' });
-    expect(res.headers.get('set-cookie')).toBeNull();
+    const [row] = await h.db.sql`select count(*)::int as n from sign_in_attempts where kind = 'wrong_code' and email = 'ada@example.com'`;
+    expect(row!.n).toBe(SIGN_IN.wrongCodesPerEmail);
   });
 
   test('wrong codes per client address, across addresses; a right code gives its slot back', async () => {
@@ -165,10 +201,24 @@ describe('sign-in rate limits (429)', () => {
     expect(row!.n).toBe(SIGN_IN.wrongCodesPerClient);
   });
 
-  test('parallel guesses cannot overrun the limit', async () => {
+  test('parallel guesses from one address cannot overrun its limit', async () => {
     await h.db.sql`delete from sign_in_attempts`;
-    const replies = await Promise.all(Array.from({ length: 12 }, () => verify('ada@example.com', '999999')));
-    expect(replies.filter((r) => r.status === 429)).toHaveLength(12 - SIGN_IN.wrongCodesPerEmail);
+    const replies = await Promise.all(Array.from({ length: 12 }, () => verify('ada@example.com', '999999', '203.0.113.30')));
+    expect(replies.filter((r) => r.status === 429)).toHaveLength(12 - SIGN_IN.wrongCodesPerEmailAndClient);
+  });
+
+  test('parallel guesses from many addresses cannot overrun the per-email ceiling', async () => {
+    await h.db.sql`delete from sign_in_attempts`;
+    const guesses = SIGN_IN.wrongCodesPerEmail + 10;
+    const replies = await Promise.all(Array.from({ length: guesses }, (_, i) => verify('ada@example.com', '999999', `198.18.0.${i}`)));
+    expect(replies.filter((r) => r.status === 429)).toHaveLength(10);
+  });
+
+  test('parallel guesses from one address across many emails cannot overrun its limit', async () => {
+    await h.db.sql`delete from sign_in_attempts`;
+    const guesses = SIGN_IN.wrongCodesPerClient + 10;
+    const replies = await Promise.all(Array.from({ length: guesses }, (_, i) => verify(`spread${i}@example.com`, '999999', '203.0.113.31')));
+    expect(replies.filter((r) => r.status === 429)).toHaveLength(10);
   });
 });
 

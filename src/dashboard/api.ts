@@ -12,15 +12,16 @@ import { confirmClose, declineClose, listThreads, removeParticipant } from '../d
 import { ok } from '../http/envelope';
 import { deliveryEvents, type DeliveryFeed } from './feed';
 import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from './guard';
+import type { SessionStreams } from './session-streams';
 
-export type DashboardDeps = { sql: Sql; config: Config; sendCode: CodeSender; feed: DeliveryFeed };
+export type DashboardDeps = { sql: Sql; config: Config; sendCode: CodeSender; feed: DeliveryFeed; streams: SessionStreams };
 
 const field = (body: unknown, name: string) =>
   body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
-export const dashboardApi = ({ sql, config, sendCode, feed }: DashboardDeps) => {
+export const dashboardApi = ({ sql, config, sendCode, feed, streams }: DashboardDeps) => {
   const policy = { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
   return new Elysia({ name: 'dashboard-api', prefix: '/dashboard/api' })
     .use(dashboardGuard(sql, config))
@@ -43,7 +44,9 @@ export const dashboardApi = ({ sql, config, sendCode, feed }: DashboardDeps) => 
     .post(
       '/sign-out',
       async ({ request, set }) => {
-        const done = await endSession(sql, sessionToken(request));
+        const token = sessionToken(request)!;
+        const done = await endSession(sql, token);
+        streams.end(token, 'signed-out');
         set.headers['set-cookie'] = clearedSessionCookie(request, config);
         return ok(done);
       },
@@ -112,7 +115,7 @@ export const dashboardApi = ({ sql, config, sendCode, feed }: DashboardDeps) => 
         ),
       { person: true },
     )
-    .get('/deliveries/events', ({ request }) => deliveryEvents(feed, request), { person: true })
+    .get('/deliveries/events', ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request), { person: true })
     .post('/deliveries/:deliveryId/resend', async ({ params }) => ok(await resendDelivery(sql, params.deliveryId)), {
       person: true,
     });

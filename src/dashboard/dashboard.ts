@@ -6,6 +6,7 @@ import { dashboardApi } from './api';
 import { deliveryFeed } from './feed';
 import { codeSender } from './mail';
 import { dashboardPages } from './pages';
+import { sessionStreams } from './session-streams';
 
 // Everything under /dashboard: the pages people use and the private JSON API behind them.
 export const dashboard = ({ sql, config, log }: { sql: Sql; config: Config; log: Logger }) =>
@@ -17,5 +18,6 @@ export const dashboard = ({ sql, config, log }: { sql: Sql; config: Config; log:
         config,
         sendCode: codeSender(config, log),
         feed: deliveryFeed(sql, config.STALLED_AFTER_MS, log),
+        streams: sessionStreams(sql, config.SESSION_CHECK_MS, log),
       }),
     );

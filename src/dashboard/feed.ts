@@ -1,8 +1,9 @@
 import type { Sql } from '../db/connect';
 import { DELIVERY_CHANNEL } from '../domain/announce';
 import { deliveryProgress, type DeliveryProgress } from '../domain/delivery-progress';
+import type { SessionEnd } from '../domain/people';
 import type { Logger } from '../log';
-
+import type { SessionStreams } from './session-streams';
 
 type Subscriber = (deliveries: DeliveryProgress[]) => void;
 
@@ -50,9 +51,16 @@ export function deliveryFeed(sql: Sql, stalledAfterMs: number, log: Logger, gath
 
 export type DeliveryFeed = ReturnType<typeof deliveryFeed>;
 
+// What the page shows when its stream ends with the session.
+const SESSION_ENDED: Record<SessionEnd, string> = {
+  expired: 'Your session expired; sign in again.',
+  'signed-out': 'You signed out; sign in again.',
+};
+
 // A server-sent event stream of delivery changes, with a comment every 20 s so that proxies keep
-// an idle stream open. Ends when the browser goes away.
-export async function deliveryEvents(feed: DeliveryFeed, request: Request): Promise<Response> {
+// an idle stream open. Ends when the browser goes away, or when the session it was opened with
+// ends: then a last `session-ended` event says why, so that the page stops instead of reconnecting.
+export async function deliveryEvents(feed: DeliveryFeed, sessions: SessionStreams, token: string, request: Request): Promise<Response> {
   const encoder = new TextEncoder();
   let stop = () => {};
   const stream = new ReadableStream<Uint8Array>({
@@ -64,20 +72,26 @@ export async function deliveryEvents(feed: DeliveryFeed, request: Request): Prom
           stop();
         }
       };
-      const unsubscribe = await feed.subscribe((rows) => {
-        for (const row of rows) send(`event: delivery\ndata: ${JSON.stringify(row)}\n\n`);
-      });
-      const heartbeat = setInterval(() => send(': keep-alive\n\n'), 20_000);
-      stop = () => {
-        clearInterval(heartbeat);
-        unsubscribe();
-      };
-      request.signal.addEventListener('abort', () => {
+      const finish = () => {
         stop();
         try {
           controller.close();
         } catch {}
+      };
+      const unsubscribe = await feed.subscribe((rows) => {
+        for (const row of rows) send(`event: delivery\ndata: ${JSON.stringify(row)}\n\n`);
       });
+      const heartbeat = setInterval(() => send(': keep-alive\n\n'), 20_000);
+      const unwatch = sessions.watch(token, (why) => {
+        send(`event: session-ended\ndata: ${JSON.stringify({ error: SESSION_ENDED[why] })}\n\n`);
+        finish();
+      });
+      stop = () => {
+        clearInterval(heartbeat);
+        unsubscribe();
+        unwatch();
+      };
+      request.signal.addEventListener('abort', finish);
       send('retry: 2000\nevent: ready\ndata: {}\n\n');
     },
     cancel() {

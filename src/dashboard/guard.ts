@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import { forbidden, unauthorized } from '../domain/errors';
 import { sessionPerson, type Person } from '../domain/people';
-import { readJsonBody } from '../http/body';
+import { lowerBodyLimit, readJsonBody } from '../http/body';
 
 export const SESSION_COOKIE = 'ams_session';
 
@@ -12,6 +12,10 @@ export const SESSION_COOKIE = 'ams_session';
 // page cannot add it without a CORS preflight, which this server never grants.
 export const CSRF_HEADER = 'x-requested-with';
 export const CSRF_VALUE = 'fetch';
+
+// The sign-in routes are open to anyone and take an email and a code: far below the server's body
+// limit, which would let every anonymous request make the server parse up to a megabyte.
+const VISITOR_BODY_LIMIT_BYTES = 4096;
 
 export function sessionToken(request: Request): string | null {
   const header = request.headers.get('cookie');
@@ -114,6 +118,7 @@ export const dashboardGuard = (sql: Sql, config: Config) =>
     visitor: {
       async parse({ request }) {
         await admit(sql, config, request, false);
+        lowerBodyLimit(request, VISITOR_BODY_LIMIT_BYTES);
         return readJsonBody(request);
       },
       async transform({ request }) {

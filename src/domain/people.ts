@@ -24,7 +24,10 @@ export const SIGN_IN = {
   windowMinutes: 15,
   codeRequestsPerEmail: 5,
   codeRequestsPerClient: 20,
-  wrongCodesPerEmail: 5,
+  // Wrong codes are counted per email from one address, so that a stranger who guesses locks out
+  // only themselves; the higher count per email across addresses still stops a distributed guess.
+  wrongCodesPerEmailAndClient: 5,
+  wrongCodesPerEmail: 50,
   wrongCodesPerClient: 20,
 } as const;
 
@@ -60,27 +63,36 @@ export async function invitePerson(sql: Sql, input: { email: unknown; username: 
 // The code is hashed with its person's id, so equal codes of two people never share a hash.
 const codeHash = (sql: TransactionSql, code: string) => sql`sha256(convert_to(p.id::text || ':' || ${code}, 'UTF8'))`;
 
-// Takes one slot of a rate limit, or throws 429 when the email or the client address has used
-// them all within the window. Serialised per email, so concurrent guesses cannot overrun it.
+type Limits = { perEmailAndClient: number; perEmail: number; perClient: number };
+
+// Takes one slot of a rate limit, or throws 429 when the email from this client address, the
+// email from any address or the client address for any email has used them all within the window.
+// The count and the insert are one statement, serialised per email and per client address (locks
+// taken in that order, in two lock spaces, so two attempts never wait on each other in a circle):
+// concurrent attempts cannot overrun any of the counts.
 async function takeSlot(
   tx: TransactionSql,
   kind: 'code_request' | 'wrong_code',
   email: string,
   client: string,
-  limits: { perEmail: number; perClient: number },
+  limits: Limits,
   refusal: string,
 ): Promise<string> {
-  await tx`select pg_advisory_xact_lock(hashtext(${`sign-in:${email}`}))`;
+  await tx`select pg_advisory_xact_lock(1, hashtext(${email}))`;
+  await tx`select pg_advisory_xact_lock(2, hashtext(${client}))`;
   const [row] = await tx<{ id: string | null }[]>`
     with recent as (
-      select count(*) filter (where email = ${email}) as by_email, count(*) filter (where client = ${client}) as by_client
+      select
+        count(*) filter (where email = ${email} and client = ${client}) as by_email_and_client,
+        count(*) filter (where email = ${email}) as by_email,
+        count(*) filter (where client = ${client}) as by_client
       from sign_in_attempts
       where kind = ${kind} and attempted_at > now() - make_interval(mins => ${SIGN_IN.windowMinutes})
         and (email = ${email} or client = ${client})
     ), taken as (
       insert into sign_in_attempts (kind, email, client)
       select ${kind}, ${email}, ${client} from recent
-      where by_email < ${limits.perEmail} and by_client < ${limits.perClient}
+      where by_email_and_client < ${limits.perEmailAndClient} and by_email < ${limits.perEmail} and by_client < ${limits.perClient}
       returning id
     )
     select (select id from taken) as id`;
@@ -100,7 +112,13 @@ export async function requestSignInCode(sql: Sql, send: CodeSender, input: unkno
       'code_request',
       email,
       client,
-      { perEmail: SIGN_IN.codeRequestsPerEmail, perClient: SIGN_IN.codeRequestsPerClient },
+      // Per email from any address, to bound the mail a stranger can send someone. Their requests
+      // still email the person a working code (the latest), unlike wrong codes.
+      {
+        perEmailAndClient: SIGN_IN.codeRequestsPerEmail,
+        perEmail: SIGN_IN.codeRequestsPerEmail,
+        perClient: SIGN_IN.codeRequestsPerClient,
+      },
       'Too many sign-in codes were requested; wait a few minutes and try again.',
     );
     // Asking again replaces the outstanding code.
@@ -133,7 +151,11 @@ export async function verifySignInCode(sql: Sql, input: unknown, client: string,
       'wrong_code',
       email,
       client,
-      { perEmail: SIGN_IN.wrongCodesPerEmail, perClient: SIGN_IN.wrongCodesPerClient },
+      {
+        perEmailAndClient: SIGN_IN.wrongCodesPerEmailAndClient,
+        perEmail: SIGN_IN.wrongCodesPerEmail,
+        perClient: SIGN_IN.wrongCodesPerClient,
+      },
       'Too many wrong codes; wait a few minutes, then request a new code.',
     );
     const [row] = await tx<Person[]>`
@@ -161,6 +183,29 @@ export async function sessionPerson(sql: Sql, token: string | undefined | null):
     from sessions s join people p on p.id = s.person_id
     where s.token_hash = ${hashKey(token)} and s.expires_at > now()`;
   return row ?? null;
+}
+
+// How a session stopped admitting its person: past its expiry, or gone from the table (signed out,
+// through this instance or another).
+export type SessionEnd = 'expired' | 'signed-out';
+
+const BYTEA_ARRAY = 1001; // PostgreSQL's type id for bytea[]
+
+// Which of these session tokens no longer admit anyone, and why; one query however many there are.
+export async function endedSessions(sql: Sql, tokens: string[]): Promise<Map<string, SessionEnd>> {
+  const ended = new Map<string, SessionEnd>();
+  if (tokens.length === 0) return ended;
+  const hashed = tokens.map((token) => ({ token, hash: hashKey(token) }));
+  const rows = await sql<{ token_hash: Buffer; live: boolean }[]>`
+    select token_hash, expires_at > now() as live
+    from sessions where token_hash = any(${sql.array(hashed.map((h) => h.hash), BYTEA_ARRAY)})`;
+  const liveByHash = new Map(rows.map((row) => [Buffer.from(row.token_hash).toString('hex'), row.live]));
+  for (const { token, hash } of hashed) {
+    const live = liveByHash.get(hash.toString('hex'));
+    if (live === undefined) ended.set(token, 'signed-out');
+    else if (!live) ended.set(token, 'expired');
+  }
+  return ended;
 }
 
 // Expired sessions and sign-in codes are refused when used; this removes them, so that tables of

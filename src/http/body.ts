@@ -36,14 +36,24 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
   return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
+const declaredOver = (request: Request, maxBytes: number) => Number(request.headers.get('content-length') ?? 0) > maxBytes;
+
 // Refuses an oversized body from its declared length, before anything reads it; a body sent
 // without a length is cut off by readJsonBody at the same figure.
 export const bodyLimit = (maxBytes: number) =>
   new Elysia({ name: 'body-limit' }).onRequest(({ request, set }) => {
     limits.set(request, maxBytes);
-    const length = Number(request.headers.get('content-length') ?? 0);
-    if (length > maxBytes) {
+    if (declaredOver(request, maxBytes)) {
       set.status = 413;
       return fail(new BodyTooLarge(maxBytes).message);
     }
   });
+
+// The same limit, lowered for one request by a route that never needs more than a few KiB, so that
+// it refuses a larger body before parsing it (and, on an open route, before any rate limit counts
+// it). Call it before readJsonBody.
+export function lowerBodyLimit(request: Request, maxBytes: number) {
+  const limit = Math.min(limits.get(request) ?? Number.POSITIVE_INFINITY, maxBytes);
+  limits.set(request, limit);
+  if (declaredOver(request, limit)) throw new BodyTooLarge(limit);
+}

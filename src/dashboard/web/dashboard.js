@@ -436,11 +436,28 @@ function deliveriesPage() {
     form.thread.value = params.get('thread') ?? '';
   }
 
+  let refresh = null;
+  // The session is over: say so and stop, instead of reconnecting and refreshing for ever.
+  function sessionEnded(sentence) {
+    clearInterval(refresh);
+    clearTimeout(pendingReload);
+    const status = $('#live');
+    status.textContent = 'Signed out';
+    status.className = 'live off';
+    $('#session-ended-text').textContent = sentence;
+    $('#session-ended').hidden = false;
+  }
+
   // A change to a delivery on screen replaces its row in place; anything else may belong to the
-  // current filter, so the list is fetched again (once per burst).
+  // current filter, so the list is fetched again (once per burst). The server ends the stream
+  // with a `session-ended` event when the session ends while it is open.
   function live() {
     const status = $('#live');
     const events = new EventSource(`${API}/deliveries/events`);
+    events.addEventListener('session-ended', (event) => {
+      events.close();
+      sessionEnded(JSON.parse(event.data).error);
+    });
     events.addEventListener('ready', () => {
       status.textContent = 'Live';
       status.className = 'live on';
@@ -452,16 +469,22 @@ function deliveriesPage() {
       if (row) row.replaceWith(deliveryRow(d, reload));
       else reloadSoon();
     });
-    events.addEventListener('error', () => {
+    events.addEventListener('error', async () => {
       status.textContent = 'Reconnecting…';
       status.className = 'live off';
+      // The browser retries a dropped connection by itself, but gives up on a refused one: then a
+      // 401 means the session ended while the stream was down; anything else is tried again.
+      if (events.readyState !== EventSource.CLOSED) return;
+      const res = await fetch(`${API}/me`, { credentials: 'same-origin' }).catch(() => null);
+      if (res?.status === 401) sessionEnded('Your session expired; sign in again.');
+      else setTimeout(live, 2000);
     });
   }
 
   form.addEventListener('change', reload);
   fillFilters().then(reload).then(live);
   // Stalling is the passing of time, not a change in the database: look again now and then.
-  setInterval(reload, 60_000);
+  refresh = setInterval(reload, 60_000);
 }
 
 // --- Start ---------------------------------------------------------------------------------
