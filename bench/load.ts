@@ -191,20 +191,24 @@ async function untilAll<T>(map: Map<T, number>, size: number, what: string) {
   }
 }
 
+// Posts into `threadId` at a steady `rate` for `ms`; each doorbell's latency from the post's 201
+// to its arrival at the receiver.
+async function doorbellLatencies(threadId: string, rate: number, ms: number) {
+  const answered = new Map<string, number>();
+  const arrived = new Map<string, number>();
+  onDoorbell = (d, at) => arrived.set(d.messageId, at);
+  await steady(rate, ms, async (i) => {
+    const { data } = await post(threadId, `doorbell ${i}`);
+    answered.set(data.id, performance.now());
+  });
+  await untilAll(arrived, answered.size, 'doorbells');
+  return latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at));
+}
+
 async function doorbellLatency() {
   const rate = 200;
   const ms = 4000;
-  const one = async () => {
-    const answered = new Map<string, number>();
-    const arrived = new Map<string, number>();
-    onDoorbell = (d, at) => arrived.set(d.messageId, at);
-    await steady(rate, ms, async (i) => {
-      const { data } = await post(threads.doorbell, `doorbell ${i}`);
-      answered.set(data.id, performance.now());
-    });
-    await untilAll(arrived, answered.size, 'doorbells');
-    return latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at));
-  };
+  const one = () => doorbellLatencies(threads.doorbell, rate, ms);
   const baseline = async () => {
     const added = new Map<number, number>();
     const ran = new Map<number, number>();
@@ -237,17 +241,7 @@ async function doorbellLatency() {
 async function headOfLine() {
   const rate = 50;
   const ms = 3000;
-  const healthy = async () => {
-    const answered = new Map<string, number>();
-    const arrived = new Map<string, number>();
-    onDoorbell = (d, at) => arrived.set(d.messageId, at);
-    await steady(rate, ms, async (i) => {
-      const { data } = await post(threads.healthy, `healthy ${i}`);
-      answered.set(data.id, performance.now());
-    });
-    await untilAll(arrived, answered.size, 'healthy doorbells');
-    return latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at));
-  };
+  const healthy = () => doorbellLatencies(threads.healthy, rate, ms);
   await steady(rate, 1000, async (i) => void (await post(threads.healthy, `warm ${i}`)));
   const out = { rate, durationMs: ms, hanging: 100, alone: [] as unknown[], beside: [] as unknown[] };
   for (let run = 0; run < runs; run++) {

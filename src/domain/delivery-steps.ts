@@ -31,16 +31,20 @@ const owesDoorbell = (sql: Sql) => sql`
   d.webhook and d.step = 'accepted' and d.acknowledged_at is null and a.webhook_url is not null
   and ${recipientSees(sql)}`;
 
+// What a doorbell announces (webhooks/doorbell.ts builds the body from it; the content only
+// serves as the summary when the sender gave none).
+export type DoorbellFields = {
+  deliveryId: string;
+  messageId: string;
+  threadId: string;
+  threadTitle: string;
+  sender: string;
+  summary: string | null;
+  content: string;
+};
+
 export type OwedDoorbell = {
-  fields: {
-    deliveryId: string;
-    messageId: string;
-    threadId: string;
-    threadTitle: string;
-    sender: string;
-    summary: string | null;
-    content: string;
-  };
+  fields: DoorbellFields;
   recipientId: string;
   webhookVersion: string;
   url: string;

@@ -1,17 +1,11 @@
 import { oneLine } from '../domain/deliveries';
+import type { DoorbellFields } from '../domain/delivery-steps';
+
+export type { DoorbellFields };
 import { LIMITS } from '../domain/schemas';
 
 export const DOORBELL_EVENT = 'message.created';
 
-export type DoorbellFields = {
-  deliveryId: string;
-  messageId: string;
-  threadId: string;
-  threadTitle: string;
-  sender: string;
-  summary: string | null;
-  content: string;
-};
 
 // The notification body, never the message body. Built with a fixed key order from stored
 // values only, so every retry of a delivery sends the same bytes (and, with the same secret,
