@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { freePort } from './support/service';
+import { freePort } from '../test/support/ports';
 import { eventually, receiver } from '../test/support/receiver';
 import { useWorkerHarness } from '../test/support/webhooks';
 
