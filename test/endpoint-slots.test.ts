@@ -48,4 +48,27 @@ describe('endpoint slots', () => {
     release();
     expect(slots.hasFree(url)).toBe(true);
   });
+
+  test('over the cap of a quick endpoint, a doorbell waits for the next free slot, handed over directly', async () => {
+    const slots = endpointSlots({ slowCap: 1, fastCap: 2 });
+    slots.take(url)!();
+    const held = takeAll(slots, 2);
+    expect(held).toHaveLength(2);
+    const waiting = slots.waitForSlot(url, 1_000);
+    held[0]!();
+    const handed = await waiting;
+    expect(handed).not.toBeNull();
+    // The freed slot went to the waiter: the endpoint is still full.
+    expect(slots.take(url)).toBeNull();
+    expect(await slots.waitForSlot(url, 20)).toBeNull();
+  });
+
+  test('a slow or unknown endpoint is never waited for: its doorbell is parked at once', async () => {
+    const slots = endpointSlots({ slowCap: 1, fastCap: 2 });
+    const held = slots.take(url)!;
+    const started = performance.now();
+    expect(await slots.waitForSlot(url, 1_000)).toBeNull();
+    expect(performance.now() - started).toBeLessThan(100);
+    held();
+  });
 });

@@ -64,7 +64,7 @@ export const notifyTask =
     if (helpers.job.attempts > 1) await recordInterruptedAttempt(deps.sql, payload.deliveryId, deps.retryDelaysMs.length + 1);
     const doorbell = await ringable(deps, payload);
     if (!doorbell) return forgetNextAttempt(deps.sql, payload.deliveryId);
-    const release = deps.slots.take(doorbell.url);
+    const release = deps.slots.take(doorbell.url) ?? (await deps.slots.waitForSlot(doorbell.url, WAIT_FOR_QUICK_SLOT_MS));
     if (!release) {
       deps.slots.parked(doorbell.url, await requeueNotifyJob(deps.sql, payload, deps.parkedForMs));
       // Every slot may have freed while it was being parked, with nothing left to wake it.
@@ -78,6 +78,10 @@ export const notifyTask =
       void wakeParked(deps, doorbell.url);
     }
   };
+
+// How long a doorbell over the cap of an endpoint that answers quickly waits for its next slot
+// before it is parked instead.
+const WAIT_FOR_QUICK_SLOT_MS = 250;
 
 // The endpoint's oldest doorbell parked here is made due now. One that already ran (its backstop
 // came first) is skipped for the next; a database error leaves them to their backstop.
