@@ -1,19 +1,14 @@
 import { runCommand, usage } from './cli/commands';
 import { loadConfig } from './config';
 import { openDatabase } from './db/database';
-import { cacheAgents } from './db/agent-cache';
 import { isDatabaseUnavailable } from './db/unavailable';
-import { listenForInbox } from './db/inbox-signal';
-import { onAnnounceFailed } from './domain/announce';
 import { DomainError } from './domain/errors';
-import { buildApp } from './http/app';
 import { createLogger, type Logger } from './log';
-import { startWorker } from './webhooks/worker';
+import { createService } from './service';
 
 // One entry point for the server, migrations and the admin CLI, so that the single compiled
 // executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
 const argv = process.argv.slice(2);
-const HTTP_STOP_GRACE_MS = 3_000;
 const config = loadConfig();
 
 try {
@@ -37,34 +32,16 @@ ${usage()}`);
 async function serve() {
   const log = createLogger(config.LOG_LEVEL);
   await runUntilSignal(log, async (fail) => {
-    const db = await openDatabase(config, log);
-    onAnnounceFailed((error) => log.warn('announce_failed', { error: error.message }));
-    const inboxSignal = listenForInbox(db.sql, log);
-    await inboxSignal.start();
-    const agentCache = cacheAgents(db.sql, log);
-    await agentCache.start();
-    const app = buildApp({ sql: db.sql, config, log, inboxSignal, agentCache }).listen({
-      port: config.PORT,
-      hostname: config.HOST,
-      // Bun's own cap answers a bare 413 without the envelope; ours (http/body.ts) refuses at
-      // BODY_LIMIT_BYTES in the envelope, from the declared length or while reading a chunked body.
-      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    });
-    const worker =
-      config.WORKER === 'inline' ? await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: fail }) : null;
-    log.info('listening', { url: `http://${config.HOST}:${app.server!.port}` });
-    // Waiting inbox requests answer first, so that stopping need not wait out their wait; then no
-    // new requests; then in-flight doorbells finish (or are released); then the pools close.
-    return async () => {
-      await inboxSignal.stop();
-      await agentCache.stop();
-      // Requests in flight get a moment to finish; connections still open after it (a dashboard's
-      // event stream, which its browser reopens elsewhere, or a client that stalls) are closed.
-      await Promise.race([app.stop(), Bun.sleep(HTTP_STOP_GRACE_MS)]);
-      await app.server?.stop(true);
-      await worker?.stop();
-      await db.close();
-    };
+    const service = await createService(config, { log, http: true, worker: config.WORKER === 'inline', onWorkerFailed: fail });
+    let port: number;
+    try {
+      port = service.listen();
+    } catch (error) {
+      await service.stop();
+      throw error;
+    }
+    log.info('listening', { url: `http://${config.HOST}:${port}` });
+    return service.stop;
   });
 }
 
@@ -72,12 +49,8 @@ async function serve() {
 async function workerOnly() {
   const log = createLogger(config.LOG_LEVEL);
   await runUntilSignal(log, async (fail) => {
-    const db = await openDatabase(config, log);
-    const worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: fail });
-    return async () => {
-      await worker.stop();
-      await db.close();
-    };
+    const service = await createService(config, { log, http: false, worker: true, onWorkerFailed: fail });
+    return service.stop;
   });
 }
 

@@ -15,6 +15,7 @@ export const dashboard = ({ sql, config, log }: { sql: Sql; config: Config; log:
       dashboardApi({
         sql,
         config,
+        log,
         sendCode: codeSender(config, log),
         feed: deliveryFeed(sql, config.STALLED_AFTER_MS, log),
       }),

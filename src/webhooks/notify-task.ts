@@ -130,6 +130,7 @@ async function recordAttempt(
     failure: next.kind === 'failed' ? next.error : null,
     retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
   });
+  announceDeliveryChanges(deps.sql, deps.log, [deliveryId]);
   // The running job is locked, so graphile-worker moves the key to the retry and retires this one.
   if (next.kind === 'retry' && retried) deps.onRetryScheduled(next.delayMs);
 }
@@ -188,7 +189,6 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
       select id, true as webhook, retry_delay_ms from moved where retry_delay_ms is not null and step = 'accepted'
     ), job as (${addNotifyJobs(sql, 'retry', { delayColumn: 'retry_delay_ms' })})
     select id from retry where (select count(*) from job) > 0`;
-  announceDeliveryChanges(sql, records.map((r) => r.deliveryId));
   const retried = new Set(rows.map((r) => r.id));
   return records.map((r) => retried.has(r.deliveryId));
 }

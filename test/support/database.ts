@@ -46,20 +46,46 @@ export async function stopTestServer(): Promise<void> {
 
 export type TestDatabase = { sql: Sql; url: string; drop: () => Promise<void> };
 
+// A fresh clone with a pool of its own, for tests that run the service in other processes.
 export async function testDatabase(): Promise<TestDatabase> {
-  if (!serverUrl) throw new Error('The test preload did not start a database server.');
-  const name = `ams_test_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(withDatabase(serverUrl, 'postgres'), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name} template ${TEMPLATE}`);
-  const url = withDatabase(serverUrl, name);
+  const { url, drop } = await createTestDatabase();
   const sql = connect(url, 10);
   return {
     sql,
     url,
     drop: async () => {
       await sql.end({ timeout: 1 });
+      await drop();
+    },
+  };
+}
+
+// A fresh clone of the template. The caller connects to it: the harness through its service, so
+// that the tests' own queries share the service's pool as they would share a server's.
+export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (!serverUrl) throw new Error('The test preload did not start a database server.');
+  const name = `ams_test_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(withDatabase(serverUrl, 'postgres'), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name} template ${TEMPLATE}`);
+  return {
+    url: withDatabase(serverUrl, name),
+    drop: async () => {
       await admin.unsafe(`drop database if exists ${name} with (force)`);
       await admin.end();
     },
   };
 }
+
+// Wake-ups (domain/announce.ts) that the database refuses, for tests of how a failed one is
+// reported: a pg_notify of our own in public refuses the inbox and delivery channels and passes
+// every other on. Only connections whose search_path puts public before pg_catalog find it first:
+// those opened with `publicFirst(url)`.
+export const refuseWakeUps = (sql: Sql) =>
+  sql.unsafe(`
+    create function public.pg_notify(channel text, payload text) returns void language plpgsql as $$
+    begin
+      if channel in ('ams_inbox', 'ams_delivery') then raise exception 'wake-ups refused'; end if;
+      perform pg_catalog.pg_notify(channel, payload);
+    end $$`);
+
+export const publicFirst = (url: string) => `${url}?search_path=public,pg_catalog`;
