@@ -1,6 +1,7 @@
 import { runCommand, usage } from './cli/commands';
-import { loadConfig } from './config';
+import { loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
+import { EmbeddedPostgresFailed } from './db/embedded';
 import { isDatabaseUnavailable } from './db/unavailable';
 import { DomainError } from './domain/errors';
 import { createLogger, type Logger } from './log';
@@ -9,13 +10,13 @@ import { createService } from './service';
 // One entry point for the server, migrations and the admin CLI, so that the single compiled
 // executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
 const argv = process.argv.slice(2);
-const config = loadConfig();
 
 try {
-  if (argv.length === 0 || argv[0] === 'serve') await serve();
-  else if (argv[0] === 'worker') await workerOnly();
-  else if (argv[0] === 'migrate') await migrateOnly();
-  else if (argv[0] === 'healthcheck') await healthcheck();
+  const config = loadConfig();
+  if (argv.length === 0 || argv[0] === 'serve') await serve(config);
+  else if (argv[0] === 'worker') await workerOnly(config);
+  else if (argv[0] === 'migrate') await migrateOnly(config);
+  else if (argv[0] === 'healthcheck') await healthcheck(config);
   else if (argv[0] === 'help' || argv[0] === '--help') {
     console.log(`Usage:
   serve
@@ -23,13 +24,17 @@ try {
   migrate
   healthcheck
 ${usage()}`);
-  } else await cli(argv);
+  } else await cli(config, argv);
 } catch (error) {
-  createLogger('error').error('start_failed', { error: (error as Error).message });
+  // One sentence that says what is wrong, and for the embedded PostgreSQL what it wrote last.
+  createLogger('error').error('start_failed', {
+    error: error instanceof Error ? error.message : String(error),
+    ...(error instanceof EmbeddedPostgresFailed && { postgresLog: error.lastLines }),
+  });
   process.exit(1);
 }
 
-async function serve() {
+async function serve(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
   await runUntilSignal(log, async (fail) => {
     const service = await createService(config, { log, http: true, worker: config.WORKER === 'inline', onWorkerFailed: fail });
@@ -46,7 +51,7 @@ async function serve() {
 }
 
 // The worker alone, for deployments that run the HTTP server and the doorbells separately.
-async function workerOnly() {
+async function workerOnly(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
   await runUntilSignal(log, async (fail) => {
     const service = await createService(config, { log, http: false, worker: true, onWorkerFailed: fail });
@@ -95,7 +100,7 @@ function surviveDatabaseOutages(log: Logger) {
   });
 }
 
-async function migrateOnly() {
+async function migrateOnly(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
   const db = await openDatabase(config, log);
   await db.close();
@@ -103,13 +108,13 @@ async function migrateOnly() {
 }
 
 // For container health checks, where no HTTP client is installed.
-async function healthcheck() {
+async function healthcheck(config: Config) {
   const res = await fetch(`http://127.0.0.1:${config.PORT}/health`).catch(() => null);
   process.exit(res?.ok ? 0 : 1);
 }
 
 // Prints one JSON object and exits 0, or a sentence on stderr and exits 1.
-async function cli(args: string[]) {
+async function cli(config: Config, args: string[]) {
   const log = createLogger('warn');
   let db: Awaited<ReturnType<typeof openDatabase>> | null = null;
   try {

@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from 'bun:test';
 import { createServer, type Socket } from 'node:net';
-import { freePort } from './support/service';
+import { freePort } from '../test/support/ports';
 import { eventually, receiver } from '../test/support/receiver';
 import { attemptRows, deliveryRow, post, useWorkerHarness } from '../test/support/webhooks';
 

@@ -2,6 +2,7 @@ import { afterAll, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './support/ports';
 
 // The real executable path: `bun src/main.ts` with no DATABASE_URL starts its own PostgreSQL
 // under DATA_DIR, keeps the data across restarts, and stops cleanly on SIGTERM.
@@ -10,7 +11,7 @@ const env = {
   ...process.env,
   DATABASE_URL: '',
   DATA_DIR: dataDir,
-  EMBEDDED_PG_PORT: String(55000 + (process.pid % 1000)),
+  EMBEDDED_PG_PORT: String(await freePort()),
   PORT: '0',
   HOST: '127.0.0.1',
 };

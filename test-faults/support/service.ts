@@ -1,6 +1,6 @@
 import type { Subprocess } from 'bun';
-import { createServer } from 'node:net';
 import { track } from '../../test/support/children';
+import { freePort } from '../../test/support/ports';
 
 // The service as it runs in production: `bun src/main.ts serve` in its own process, so that it can
 // be killed without warning. Every line it logs is kept, parsed, and also as raw text (the secrets
@@ -14,19 +14,6 @@ export type Service = {
   kill9: () => Promise<void>;
   stop: () => Promise<number>;
 };
-
-
-// A port nothing listens on right now, so that a restarted server can come back on the same one.
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 export const FAST = {
   WEBHOOK_RETRY_DELAYS_MS: '100,200,300',
