@@ -11,6 +11,7 @@ import { quietWorkerLogger } from '../src/db/migrate';
 import { asActor, createAgent } from '../src/domain/agents';
 import { postMessage } from '../src/domain/messages';
 import { openThread } from '../src/domain/threads';
+import { createLogger } from '../src/log';
 import { cpuPerRequest, cpuSnapshot } from './cpu';
 import { latencySummary, round } from './stats';
 
@@ -28,6 +29,8 @@ const setup = JSON.parse(process.env.BENCH_SETUP!) as LoadSetup;
 const { base, runs } = setup;
 const progress = (line: string) => process.stderr.write(`  ${line}\n`);
 const sql = connect(setup.databaseUrl, 2);
+// Where a failed wake-up of the posts made here is reported.
+const log = createLogger('warn');
 
 // ---- server memory: sampled all along, peak kept per scenario ----
 let scenario = 'idle';
@@ -266,7 +269,7 @@ async function doorbellThroughput() {
     const arrived = new Map<string, number>();
     onDoorbell = (d, at) => arrived.set(d.deliveryId, at);
     await sql.begin(async (tx) => {
-      for (let i = 0; i < total / 10; i++) await postMessage(tx as unknown as Sql, sender.actor, threads.throughput, { content: `burst ${i}` });
+      for (let i = 0; i < total / 10; i++) await postMessage(tx as unknown as Sql, log, sender.actor, threads.throughput, { content: `burst ${i}` });
     });
     const committed = performance.now();
     await untilAll(arrived, total, 'doorbells');

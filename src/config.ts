@@ -1,22 +1,27 @@
-import { Type as T, type Static } from '@sinclair/typebox';
+import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
 // The one place that reads the environment. Defaults are the contract's values; tests and
 // deployments override them through the same variables.
 const Int = (defaultValue: number, minimum = 0) => T.Integer({ default: defaultValue, minimum });
+const Port = (defaultValue: number, minimum: number) => T.Integer({ default: defaultValue, minimum, maximum: 65_535 });
 
 export const ConfigSchema = T.Object({
-  PORT: Int(3000, 0),
+  PORT: Port(3000, 0),
   HOST: T.String({ default: '0.0.0.0' }),
   DATABASE_URL: T.Optional(T.String({ minLength: 1 })),
   DATA_DIR: T.String({ default: './data' }),
-  EMBEDDED_PG_PORT: Int(54329, 1),
+  EMBEDDED_PG_PORT: Port(54329, 1),
   DB_POOL_SIZE: Int(20, 1),
   DB_CONNECT_TIMEOUT_S: Int(5, 1),
   PUBLIC_URL: T.Optional(T.String()),
   BODY_LIMIT_BYTES: Int(1_048_576, 1024),
   WEBHOOK_TIMEOUT_MS: Int(120_000, 1),
-  WEBHOOK_RETRY_DELAYS_MS: T.String({ default: '1000,12000,148000', pattern: '^\\d+(,\\d+)*$' }),
+  WEBHOOK_RETRY_DELAYS_MS: T.String({
+    default: '1000,12000,148000',
+    pattern: '^\\d+(,\\d+)*$',
+    description: 'whole numbers of milliseconds separated by commas, such as 1000,12000,148000',
+  }),
   WEBHOOK_ALLOW_LOCAL: T.Boolean({ default: false }),
   WEBHOOK_CONCURRENCY: Int(32, 1),
   // Doorbells in flight at once to one webhook URL, per process: a slow or dead handler holds no
@@ -51,12 +56,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (value !== undefined && value !== '') raw[key] = value;
   }
   const converted = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
-  const errors = [...Value.Errors(ConfigSchema, converted)];
-  if (errors.length > 0) {
-    const lines = errors.map((e) => `${e.path.slice(1)}: ${e.message}`);
-    throw new Error(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  const invalid = new Set([...Value.Errors(ConfigSchema, converted)].map((e) => e.path.split('/')[1]!));
+  if (invalid.size > 0) {
+    const rules = [...invalid].map((key) => `${key} must be ${expected(ConfigSchema.properties[key as keyof Config])}`);
+    throw new Error(`${rules.join('; ')}.`);
   }
   return converted as Config;
+}
+
+// What a variable must be, in words, from its schema. The value given is not repeated: it may be
+// a secret put in the wrong variable.
+function expected(schema: TSchema): string {
+  if (schema.description) return schema.description;
+  if (schema.anyOf) return `one of ${(schema.anyOf as TSchema[]).map((s) => s.const).join(', ')}`;
+  if (schema.type === 'boolean') return 'true or false';
+  if (schema.type === 'integer') {
+    return schema.maximum === undefined
+      ? `a whole number of at least ${schema.minimum}`
+      : `a whole number from ${schema.minimum} to ${schema.maximum}`;
+  }
+  return 'a value that is not empty';
 }
 
 export function retryDelays(config: Config): number[] {

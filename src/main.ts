@@ -1,26 +1,22 @@
 import { runCommand, usage } from './cli/commands';
-import { loadConfig } from './config';
+import { loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
-import { cacheAgents } from './db/agent-cache';
+import { EmbeddedPostgresFailed } from './db/embedded';
 import { isDatabaseUnavailable } from './db/unavailable';
-import { listenForInbox } from './db/inbox-signal';
-import { onAnnounceFailed } from './domain/announce';
 import { DomainError } from './domain/errors';
-import { buildApp } from './http/app';
 import { createLogger, type Logger } from './log';
-import { startWorker } from './webhooks/worker';
+import { createService } from './service';
 
 // One entry point for the server, migrations and the admin CLI, so that the single compiled
 // executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
 const argv = process.argv.slice(2);
-const HTTP_STOP_GRACE_MS = 3_000;
-const config = loadConfig();
 
 try {
-  if (argv.length === 0 || argv[0] === 'serve') await serve();
-  else if (argv[0] === 'worker') await workerOnly();
-  else if (argv[0] === 'migrate') await migrateOnly();
-  else if (argv[0] === 'healthcheck') await healthcheck();
+  const config = loadConfig();
+  if (argv.length === 0 || argv[0] === 'serve') await serve(config);
+  else if (argv[0] === 'worker') await workerOnly(config);
+  else if (argv[0] === 'migrate') await migrateOnly(config);
+  else if (argv[0] === 'healthcheck') await healthcheck(config);
   else if (argv[0] === 'help' || argv[0] === '--help') {
     console.log(`Usage:
   serve
@@ -28,56 +24,38 @@ try {
   migrate
   healthcheck
 ${usage()}`);
-  } else await cli(argv);
+  } else await cli(config, argv);
 } catch (error) {
-  createLogger('error').error('start_failed', { error: (error as Error).message });
+  // One sentence that says what is wrong, and for the embedded PostgreSQL what it wrote last.
+  createLogger('error').error('start_failed', {
+    error: error instanceof Error ? error.message : String(error),
+    ...(error instanceof EmbeddedPostgresFailed && { postgresLog: error.lastLines }),
+  });
   process.exit(1);
 }
 
-async function serve() {
+async function serve(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
   await runUntilSignal(log, async (fail) => {
-    const db = await openDatabase(config, log);
-    onAnnounceFailed((error) => log.warn('announce_failed', { error: error.message }));
-    const inboxSignal = listenForInbox(db.sql, log);
-    await inboxSignal.start();
-    const agentCache = cacheAgents(db.sql, log);
-    await agentCache.start();
-    const app = buildApp({ sql: db.sql, config, log, inboxSignal, agentCache }).listen({
-      port: config.PORT,
-      hostname: config.HOST,
-      // Bun's own cap answers a bare 413 without the envelope; ours (http/body.ts) refuses at
-      // BODY_LIMIT_BYTES in the envelope, from the declared length or while reading a chunked body.
-      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    });
-    const worker =
-      config.WORKER === 'inline' ? await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: fail }) : null;
-    log.info('listening', { url: `http://${config.HOST}:${app.server!.port}` });
-    // Waiting inbox requests answer first, so that stopping need not wait out their wait; then no
-    // new requests; then in-flight doorbells finish (or are released); then the pools close.
-    return async () => {
-      await inboxSignal.stop();
-      await agentCache.stop();
-      // Requests in flight get a moment to finish; connections still open after it (a dashboard's
-      // event stream, which its browser reopens elsewhere, or a client that stalls) are closed.
-      await Promise.race([app.stop(), Bun.sleep(HTTP_STOP_GRACE_MS)]);
-      await app.server?.stop(true);
-      await worker?.stop();
-      await db.close();
-    };
+    const service = await createService(config, { log, http: true, worker: config.WORKER === 'inline', onWorkerFailed: fail });
+    let port: number;
+    try {
+      port = service.listen();
+    } catch (error) {
+      await service.stop();
+      throw error;
+    }
+    log.info('listening', { url: `http://${config.HOST}:${port}` });
+    return service.stop;
   });
 }
 
 // The worker alone, for deployments that run the HTTP server and the doorbells separately.
-async function workerOnly() {
+async function workerOnly(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
   await runUntilSignal(log, async (fail) => {
-    const db = await openDatabase(config, log);
-    const worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: fail });
-    return async () => {
-      await worker.stop();
-      await db.close();
-    };
+    const service = await createService(config, { log, http: false, worker: true, onWorkerFailed: fail });
+    return service.stop;
   });
 }
 
@@ -122,7 +100,7 @@ function surviveDatabaseOutages(log: Logger) {
   });
 }
 
-async function migrateOnly() {
+async function migrateOnly(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
   const db = await openDatabase(config, log);
   await db.close();
@@ -130,13 +108,13 @@ async function migrateOnly() {
 }
 
 // For container health checks, where no HTTP client is installed.
-async function healthcheck() {
+async function healthcheck(config: Config) {
   const res = await fetch(`http://127.0.0.1:${config.PORT}/health`).catch(() => null);
   process.exit(res?.ok ? 0 : 1);
 }
 
 // Prints one JSON object and exits 0, or a sentence on stderr and exits 1.
-async function cli(args: string[]) {
+async function cli(config: Config, args: string[]) {
   const log = createLogger('warn');
   let db: Awaited<ReturnType<typeof openDatabase>> | null = null;
   try {

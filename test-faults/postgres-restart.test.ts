@@ -10,8 +10,8 @@ import { hashKey } from '../src/domain/keys';
 import { invitePerson } from '../src/domain/people';
 import { silentLogger } from '../src/log';
 import { eventReader } from '../test/support/events';
-import { eventually, receiver } from '../test/support/receiver';
 import { freePort } from '../test/support/ports';
+import { eventually, receiver } from '../test/support/receiver';
 import { call, startService, type Answer, type Service } from './support/service';
 
 // The database goes away under load and comes back; the server process stays up throughout. This

@@ -27,3 +27,16 @@ test('bad values stop the start with the variable named', () => {
   expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL');
   expect(() => loadConfig({ DB_CONNECT_TIMEOUT_S: '0' })).toThrow('DB_CONNECT_TIMEOUT_S');
 });
+
+test('a bad value is refused in one sentence that says what the variable must be', () => {
+  expect(() => loadConfig({ PORT: 'abc' })).toThrow(new Error('PORT must be a whole number from 0 to 65535.'));
+  expect(() => loadConfig({ EMBEDDED_PG_PORT: '70000' })).toThrow(new Error('EMBEDDED_PG_PORT must be a whole number from 1 to 65535.'));
+  expect(() => loadConfig({ DB_CONNECT_TIMEOUT_S: '0' })).toThrow(new Error('DB_CONNECT_TIMEOUT_S must be a whole number of at least 1.'));
+  expect(() => loadConfig({ WEBHOOK_ALLOW_LOCAL: 'yes please' })).toThrow(new Error('WEBHOOK_ALLOW_LOCAL must be true or false.'));
+  expect(() => loadConfig({ WEBHOOK_RETRY_DELAYS_MS: '1s,2s' })).toThrow(
+    new Error('WEBHOOK_RETRY_DELAYS_MS must be whole numbers of milliseconds separated by commas, such as 1000,12000,148000.'),
+  );
+  expect(() => loadConfig({ PORT: '-1', LOG_LEVEL: 'loud' })).toThrow(
+    new Error('PORT must be a whole number from 0 to 65535; LOG_LEVEL must be one of debug, info, warn, error.'),
+  );
+});

@@ -235,15 +235,15 @@ describe('many doorbells at once', () => {
 // poll, 2 s later. A doorbell that arrives well within that was brought by a wake-up: the NOTIFY of
 // its new job, or the timer the worker sets for a retry when it falls due.
 describe('woken, not found by the 2 s poll', () => {
-  const { h: one, w } = useWorkerHarness({ WEBHOOK_CONCURRENCY: '1', WEBHOOK_RETRY_DELAYS_MS: '300,300,300' });
+  const { h: one } = useWorkerHarness({ WEBHOOK_CONCURRENCY: '1', WEBHOOK_RETRY_DELAYS_MS: '300,300,300' });
   const RETRY_MS = 300;
   // Well short of the poll's 2 s, with a second of slack for a busy machine.
   const WOKEN_WITHIN_MS = 1_500;
   // When the slot next finishes a job and then finds nothing: its poll timer starts then.
   const idleAfterNextJob = () =>
     new Promise<number>((resolve) =>
-      w.worker.runner.events.once('job:complete', () =>
-        w.worker.runner.events.once('worker:getJob:empty', () => resolve(performance.now())),
+      one.service.worker!.runner.events.once('job:complete', () =>
+        one.service.worker!.runner.events.once('worker:getJob:empty', () => resolve(performance.now())),
       ),
     );
 

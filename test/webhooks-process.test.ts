@@ -3,6 +3,7 @@ import type { Subprocess } from 'bun';
 import { INTERRUPTED } from '../src/domain/delivery-steps';
 import { createLogger } from '../src/log';
 import { startWorker } from '../src/webhooks/worker';
+import { publicFirst, refuseWakeUps } from './support/database';
 import { useHarness } from './support/harness';
 import { eventually, receiver } from './support/receiver';
 import { attemptRows, FAST_WEBHOOKS, post, untilStep } from './support/webhooks';
@@ -140,4 +141,23 @@ describe('a runner that ends without being asked to', () => {
     expect(failures).toEqual([]);
     expect(lines.some((l) => l.event === 'worker_failed')).toBe(false);
   });
+});
+
+// A wake-up follows the commit in a statement of its own (domain/announce.ts), so when it fails
+// nobody is left to answer; the worker run on its own must still say so in its log.
+describe('a wake-up the split worker could not send', () => {
+  test('is logged as announce_failed by `ams worker`', async () => {
+    await refuseWakeUps(h.db.sql);
+    const sender = await h.agent('announce-sender');
+    const recipient = await h.agent('announce-recipient', { webhookUrl: hook.url('/announce') });
+    const worker = await spawnService('worker', 'worker_started', { DATABASE_URL: publicFirst(h.db.url) });
+    const { deliveryId } = await post(h, sender, recipient, { content: 'wake nobody' });
+    await untilStep(h, deliveryId, 'notified');
+    // The attempt is recorded first; its wake-up goes out after that statement commits.
+    const failed = await eventually(async () => worker.lines.find((l) => l.event === 'announce_failed'));
+    const { time: _, ...line } = failed;
+    expect(line).toEqual({ level: 'warn', event: 'announce_failed', error: 'wake-ups refused' });
+    worker.proc.kill('SIGTERM');
+    expect(await worker.proc.exited).toBe(0);
+  }, 20_000);
 });

@@ -10,18 +10,19 @@ import { postMessage } from '../domain/messages';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people';
 import { confirmClose, declineClose, listThreads, removeParticipant } from '../domain/threads';
 import { ok } from '../http/envelope';
+import type { Logger } from '../log';
 import { deliveryEvents, type DeliveryFeed } from './feed';
 import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from './guard';
 import type { SessionStreams } from './session-streams';
 
-export type DashboardDeps = { sql: Sql; config: Config; sendCode: CodeSender; feed: DeliveryFeed; streams: SessionStreams };
+export type DashboardDeps = { sql: Sql; config: Config; log: Logger; sendCode: CodeSender; feed: DeliveryFeed; streams: SessionStreams };
 
 const field = (body: unknown, name: string) =>
   body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
-export const dashboardApi = ({ sql, config, sendCode, feed, streams }: DashboardDeps) => {
+export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: DashboardDeps) => {
   const policy = { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
   return new Elysia({ name: 'dashboard-api', prefix: '/dashboard/api' })
     .use(dashboardGuard(sql, config))
@@ -90,7 +91,7 @@ export const dashboardApi = ({ sql, config, sendCode, feed, streams }: Dashboard
     .post(
       '/threads/:threadId/messages',
       async ({ person, params, body, set }) => {
-        const posted = await postMessage(sql, personActor(person), params.threadId, body);
+        const posted = await postMessage(sql, log, personActor(person), params.threadId, body);
         set.status = 201;
         return ok(posted);
       },

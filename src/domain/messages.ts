@@ -1,5 +1,6 @@
 import { batchedStatement } from '../db/batcher';
 import type { Sql } from '../db/connect';
+import type { Logger } from '../log';
 import type { Actor } from './agents';
 import { invalid, notFound } from './errors';
 import { announceNewDeliveries, wakeWithJobs } from './announce';
@@ -30,6 +31,8 @@ type PostOutcome = {
   createdAt: Date | null;
   deliveryIds: string[];
   recipientIds: string[];
+  // Whether the statement woke the recipients' waiters itself (see announce.ts).
+  announced: boolean;
 };
 
 // A message and one delivery per active participant other than the sender, plus the doorbell job
@@ -38,8 +41,8 @@ type PostOutcome = {
 // Concurrent posts share the statement (db/batcher.ts): each post is still whole or absent, and
 // under load the database does one statement's fixed work for many posts. The wake-ups of waiting
 // inboxes and dashboards follow the commit, unless a doorbell job already makes the statement
-// notify (see announce.ts).
-export async function postMessage(sql: Sql, actor: Actor, threadId: string, input: unknown): Promise<PostedMessage> {
+// notify (see announce.ts); a wake-up that fails is reported to `log`.
+export async function postMessage(sql: Sql, log: Logger, actor: Actor, threadId: string, input: unknown): Promise<PostedMessage> {
   const body = validate(NewMessage, input);
   const summary = body.summary?.trim() ? body.summary : null;
   if (body.content.length > LIMITS.summaryRequiredAbove && summary === null) {
@@ -57,6 +60,7 @@ export async function postMessage(sql: Sql, actor: Actor, threadId: string, inpu
     doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
   };
   const row = await posts(sql, post);
+  if (!row.announced) announceNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
   if (!row.state || !row.member || (actor.kind === 'agent' && row.state === 'closed')) throw threadNotFound();
   if (row.state === 'close-pending') {
     throw invalid('The thread is closing: a close was requested and awaits a person, so sending is rejected.');
@@ -74,7 +78,7 @@ const posts = batchedStatement(insertPosts);
 // (null state: no such thread), and the message with its deliveries when it was created.
 async function insertPosts(sql: Sql, posts: NewPost[]): Promise<PostOutcome[]> {
   const column = <K extends keyof NewPost>(key: K) => posts.map((p) => p[key]);
-  const rows = await sql<(PostOutcome & { jobs: number })[]>`
+  return sql<PostOutcome[]>`
     with input as (
       select i.n, uuid_v7() as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary, i.doorbell_summary
       from unnest(${column('threadId')}::uuid[], ${column('senderAgentId')}::uuid[], ${column('sender')}::text[],
@@ -119,17 +123,12 @@ async function insertPosts(sql: Sql, posts: NewPost[]): Promise<PostOutcome[]> {
     -- job and wake are plain SELECTs, which PostgreSQL runs only when referenced: hence the counts.
     select thread.state, coalesce(thread.member, false) as member, message.id, message.created_at as "createdAt",
            coalesce(delivered.ids, '{}') as "deliveryIds", coalesce(delivered.recipients, '{}') as "recipientIds",
-           (select count(*)::int from job) + (select count(*)::int from wake) as jobs
+           (select count(*) from job) + (select count(*) from wake) > 0 as announced
     from input i
     left join thread on thread.n = i.n
     left join message on message.id = i.message_id
     left join delivered on delivered.message_id = i.message_id
     order by i.n`;
-  // Without a doorbell job the statement notified nobody: announce the new deliveries now.
-  if (rows[0]?.jobs === 0) {
-    announceNewDeliveries(sql, rows.flatMap((r) => r.deliveryIds), rows.flatMap((r) => r.recipientIds));
-  }
-  return rows;
 }
 
 const toMessage = (r: Record<string, unknown>): MessageRecord => ({

@@ -25,7 +25,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache }: AppDeps)
     .use(apiDocs())
     .use(healthRoutes(sql))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
-    .use(threadRoutes(sql, agentCache))
+    .use(threadRoutes(sql, agentCache, log))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log))
     .use(dashboard({ sql, config, log }));
 }

@@ -8,11 +8,12 @@ import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, Th
 import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
 import { agentAuth } from './agent-auth';
 import { LimitQuery } from './deliveries';
+import type { Logger } from '../log';
 import { jsonBody, ok, responses } from './envelope';
 
 const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
 
-export const threadRoutes = (sql: Sql, agentCache: AgentCache) =>
+export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
   new Elysia({ name: 'thread-routes', prefix: '/api/threads', detail: { tags: ['Threads'] } })
     .use(agentAuth(sql, agentCache))
     .get('', async ({ agent }) => ok(await listThreads(sql, asActor(agent))), {
@@ -87,7 +88,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache) =>
     .post(
       '/:threadId/messages',
       async ({ agent, params, body, set }) => {
-        const posted = await postMessage(sql, asActor(agent), params.threadId, body);
+        const posted = await postMessage(sql, log, asActor(agent), params.threadId, body);
         set.status = 201;
         return ok(posted);
       },

@@ -18,7 +18,7 @@ export const mcpRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
       '/mcp',
       ({ agent, body, request, server }) => {
         holdOpen(server, request, LIMITS.inboxWaitSeconds);
-        return answerMcp(request, body, { sql, inboxSignal, agent, abort: request.signal }, log);
+        return answerMcp(request, body, { sql, log, inboxSignal, agent, abort: request.signal }, log);
       },
       { agent: true, detail: { hide: true } },
     )

@@ -9,8 +9,9 @@ import { listMessages, postMessage, readMessage } from '../domain/messages';
 import { LIMITS, NewMessage, NewParticipant, NewThread } from '../domain/schemas';
 import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
 import { validate } from '../domain/validate';
+import type { Logger } from '../log';
 
-export type ToolContext = { sql: Sql; inboxSignal: InboxSignal; agent: Agent; abort: AbortSignal };
+export type ToolContext = { sql: Sql; log: Logger; inboxSignal: InboxSignal; agent: Agent; abort: AbortSignal };
 
 type Tool = {
   description: string;
@@ -51,7 +52,7 @@ export const tools: Record<string, Tool> = {
   send_message: {
     description: 'Post a message to a thread. Refused while a close is pending. Check recipients in the result.',
     input: T.Composite([ThreadRef, NewMessage]),
-    run: (ctx, args) => postMessage(ctx.sql, asActor(ctx.agent), threadId(args), args),
+    run: (ctx, args) => postMessage(ctx.sql, ctx.log, asActor(ctx.agent), threadId(args), args),
   },
   list_threads: {
     description: 'Threads you participate in, newest first.',

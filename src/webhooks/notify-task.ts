@@ -1,6 +1,7 @@
 import type { Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
 import { makeDue } from '../db/job-queue';
+import { announceDeliveryChanges } from '../domain/announce';
 import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordDoorbellAttempts, recordInterruptedAttempt } from '../domain/delivery-steps';
 import { requeueNotifyJob } from '../domain/notify-jobs';
 import type { Logger } from '../log';
@@ -61,7 +62,7 @@ export const notifyTask =
   async (rawPayload, helpers) => {
     const payload = rawPayload as NotifyPayload;
     // Run before and not finished: the previous run's attempt goes into the log first.
-    if (helpers.job.attempts > 1) await recordInterruptedAttempt(deps.sql, payload.deliveryId, deps.retryDelaysMs.length + 1);
+    if (helpers.job.attempts > 1) await recordInterruptedAttempt(deps.sql, deps.log, payload.deliveryId, deps.retryDelaysMs.length + 1);
     const doorbell = await ringable(deps, payload);
     if (!doorbell) return forgetNextAttempt(deps.sql, payload.deliveryId);
     const release = deps.slots.take(doorbell.url) ?? (await deps.slots.waitForSlot(doorbell.url, WAIT_FOR_QUICK_SLOT_MS));
@@ -129,6 +130,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | 
     failure: next.kind === 'failed' ? next.error : null,
     retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
   });
+  announceDeliveryChanges(deps.sql, deps.log, [deliveryId]);
   // The running job is locked, so graphile-worker moves the key to the retry and retires this one.
   if (next.kind === 'retry' && retried) deps.onRetryScheduled(next.delayMs);
 }

@@ -86,11 +86,21 @@ export function testServer(server: URL) {
       await admin.end();
     },
 
-    async database(wait: SlotWait = {}): Promise<TestDatabase> {
+    async clone(wait: SlotWait = {}): Promise<{ url: string; drop: () => Promise<void> }> {
       const name = `ams_test_${randomBytes(6).toString('hex')}`;
       const admin = await adminClient(server, wait);
       await admin.unsafe(`create database ${name} template ${template}`);
-      const url = withDatabase(server, name);
+      return {
+        url: withDatabase(server, name),
+        drop: async () => {
+          await admin.unsafe(`drop database if exists ${name} with (force)`);
+          await admin.end();
+        },
+      };
+    },
+
+    async database(wait: SlotWait = {}): Promise<TestDatabase> {
+      const { url, drop } = await this.clone(wait);
       const sql = connect(url, 10);
       await withConnectionSlot(() => sql`select 1`, wait);
       return {
@@ -98,8 +108,7 @@ export function testServer(server: URL) {
         url,
         drop: async () => {
           await sql.end({ timeout: 1 });
-          await admin.unsafe(`drop database if exists ${name} with (force)`);
-          await admin.end();
+          await drop();
         },
       };
     },
@@ -125,7 +134,29 @@ export async function stopTestServer(): Promise<void> {
   await embedded?.stop();
 }
 
+// A fresh clone with a pool of its own, for tests that run the service in other processes.
 export async function testDatabase(): Promise<TestDatabase> {
   if (!shared) throw new Error('The test preload did not start a database server.');
   return shared.database();
 }
+
+// A fresh clone of the template. The caller connects to it: the harness through its service, so
+// that the tests' own queries share the service's pool as they would share a server's.
+export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (!shared) throw new Error('The test preload did not start a database server.');
+  return shared.clone();
+}
+
+// Wake-ups (domain/announce.ts) that the database refuses, for tests of how a failed one is
+// reported: a pg_notify of our own in public refuses the inbox and delivery channels and passes
+// every other on. Only connections whose search_path puts public before pg_catalog find it first:
+// those opened with `publicFirst(url)`.
+export const refuseWakeUps = (sql: Sql) =>
+  sql.unsafe(`
+    create function public.pg_notify(channel text, payload text) returns void language plpgsql as $$
+    begin
+      if channel in ('ams_inbox', 'ams_delivery') then raise exception 'wake-ups refused'; end if;
+      perform pg_catalog.pg_notify(channel, payload);
+    end $$`);
+
+export const publicFirst = (url: string) => `${url}?search_path=public,pg_catalog`;

@@ -1,16 +1,19 @@
 import { afterAll, beforeAll } from 'bun:test';
 import { loadConfig, type Config } from '../../src/config';
-import { cacheAgents, type AgentCacheListener } from '../../src/db/agent-cache';
-import { listenForInbox, type InboxListener } from '../../src/db/inbox-signal';
+import type { AgentCacheListener } from '../../src/db/agent-cache';
+import type { InboxListener } from '../../src/db/inbox-signal';
 import { createAgent } from '../../src/domain/agents';
-import { buildApp, type App } from '../../src/http/app';
+import type { App } from '../../src/http/app';
 import { silentLogger } from '../../src/log';
-import { testDatabase, type TestDatabase } from './database';
+import { createService, type HttpService } from '../../src/service';
+import { createTestDatabase, type TestDatabase } from './database';
 
 export type Reply = { status: number; body: any; headers: Headers };
 
 export type Harness = {
   db: TestDatabase;
+  // The service as `ams serve` wires it, on the test database, not listening.
+  service: HttpService;
   app: App;
   config: Config;
   inboxSignal: InboxListener;
@@ -53,17 +56,17 @@ let counter = 0;
 // Unique, valid usernames so tests never collide within a file.
 export const uniqueName = (base: string) => `${base}-${++counter}`;
 
-// A fresh database and app for one test file; torn down after the file's tests.
-export function useHarness(env: Record<string, string> = {}): Harness {
+// A fresh database and service for one test file; torn down after the file's tests. The webhook
+// worker runs in it only when a test asks for it.
+export function useHarness(env: Record<string, string> = {}, { worker = false } = {}): Harness {
   const h = {} as Harness;
+  let database: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
   beforeAll(async () => {
-    h.db = await testDatabase();
-    h.config = loadConfig({ WEBHOOK_ALLOW_LOCAL: 'true', DATABASE_URL: h.db.url, ...env });
-    h.inboxSignal = listenForInbox(h.db.sql, silentLogger);
-    await h.inboxSignal.start();
-    h.agentCache = cacheAgents(h.db.sql, silentLogger);
-    await h.agentCache.start();
-    h.app = buildApp({ sql: h.db.sql, config: h.config, log: silentLogger, inboxSignal: h.inboxSignal, agentCache: h.agentCache });
+    database = await createTestDatabase();
+    h.config = loadConfig({ WEBHOOK_ALLOW_LOCAL: 'true', DATABASE_URL: database.url, DB_POOL_SIZE: '10', ...env });
+    h.service = await createService(h.config, { log: silentLogger, http: true, worker });
+    h.db = { sql: h.service.sql, url: database.url, drop: database.drop };
+    ({ app: h.app, inboxSignal: h.inboxSignal, agentCache: h.agentCache } = h.service);
     h.call = async (method, path, opts = {}) => {
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.key) headers.authorization = `Bearer ${opts.key}`;
@@ -88,9 +91,8 @@ export function useHarness(env: Record<string, string> = {}): Harness {
     };
   });
   afterAll(async () => {
-    await h.inboxSignal?.stop();
-    await h.agentCache?.stop();
-    await h.db?.drop();
+    await h.service?.stop();
+    await database?.drop();
   });
   return h;
 }

@@ -1,7 +1,4 @@
-import { afterAll, beforeAll } from 'bun:test';
 import { createHmac } from 'node:crypto';
-import { silentLogger } from '../../src/log';
-import { startWorker, type RunningWorker } from '../../src/webhooks/worker';
 import { useHarness, type Harness } from './harness';
 import { eventually } from './receiver';
 
@@ -13,18 +10,9 @@ export const FAST_WEBHOOKS = {
   WORKER_STALE_MS: '1000',
 };
 
-// A harness with the real worker running in this process against its database. The worker's
-// teardown is registered first so that it stops before the database is dropped.
+// A harness with the real worker running in this process against its database.
 export function useWorkerHarness(env: Record<string, string> = {}) {
-  const w = {} as { worker: RunningWorker };
-  afterAll(async () => {
-    await w.worker?.stop();
-  });
-  const h = useHarness({ ...FAST_WEBHOOKS, ...env });
-  beforeAll(async () => {
-    w.worker = await startWorker({ sql: h.db.sql, databaseUrl: h.db.url, config: h.config, log: silentLogger });
-  });
-  return { h, w };
+  return { h: useHarness({ ...FAST_WEBHOOKS, ...env }, { worker: true }) };
 }
 
 // Opens a thread from `from` with `to` in it and posts one message; returns the delivery to `to`.

@@ -1,0 +1,101 @@
+import type { Config } from './config';
+import { cacheAgents, type AgentCacheListener } from './db/agent-cache';
+import type { Sql } from './db/connect';
+import { openDatabase } from './db/database';
+import { listenForInbox, type InboxListener } from './db/inbox-signal';
+import { buildApp, type App } from './http/app';
+import type { Logger } from './log';
+import { startWorker, type RunningWorker } from './webhooks/worker';
+
+const HTTP_STOP_GRACE_MS = 3_000;
+
+export type ServiceOptions = {
+  // Every part logs here, a wake-up that failed after its commit included.
+  log: Logger;
+  // The webhook worker in this process: `ams serve` with WORKER=inline, `ams worker`, the bench;
+  // tests that do not ring doorbells leave it out.
+  worker: boolean;
+  // Called if the worker ends without being asked to (webhooks/worker.ts).
+  onWorkerFailed?: (error: Error) => void;
+};
+
+export type WorkerService = {
+  sql: Sql;
+  databaseUrl: string;
+  worker: RunningWorker | null;
+  stop: () => Promise<void>;
+};
+
+// The HTTP surface, built but not listening until listen() (tests mostly call app.handle()).
+export type HttpService = WorkerService & {
+  app: App;
+  inboxSignal: InboxListener;
+  agentCache: AgentCacheListener;
+  // Listens on HOST and PORT; stop() then closes the server in its turn. Answers the port.
+  listen: () => number;
+};
+
+// The whole service wired once, for `ams serve`, `ams worker` (http: false), the bench's server and
+// the tests: the database (migrated), the inbox wait's and the agent cache's listeners, the app and
+// the worker, and a stop that takes them down in order.
+export async function createService(config: Config, options: ServiceOptions & { http: true }): Promise<HttpService>;
+export async function createService(config: Config, options: ServiceOptions & { http: false }): Promise<WorkerService>;
+export async function createService(
+  config: Config,
+  { log, http, worker: withWorker, onWorkerFailed }: ServiceOptions & { http: boolean },
+): Promise<HttpService | WorkerService> {
+  const db = await openDatabase(config, log);
+  const started: {
+    inboxSignal?: InboxListener;
+    agentCache?: AgentCacheListener;
+    app?: App;
+    server?: NonNullable<App['server']>;
+    worker?: RunningWorker;
+  } = {};
+  // Waiting inbox requests answer first, so that stopping need not wait out their wait; then no
+  // new requests; then in-flight doorbells finish (or are released); then the pools close.
+  const stop = async () => {
+    await started.inboxSignal?.stop();
+    await started.agentCache?.stop();
+    const server = started.server;
+    if (server) {
+      // Requests in flight get a moment to finish; connections still open after it (a dashboard's
+      // event stream, which its browser reopens elsewhere, or a client that stalls) are closed.
+      await Promise.race([started.app!.stop(), Bun.sleep(HTTP_STOP_GRACE_MS)]);
+      await server.stop(true);
+    }
+    await started.worker?.stop();
+    await db.close();
+  };
+  try {
+    if (http) {
+      started.inboxSignal = listenForInbox(db.sql, log);
+      await started.inboxSignal.start();
+      started.agentCache = cacheAgents(db.sql, log);
+      await started.agentCache.start();
+      started.app = buildApp({ sql: db.sql, config, log, inboxSignal: started.inboxSignal, agentCache: started.agentCache });
+    }
+    if (withWorker) {
+      started.worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed });
+    }
+  } catch (error) {
+    // A part that failed to start leaves nothing running behind it: no listener, no open pool.
+    await stop().catch(() => {});
+    throw error;
+  }
+  const service = { sql: db.sql, databaseUrl: db.url, worker: started.worker ?? null, stop };
+  if (!http) return service;
+  const app = started.app!;
+  const listen = () => {
+    app.listen({
+      port: config.PORT,
+      hostname: config.HOST,
+      // Bun's own cap answers a bare 413 without the envelope; ours (http/body.ts) refuses at
+      // BODY_LIMIT_BYTES in the envelope, from the declared length or while reading a chunked body.
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    });
+    started.server = app.server!;
+    return started.server.port!;
+  };
+  return { ...service, app, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, listen };
+}
