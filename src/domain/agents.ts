@@ -3,6 +3,7 @@ import type { Sql } from '../db/connect';
 import { conflict, notFound, unauthorized } from './errors';
 import { AGENT_KEY_PATTERN, hashKey, newAgentKey, newSigningSecret } from './keys';
 import { Username } from './schemas';
+import { claimUsername, usernameOwner } from './usernames';
 import { validate } from './validate';
 import { checkWebhookUrl, type WebhookUrlPolicy } from './webhook-url';
 
@@ -44,16 +45,19 @@ export async function createAgent(
   const webhookUrl = input.webhookUrl === undefined ? undefined : await checkWebhookUrl(input.webhookUrl, policy);
   const apiKey = newAgentKey();
   const signingSecret = webhookUrl ? newSigningSecret() : null;
-  // Agents and people share one namespace: a username is the sender name of what either posts.
-  const [person] = await sql`select 1 from people where username = ${username}`;
-  if (person) throw conflict(`A person is already named ${username}; choose another username.`);
   const [row] = await sql`
+    with claimed as (${claimUsername(sql, username, 'agent')})
     insert into agents (username, key_hash, webhook_url, signing_secret, webhook_set_at)
-    values (${username}, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret},
-            ${webhookUrl ? sql`now()` : null})
-    on conflict (username) do nothing
+    select username, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret}, ${webhookUrl ? sql`now()` : null}
+    from claimed
     returning id`;
-  if (!row) throw conflict(`An agent named ${username} already exists.`);
+  if (!row) {
+    throw conflict(
+      (await usernameOwner(sql, username)) === 'person'
+        ? `A person is already named ${username}; choose another username.`
+        : `An agent named ${username} already exists.`,
+    );
+  }
   return webhookUrl ? { username, apiKey, webhookUrl, signingSecret: signingSecret! } : { username, apiKey };
 }
 
