@@ -5,6 +5,7 @@ import people from '../../sql/003_people.sql' with { type: 'text' };
 import announceAfterCommit from '../../sql/004_announce_after_commit.sql' with { type: 'text' };
 import uuidV7WithoutParsing from '../../sql/005_uuid_v7_without_parsing.sql' with { type: 'text' };
 import usernames from '../../sql/006_usernames.sql' with { type: 'text' };
+import agentChangesNotify from '../../sql/007_agent_changes_notify.sql' with { type: 'text' };
 import type { Sql } from './connect';
 import { workerPool } from './worker-pool';
 
@@ -16,6 +17,7 @@ export const migrations: { name: string; sql: string }[] = [
   { name: '004_announce_after_commit', sql: announceAfterCommit },
   { name: '005_uuid_v7_without_parsing', sql: uuidV7WithoutParsing },
   { name: '006_usernames', sql: usernames },
+  { name: '007_agent_changes_notify', sql: agentChangesNotify },
 ];
 
 // Applies our numbered migrations, then graphile-worker's own schema (the message transaction

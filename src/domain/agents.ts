@@ -1,4 +1,4 @@
-import { AGENTS_CHANNEL, type AgentCache } from '../db/agent-cache';
+import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import { conflict, notFound, unauthorized } from './errors';
 import { AGENT_KEY_PATTERN, hashKey, newAgentKey, newSigningSecret } from './keys';
@@ -15,7 +15,7 @@ export type Actor = { kind: 'agent'; id: string; username: string } | { kind: 'p
 export const asActor = (agent: Agent): Actor => ({ kind: 'agent', id: agent.id, username: agent.username });
 
 // A key answers for its agent while the agent is not archived. A hit in the cache saves the lookup;
-// whatever changes that answer must notify AGENTS_CHANNEL (see setArchived).
+// the database evicts an agent whose answer changes (see src/db/agent-cache.ts).
 export async function authenticateAgent(sql: Sql, cache: AgentCache, authorization: string | undefined | null): Promise<Agent> {
   if (!authorization) throw unauthorized('Authorization header is missing; send "Authorization: Bearer agt_…".');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -68,17 +68,13 @@ async function requireAgent(sql: Sql, username: string): Promise<{ id: string; u
 }
 
 // Archiving revokes the key and removes the agent from future recipients; unarchiving restores
-// the same key, since the hash never changes. The notification commits with the change, so every
-// instance's cache of authenticated agents drops the agent at once.
+// the same key, since the hash never changes. Every instance's cache of authenticated agents
+// drops the agent when the change commits (sql/007_agent_changes_notify.sql).
 export async function setArchived(sql: Sql, username: string, archived: boolean) {
   await requireAgent(sql, username);
   await sql`
-    with changed as (
-      update agents set archived_at = ${archived ? sql`coalesce(archived_at, now())` : null}
-      where username = ${username}
-      returning id
-    )
-    select pg_notify(${AGENTS_CHANNEL}, id::text) from changed`;
+    update agents set archived_at = ${archived ? sql`coalesce(archived_at, now())` : null}
+    where username = ${username}`;
   return { username, archived };
 }
 
