@@ -70,12 +70,58 @@ test('a lookup answered before an eviction is not cached after it', async () => 
   expect(cache.get('a-key-hash')).toBeUndefined();
 });
 
+// An archive that notifies nobody (triggers skipped), as one made while a listener was
+// disconnected is for that listener.
+const archiveUnheard = (username: string) =>
+  h.db.sql.begin(async (tx) => {
+    await tx`set local session_replication_role = replica`;
+    await tx`update agents set archived_at = now() where username = ${username}`;
+  });
+
+const threadsOnHarness = async (key: string) => (await h.call('GET', '/api/threads', { key })).status;
+
+// Whoever changes the row, the database notifies: no writer has to remember to.
+test.each([
+  ['archived', (username: string) => h.db.sql`update agents set archived_at = now() where username = ${username}`],
+  ['given another key', (username: string) => h.db.sql`update agents set key_hash = sha256(key_hash) where username = ${username}`],
+  ['deleted', (username: string) => h.db.sql`delete from agents where username = ${username}`],
+])('an agent %s by plain SQL: the key its process had cached answers 401 once the change is heard', async (_change, change) => {
+  const a = await h.agent(uniqueName('plain'));
+  const cached = h.agentCache.size();
+  expect(await threadsOnHarness(a.key)).toBe(200);
+  expect(h.agentCache.size()).toBe(cached + 1);
+  const since = h.agentCache.version();
+  await change(a.username);
+  await until(() => h.agentCache.version() !== since, 2000);
+  const refused = await h.call('GET', '/api/threads', { key: a.key });
+  expect(refused.status).toBe(401);
+  expect(refused.body).toEqual({ success: false, error: 'The API key is not recognised or its agent is archived.' });
+  expect(h.agentCache.size()).toBe(cached);
+});
+
+test('an entry older than its time to live is looked up again, even when no change was heard', async () => {
+  const short = cacheAgents(sql, silentLogger, { ttlMs: 1000 });
+  await short.start();
+  try {
+    const app = buildApp({ sql, config: h.config, log: silentLogger, inboxSignal: listenForInbox(sql, silentLogger), agentCache: short });
+    const threads = async (key: string) => (await callApp(app, 'GET', '/api/threads', { headers: { authorization: `Bearer ${key}` } })).status;
+    const a = await h.agent(uniqueName('expiring'));
+    expect(await threads(a.key)).toBe(200);
+    await archiveUnheard(a.username);
+    expect(await threads(a.key)).toBe(200);
+    await Bun.sleep(1100);
+    expect(await threads(a.key)).toBe(401);
+    expect(short.size()).toBe(0);
+  } finally {
+    await short.stop();
+  }
+});
+
 test('the cache is emptied when its listener reconnects, since notifications may have been missed', async () => {
   const a = await h.agent(uniqueName('missed'));
   expect(await threadsOnOther(a.key)).toBe(200);
-  // A change that notifies nobody, as a notification lost while the listener was down would be:
-  // the cached answer stands until the reconnect.
-  await h.db.sql`update agents set archived_at = now() where username = ${a.username}`;
+  // The cached answer stands until the reconnect.
+  await archiveUnheard(a.username);
   expect(await threadsOnOther(a.key)).toBe(200);
 
   await h.db.sql`select pg_terminate_backend(${otherListener})`;
@@ -85,7 +131,7 @@ test('the cache is emptied when its listener reconnects, since notifications may
 });
 
 test('the cache holds at most its size, dropping the least recently used', async () => {
-  const small = cacheAgents(sql, silentLogger, 2);
+  const small = cacheAgents(sql, silentLogger, { maxSize: 2 });
   await small.start();
   try {
     const agent = (n: number) => ({ id: `id-${n}`, username: `agent-${n}` });

@@ -1,4 +1,5 @@
 import { expect, test } from 'bun:test';
+import type { TransactionSql } from 'postgres';
 import { migrate, migrations } from '../src/db/migrate';
 import { useHarness } from './support/harness';
 
@@ -51,4 +52,49 @@ test.each(uuidV7Variants)('uuid_v7() on %s: version 7, the current time, in crea
   expect(made).toHaveLength(50);
   expect(made.toSorted()).toEqual(made);
   expect(new Set(made).size).toBe(50);
+});
+
+// Runs 006_usernames on a database as it was before it, holding `before`'s rows, in a transaction
+// rolled back afterwards; returns the claims it made.
+async function claimsFromUsernamesMigration(before: (tx: TransactionSql) => Promise<unknown>) {
+  const migration = migrations.find((m) => m.name === '006_usernames')!;
+  const rollback = new Error('rollback');
+  let claims: { username: string; owner: string }[] = [];
+  await h.db.sql
+    .begin(async (tx) => {
+      await tx`alter table agents drop column username_owner`;
+      await tx`alter table people drop column username_owner`;
+      await tx`drop table usernames`;
+      await before(tx);
+      await tx.unsafe(migration.sql);
+      claims = [...(await tx<{ username: string; owner: string }[]>`select username, owner from usernames order by username`)];
+      throw rollback;
+    })
+    .catch((error: Error) => {
+      if (error !== rollback) throw error;
+    });
+  return claims;
+}
+
+test('the usernames migration claims every existing agent and person name for its owner', async () => {
+  const claims = await claimsFromUsernamesMigration(async (tx) => {
+    await tx`insert into agents (username, key_hash) values ('old-agent', '\\x01')`;
+    await tx`insert into people (email, username) values ('old@example.com', 'old-person')`;
+  });
+  expect(claims).toEqual([
+    { username: 'old-agent', owner: 'agent' },
+    { username: 'old-person', owner: 'person' },
+  ]);
+});
+
+test('the usernames migration refuses, naming them, names an agent and a person both hold', async () => {
+  const migrating = claimsFromUsernamesMigration(async (tx) => {
+    await tx`insert into agents (username, key_hash) values ('both-b', '\\x02'), ('both-a', '\\x03')`;
+    await tx`insert into people (email, username) values ('a@example.com', 'both-a'), ('b@example.com', 'both-b')`;
+  });
+  await expect(migrating).rejects.toThrow(
+    'These usernames belong to both an agent and a person: both-a, both-b. Rename one of each pair, then migrate again.',
+  );
+  const [count] = await h.db.sql`select count(*)::int as n from agents where username like 'both-%'`;
+  expect(count!.n).toBe(0);
 });

@@ -1,7 +1,9 @@
 import { describe, expect, test } from 'bun:test';
+import type { ReservedSql } from 'postgres';
 import { setArchived } from '../src/domain/agents';
-import { confirmClose, declineClose } from '../src/domain/threads';
-import { uniqueName, useHarness } from './support/harness';
+import { invitePerson, personActor, type Person } from '../src/domain/people';
+import { confirmClose, declineClose, removeParticipant } from '../src/domain/threads';
+import { uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
 
 const h = useHarness();
 const NO_THREAD = { success: false, error: 'No such thread, or you are not a participant.' };
@@ -141,6 +143,114 @@ describe('participants', () => {
     expect(foreign.body).toEqual(NO_THREAD);
     const [count] = await h.db.sql`select count(*)::int as n from participants where thread_id = ${id}`;
     expect(count!.n).toBe(1);
+  });
+  test('400 naming an archived agent, 404 once the thread is closed, and nothing is added', async () => {
+    const a = await h.agent(uniqueName('adder'));
+    const gone = await h.agent(uniqueName('gone'));
+    const late = await h.agent(uniqueName('late'));
+    await setArchived(h.db.sql, gone.username, true);
+    const id = await h.thread(a, []);
+    const archived = await h.call('POST', `/api/threads/${id}/participants`, { key: a.key, body: { username: gone.username } });
+    expect(archived.status).toBe(400);
+    expect(archived.body).toEqual({ success: false, error: `username names ${gone.username}, which is not an active agent` });
+    await h.call('POST', `/api/threads/${id}/close`, { key: a.key });
+    await confirmClose(h.db.sql, id);
+    const closed = await h.call('POST', `/api/threads/${id}/participants`, { key: a.key, body: { username: late.username } });
+    expect(closed.status).toBe(404);
+    expect(closed.body).toEqual(NO_THREAD);
+    const [count] = await h.db.sql`select count(*)::int as n from participants where thread_id = ${id}`;
+    expect(count!.n).toBe(1);
+  });
+});
+
+describe('adding a participant while the thread changes', () => {
+  const lockWaiters = async () =>
+    (await h.db.sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!
+      .n as number;
+  async function until(condition: () => Promise<boolean>) {
+    const end = Date.now() + 5000;
+    while (!(await condition())) {
+      if (Date.now() > end) throw new Error('condition not met in time');
+      await Bun.sleep(5);
+    }
+  }
+  let operator: Person | undefined;
+  const operatorActor = async () => {
+    if (!operator) {
+      await invitePerson(h.db.sql, { email: 'operator@example.com', username: 'operator' });
+      [operator] = await h.db.sql<Person[]>`select id, email, username from people where username = 'operator'`;
+    }
+    return personActor(operator!);
+  };
+
+  type Race = {
+    // Readies the thread and returns the change, which checks its own answer.
+    prepare: (threadId: string, caller: TestAgent) => Promise<() => Promise<void>>;
+    // Run by a second connection in a transaction, to stop the add at its write after everything
+    // it checks, and to let the change run to its commit meanwhile, as far as the add allows.
+    hold: (holder: ReservedSql, joining: TestAgent) => Promise<unknown>;
+  };
+  const races: [string, Race][] = [
+    [
+      'a person confirms its close',
+      {
+        prepare: async (threadId, caller) => {
+          await h.call('POST', `/api/threads/${threadId}/close`, { key: caller.key });
+          return async () => expect(await confirmClose(h.db.sql, threadId)).toEqual({ id: threadId, state: 'closed' });
+        },
+        // Stops the insert before it locks any row.
+        hold: (holder) => holder`lock table participants in share mode`,
+      },
+    ],
+    [
+      'a person removes the caller',
+      {
+        prepare: async (threadId, caller) => {
+          const person = await operatorActor();
+          return async () => {
+            const thread = await removeParticipant(h.db.sql, person, threadId, caller.username);
+            expect(thread.participants).not.toContainEqual({ username: caller.username });
+          };
+        },
+        // Stops the insert at its foreign key check on the agent it adds; holding the table
+        // instead would stop the removal too.
+        hold: (holder, joining) => holder`select 1 from agents where username = ${joining.username} for update`,
+      },
+    ],
+  ];
+
+  // The add holds the thread and the caller's place in it from its check to its commit, so it
+  // completes as checked and the change waits for it: a request answered 404 never leaves a
+  // participant behind, and none joins a thread after it closed.
+  test.each(races)('%s meanwhile: the add completes first, then the change', async (_change, race) => {
+    const caller = await h.agent(uniqueName('racer'));
+    const other = await h.agent(uniqueName('racer'));
+    const joining = await h.agent(uniqueName('joining'));
+    const threadId = await h.thread(caller, [other]);
+    const change = await race.prepare(threadId, caller);
+
+    const holder = await h.db.sql.reserve();
+    let added: Promise<Reply> | undefined;
+    let changed: Promise<void> | undefined;
+    try {
+      await holder`begin`;
+      await race.hold(holder, joining);
+      added = h.call('POST', `/api/threads/${threadId}/participants`, { key: caller.key, body: { username: joining.username } });
+      await until(async () => (await lockWaiters()) === 1);
+      let settled = false;
+      changed = change().finally(() => void (settled = true));
+      await until(async () => settled || (await lockWaiters()) === 2);
+    } finally {
+      await holder`commit`;
+      holder.release();
+    }
+    const [answer] = await Promise.all([added, changed]);
+    expect(answer!.status).toBe(200);
+    expect(answer!.body.data.participants).toEqual([{ username: caller.username }, { username: other.username }, { username: joining.username }]);
+    const [joined] = await h.db.sql`
+      select count(*)::int as n from participants p join agents a on a.id = p.agent_id
+      where p.thread_id = ${threadId} and a.username = ${joining.username}`;
+    expect(joined!.n).toBe(1);
   });
 });
 

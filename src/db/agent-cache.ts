@@ -1,16 +1,19 @@
 import type { Logger } from '../log';
 import type { Sql } from './connect';
 
-// Anything that changes what an agent's key authenticates as (archiving, for now) runs
-// pg_notify on this channel with the agent's id, in the same statement as the change.
+// The database notifies this channel with an agent's id whenever what its key authenticates as
+// changes: archived or unarchived, a new key, a new name, deleted (sql/007_agent_changes_notify.sql).
 export const AGENTS_CHANNEL = 'ams_agents';
 const DEFAULT_SIZE = 5_000;
+// A backstop, not the revocation path: should a notification ever go unheard without the listener
+// noticing, an entry still answers for at most this long.
+const DEFAULT_TTL_MS = 60_000;
 
 type CachedAgent = { id: string; username: string };
 
 // Authenticated agents by key hash, so that a request need not look its key up again. Only
-// successes are kept, and only while this process hears the agents channel: a change on any
-// instance (or from the CLI) evicts the agent everywhere the moment it commits.
+// successes are kept, only while this process hears the agents channel, and only for the time to
+// live: a change by any writer evicts the agent everywhere the moment it commits.
 export type AgentCache = {
   get(keyHash: string): CachedAgent | undefined;
   // Taken before the lookup and handed back to remember(): an answer read before an eviction that
@@ -24,8 +27,12 @@ export type AgentCacheListener = AgentCache & { start(): Promise<void>; stop(): 
 // A bounded map in least-recently-used order. It shares the process's one LISTEN connection
 // (postgres.js keeps one per sql instance for every channel). Notifications sent while that
 // connection was down are lost, so every (re)connect empties the cache.
-export function cacheAgents(sql: Sql, log: Logger, max = DEFAULT_SIZE): AgentCacheListener {
-  const byKey = new Map<string, CachedAgent>();
+export function cacheAgents(
+  sql: Sql,
+  log: Logger,
+  { maxSize = DEFAULT_SIZE, ttlMs = DEFAULT_TTL_MS }: { maxSize?: number; ttlMs?: number } = {},
+): AgentCacheListener {
+  const byKey = new Map<string, { agent: CachedAgent; expiresAt: number }>();
   let generation = 0;
   let listening = false;
   let listens = 0;
@@ -37,23 +44,23 @@ export function cacheAgents(sql: Sql, log: Logger, max = DEFAULT_SIZE): AgentCac
   };
   const evict = (agentId: string) => {
     generation++;
-    for (const [keyHash, agent] of byKey) if (agent.id === agentId) byKey.delete(keyHash);
+    for (const [keyHash, entry] of byKey) if (entry.agent.id === agentId) byKey.delete(keyHash);
   };
 
   return {
     get(keyHash) {
-      const agent = byKey.get(keyHash);
-      if (agent) {
-        byKey.delete(keyHash);
-        byKey.set(keyHash, agent);
-      }
-      return agent;
+      const entry = byKey.get(keyHash);
+      if (!entry) return undefined;
+      byKey.delete(keyHash);
+      if (entry.expiresAt <= performance.now()) return undefined;
+      byKey.set(keyHash, entry);
+      return entry.agent;
     },
     version: () => generation,
     remember(keyHash, agent, since) {
       if (!listening || since !== generation) return;
-      byKey.set(keyHash, agent);
-      if (byKey.size > max) byKey.delete(byKey.keys().next().value!);
+      byKey.set(keyHash, { agent, expiresAt: performance.now() + ttlMs });
+      if (byKey.size > maxSize) byKey.delete(byKey.keys().next().value!);
     },
     async start() {
       const listen = await sql.listen(AGENTS_CHANNEL, evict, () => {

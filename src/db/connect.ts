@@ -1,6 +1,8 @@
 import postgres from 'postgres';
 
 export type Sql = postgres.Sql;
+// Where a domain function runs its queries: the pool, or the connection of a transaction.
+export type Queries = Sql | postgres.TransactionSql;
 
 export function connect(url: string, max = 20, connectTimeoutSeconds = 5): Sql {
   return postgres(url, {

@@ -4,6 +4,8 @@ import webhooks from '../../sql/002_webhooks.sql' with { type: 'text' };
 import people from '../../sql/003_people.sql' with { type: 'text' };
 import announceAfterCommit from '../../sql/004_announce_after_commit.sql' with { type: 'text' };
 import uuidV7WithoutParsing from '../../sql/005_uuid_v7_without_parsing.sql' with { type: 'text' };
+import usernames from '../../sql/006_usernames.sql' with { type: 'text' };
+import agentChangesNotify from '../../sql/007_agent_changes_notify.sql' with { type: 'text' };
 import deliveryStepsForward from '../../sql/008_delivery_steps_forward.sql' with { type: 'text' };
 import attemptLog from '../../sql/010_attempt_log.sql' with { type: 'text' };
 import type { Sql } from './connect';
@@ -16,6 +18,8 @@ export const migrations: { name: string; sql: string }[] = [
   { name: '003_people', sql: people },
   { name: '004_announce_after_commit', sql: announceAfterCommit },
   { name: '005_uuid_v7_without_parsing', sql: uuidV7WithoutParsing },
+  { name: '006_usernames', sql: usernames },
+  { name: '007_agent_changes_notify', sql: agentChangesNotify },
   { name: '008_delivery_steps_forward', sql: deliveryStepsForward },
   { name: '010_attempt_log', sql: attemptLog },
 ];

@@ -1,8 +1,9 @@
-import { AGENTS_CHANNEL, type AgentCache } from '../db/agent-cache';
+import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import { conflict, notFound, unauthorized } from './errors';
 import { AGENT_KEY_PATTERN, hashKey, newAgentKey, newSigningSecret } from './keys';
 import { Username } from './schemas';
+import { claimUsername, usernameOwner } from './usernames';
 import { validate } from './validate';
 import { checkWebhookUrl, type WebhookUrlPolicy } from './webhook-url';
 
@@ -14,7 +15,7 @@ export type Actor = { kind: 'agent'; id: string; username: string } | { kind: 'p
 export const asActor = (agent: Agent): Actor => ({ kind: 'agent', id: agent.id, username: agent.username });
 
 // A key answers for its agent while the agent is not archived. A hit in the cache saves the lookup;
-// whatever changes that answer must notify AGENTS_CHANNEL (see setArchived).
+// the database evicts an agent whose answer changes (see src/db/agent-cache.ts).
 export async function authenticateAgent(sql: Sql, cache: AgentCache, authorization: string | undefined | null): Promise<Agent> {
   if (!authorization) throw unauthorized('Authorization header is missing; send "Authorization: Bearer agt_…".');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -44,16 +45,19 @@ export async function createAgent(
   const webhookUrl = input.webhookUrl === undefined ? undefined : await checkWebhookUrl(input.webhookUrl, policy);
   const apiKey = newAgentKey();
   const signingSecret = webhookUrl ? newSigningSecret() : null;
-  // Agents and people share one namespace: a username is the sender name of what either posts.
-  const [person] = await sql`select 1 from people where username = ${username}`;
-  if (person) throw conflict(`A person is already named ${username}; choose another username.`);
   const [row] = await sql`
+    with claimed as (${claimUsername(sql, username, 'agent')})
     insert into agents (username, key_hash, webhook_url, signing_secret, webhook_set_at)
-    values (${username}, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret},
-            ${webhookUrl ? sql`now()` : null})
-    on conflict (username) do nothing
+    select username, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret}, ${webhookUrl ? sql`now()` : null}
+    from claimed
     returning id`;
-  if (!row) throw conflict(`An agent named ${username} already exists.`);
+  if (!row) {
+    throw conflict(
+      (await usernameOwner(sql, username)) === 'person'
+        ? `A person is already named ${username}; choose another username.`
+        : `An agent named ${username} already exists.`,
+    );
+  }
   return webhookUrl ? { username, apiKey, webhookUrl, signingSecret: signingSecret! } : { username, apiKey };
 }
 
@@ -64,17 +68,13 @@ async function requireAgent(sql: Sql, username: string): Promise<{ id: string; u
 }
 
 // Archiving revokes the key and removes the agent from future recipients; unarchiving restores
-// the same key, since the hash never changes. The notification commits with the change, so every
-// instance's cache of authenticated agents drops the agent at once.
+// the same key, since the hash never changes. Every instance's cache of authenticated agents
+// drops the agent when the change commits (sql/007_agent_changes_notify.sql).
 export async function setArchived(sql: Sql, username: string, archived: boolean) {
   await requireAgent(sql, username);
   await sql`
-    with changed as (
-      update agents set archived_at = ${archived ? sql`coalesce(archived_at, now())` : null}
-      where username = ${username}
-      returning id
-    )
-    select pg_notify(${AGENTS_CHANNEL}, id::text) from changed`;
+    update agents set archived_at = ${archived ? sql`coalesce(archived_at, now())` : null}
+    where username = ${username}`;
   return { username, archived };
 }
 

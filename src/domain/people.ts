@@ -6,6 +6,7 @@ import type { Actor } from './agents';
 import { conflict, invalid, rateLimited } from './errors';
 import { hashKey } from './keys';
 import { Username } from './schemas';
+import { claimUsername, usernameOwner } from './usernames';
 import { validate } from './validate';
 
 // People operate the service from the dashboard. Nobody signs up: an admin invites them, and they
@@ -46,17 +47,19 @@ const normalEmail = (email: string) => email.trim().toLowerCase();
 export async function invitePerson(sql: Sql, input: { email: unknown; username: unknown }) {
   const email = normalEmail(validate(Email, input.email, 'email'));
   const username = validate(Username, input.username, 'username');
-  // A person's username is the sender name of what they post, so it must not pass for an agent's.
-  const [agent] = await sql`select 1 from agents where username = ${username}`;
-  if (agent) throw conflict(`An agent is already named ${username}; choose another username.`);
-  const [row] = await sql`
-    insert into people (email, username) values (${email}, ${username})
-    on conflict do nothing
-    returning id`;
-  if (!row) {
-    const [taken] = await sql`select 1 from people where email = ${email}`;
-    throw conflict(taken ? `${email} is already invited.` : `A person is already named ${username}; choose another username.`);
-  }
+  // The name is claimed in the statement that writes the person, and an invitation refused for its
+  // email throws inside the transaction, so that it keeps no name.
+  await sql.begin(async (tx) => {
+    const [row] = await tx`
+      with claimed as (${claimUsername(tx, username, 'person')})
+      insert into people (email, username) select ${email}, username from claimed
+      on conflict (email) do nothing
+      returning id`;
+    if (row) return;
+    if ((await usernameOwner(tx, username)) === 'agent') throw conflict(`An agent is already named ${username}; choose another username.`);
+    const [invited] = await tx`select 1 from people where email = ${email}`;
+    throw conflict(invited ? `${email} is already invited.` : `A person is already named ${username}; choose another username.`);
+  });
   return { email, username };
 }
 

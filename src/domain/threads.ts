@@ -1,15 +1,15 @@
-import type { Sql } from '../db/connect';
+import type { Queries, Sql } from '../db/connect';
 import type { Actor } from './agents';
 import { forbidden, invalid, notFound } from './errors';
 import { isId } from './ids';
 import { NewParticipant, NewThread, type ThreadRecord } from './schemas';
 import { validate } from './validate';
-import { agentSeesThread } from './visibility';
+import { agentHoldsThread, agentSeesThread } from './visibility';
 
 const threadNotFound = () => notFound('No such thread, or you are not a participant.');
 
 // The thread record, participants included, in one query.
-function selectThreads(sql: Sql) {
+function selectThreads(sql: Queries) {
   return sql`
     select t.id, t.title, t.goal, t.state, o.username as "openedBy", t.created_at as "createdAt",
            coalesce((select json_agg(json_build_object('username', a.username) order by p.joined_at, a.username)
@@ -23,7 +23,7 @@ function toRecord(row: Record<string, unknown>): ThreadRecord {
 }
 
 // An agent gets the thread only while it sees it (see visibility.ts); a person sees every thread.
-export async function getThread(sql: Sql, actor: Actor, threadId: string): Promise<ThreadRecord> {
+export async function getThread(sql: Queries, actor: Actor, threadId: string): Promise<ThreadRecord> {
   if (!isId(threadId)) throw threadNotFound();
   const rows =
     actor.kind === 'agent'
@@ -46,7 +46,7 @@ export async function listThreads(sql: Sql, actor: Actor): Promise<ThreadRecord[
 }
 
 // Usernames that name active agents, or a 400 naming the first that does not.
-async function resolveAgents(sql: Sql, usernames: string[], field: string): Promise<string[]> {
+async function resolveAgents(sql: Queries, usernames: string[], field: string): Promise<string[]> {
   if (usernames.length === 0) return [];
   const rows = await sql<{ id: string; username: string }[]>`
     select id, username from agents where username = any(${usernames}) and archived_at is null`;
@@ -74,15 +74,25 @@ export async function openThread(sql: Sql, actor: Actor, input: unknown): Promis
   return getThread(sql, actor, row!.id);
 }
 
-// Joining gives the whole history in the listing; deliveries start with the next message.
+// Joining gives the whole history in the listing; deliveries start with the next message. The
+// caller holds the thread from its check until the participant is written and the record read, so
+// a participant never joins a thread that closed meanwhile, nor on behalf of a caller removed
+// meanwhile (a person sees every thread, so only its existence is held for a person).
 export async function addParticipant(sql: Sql, actor: Actor, threadId: string, input: unknown): Promise<ThreadRecord> {
   const body = validate(NewParticipant, input);
-  await getThread(sql, actor, threadId);
-  const [agentId] = await resolveAgents(sql, [body.username], 'username');
-  await sql`
-    insert into participants (thread_id, agent_id) values (${threadId}, ${agentId!})
-    on conflict do nothing`;
-  return getThread(sql, actor, threadId);
+  if (!isId(threadId)) throw threadNotFound();
+  return sql.begin(async (tx) => {
+    const held =
+      actor.kind === 'agent'
+        ? await agentHoldsThread(tx, threadId, actor.id)
+        : await tx`select 1 from threads where id = ${threadId} for share`;
+    if (!held[0]) throw threadNotFound();
+    const [agentId] = await resolveAgents(tx, [body.username], 'username');
+    await tx`
+      insert into participants (thread_id, agent_id) values (${threadId}, ${agentId!})
+      on conflict do nothing`;
+    return getThread(tx, actor, threadId);
+  });
 }
 
 // A person's control: the agent leaves the thread and loses it (404 from then on, and its inbox
