@@ -287,6 +287,20 @@ describe('threads', () => {
     expect(await as('POST', `/threads/${id}/messages`, { content: '' })).toMatchObject({ status: 400, body: { error: 'content must not be empty' } });
     expect(await as('POST', `/threads/${ZERO_ID}/messages`, { content: 'x' })).toMatchObject({ status: 404 });
   });
+
+  test("an unpaired surrogate in a person's post is a 400 naming the field, and nothing is stored", async () => {
+    const id = await openThread('Half characters');
+    const unpaired = 'must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
+    for (const [body, error] of [
+      [{ content: '\ud800' }, `content ${unpaired}`],
+      [{ content: 'fine', summary: '\udfff' }, `summary ${unpaired}`],
+    ] as const) {
+      const res = await as('POST', `/threads/${id}/messages`, body);
+      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error }]);
+    }
+    const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
+    expect(messages!.n).toBe(0);
+  });
 });
 
 describe('deliveries', () => {
