@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { isPublicAddress } from '../src/domain/webhook-url';
+import { DomainError } from '../src/domain/errors';
+import { checkWebhookUrl, isPublicAddress } from '../src/domain/webhook-url';
 
 // One address inside every entry of the IANA IPv4 Special-Purpose Address Registry, plus the
 // multicast block, each with the entry it stands for.
@@ -118,5 +119,48 @@ describe('which addresses a webhook may reach', () => {
     for (const text of ['not an address', '', '010.0.0.1', '0x7f.1', '127.1', '::ffff:010.0.0.1']) {
       expect([text, isPublicAddress(text)]).toEqual([text, false]);
     }
+  });
+});
+
+const refusal = (raw: unknown, allowLocal = false) =>
+  checkWebhookUrl(raw, { allowLocal }).then(
+    () => null,
+    (error: DomainError) => [error.kind, error.message],
+  );
+
+describe('which URLs a webhook may have', () => {
+  test('control characters are refused, naming the field, rather than saved as given', async () => {
+    for (const raw of ['https://8.8.8.8/hook\n', 'https://8.8.8.8/ho\rok', 'https://8.8.8.8/\thook', 'https://8.8.8.8/\u007f', 'https://8.8.8.8/\u0085', ' https://8.8.8.8/hook', 'https://8.8.8.8/a hook']) {
+      expect([raw, await refusal(raw)]).toEqual([raw, ['invalid', 'webhookUrl must not contain spaces or control characters such as a newline']]);
+      expect([raw, await refusal(raw, true)]).toEqual([raw, ['invalid', 'webhookUrl must not contain spaces or control characters such as a newline']]);
+    }
+  });
+
+  test('text the database would not keep as given is refused with the same sentence as elsewhere', async () => {
+    expect(await refusal('https://8.8.8.8/\u0000')).toEqual(['invalid', 'webhookUrl must not contain the NUL character (U+0000)']);
+    expect(await refusal('https://8.8.8.8/\ud800')).toEqual([
+      'invalid',
+      'webhookUrl must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode',
+    ]);
+  });
+
+  test('https may use port 443 or 1024 to 65535; well-known service ports and port 0 are refused', async () => {
+    for (const url of ['https://8.8.8.8/hook', 'https://8.8.8.8:443/hook', 'https://8.8.8.8:1024/hook', 'https://8.8.8.8:8443/hook', 'https://8.8.8.8:65535/hook']) {
+      expect([url, await refusal(url)]).toEqual([url, null]);
+    }
+    for (const url of ['https://8.8.8.8:0/hook', 'https://8.8.8.8:22/hook', 'https://8.8.8.8:25/hook', 'https://8.8.8.8:80/hook', 'https://8.8.8.8:1023/hook']) {
+      expect([url, await refusal(url)]).toEqual([url, ['invalid', 'webhookUrl must use port 443 or a port from 1024 to 65535']]);
+    }
+  });
+
+  test('local development may use any port but 0', async () => {
+    for (const url of ['http://127.0.0.1:9/hook', 'http://127.0.0.1/hook', 'https://127.0.0.1:25/hook']) {
+      expect([url, await refusal(url, true)]).toEqual([url, null]);
+    }
+    expect(await refusal('http://127.0.0.1:0/hook', true)).toEqual(['invalid', 'webhookUrl must not use port 0']);
+  });
+
+  test('an accepted URL is returned exactly as given', async () => {
+    expect(await checkWebhookUrl('https://8.8.8.8:8443/hooks/Agent?x=1#f', { allowLocal: false })).toBe('https://8.8.8.8:8443/hooks/Agent?x=1#f');
   });
 });

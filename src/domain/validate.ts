@@ -69,6 +69,12 @@ function ruleBrokenBy(text: string): string | null {
   return null;
 }
 
+// For a single string the domain reads outside a schema.
+export function checkStorableText(text: string, field: string): void {
+  const broken = ruleBrokenBy(text);
+  if (broken) throw invalid(`${field} ${broken}`);
+}
+
 // The sentence for the first string in the input that breaks a rule above, or null. A field is
 // named as describeValueError names it: by its path inside the input, or as root if it is the input.
 function findUnstorableText(value: unknown, root: string, path = '', depth = 0): string | null {

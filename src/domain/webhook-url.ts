@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { invalid } from './errors';
+import { checkStorableText } from './validate';
 
 // Where doorbells may go. A webhook URL is chosen by whoever registers the agent, so without these
 // rules the service could be made to call its own network (SSRF). Checked when the URL is saved
@@ -49,18 +50,37 @@ export function isPublicAddress(address: string): boolean {
   return ip.range() === 'unicast' && ip.match(GLOBAL_UNICAST_V6);
 }
 
+// Ports below 1024 belong to well-known services (SSH, SMTP, LDAP, IMAP …); a webhook has no reason to
+// be there but 443, and refusing them keeps doorbells away from such services on public hosts.
+// Port 0 is no destination at all. WEBHOOK_ALLOW_LOCAL lifts all but port 0, with the other rules.
+function checkPort(url: URL, policy: WebhookUrlPolicy): void {
+  // Empty when the URL names none or names its scheme's default (443, or 80 for local http).
+  if (url.port === '') return;
+  const port = Number(url.port);
+  if (policy.allowLocal) {
+    if (port === 0) throw invalid('webhookUrl must not use port 0');
+  } else if (port < 1024 && port !== 443) {
+    throw invalid('webhookUrl must use port 443 or a port from 1024 to 65535');
+  }
+}
+
 function parseWebhookUrl(raw: unknown, policy: WebhookUrlPolicy): URL {
   if (typeof raw !== 'string' || raw.length === 0) throw invalid('webhookUrl must be a non-empty string');
   if (raw.length > 2048) throw invalid('webhookUrl must be at most 2048 characters');
+  checkStorableText(raw, 'webhookUrl');
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw invalid('webhookUrl must be an absolute URL such as https://example.com/hooks/agent');
   }
+  // The URL parser drops tabs, newlines and surrounding spaces and encodes the rest, so such a URL
+  // would be saved as given yet called as something else.
+  if (/[\s\p{Cc}]/u.test(raw)) throw invalid('webhookUrl must not contain spaces or control characters such as a newline');
   const allowed = policy.allowLocal ? ['https:', 'http:'] : ['https:'];
   if (!allowed.includes(url.protocol)) throw invalid('webhookUrl must use https://');
   if (url.username || url.password) throw invalid('webhookUrl must not contain credentials');
+  checkPort(url, policy);
   return url;
 }
 
