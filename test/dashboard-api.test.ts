@@ -171,6 +171,28 @@ describe('agents', () => {
     });
   });
 
+  test('a webhook URL with a control character, or text the database would not keep as given, is a 400 naming the field, and nothing is saved', async () => {
+    const unpaired = 'must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
+    const controls = 'webhookUrl must not contain spaces or control characters such as a newline';
+    // JSON.stringify sends each of these as its JSON escape, as any client would.
+    for (const [body, error] of [
+      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\n' }, controls],
+      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\r\nX-Injected: 1' }, controls],
+      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\u0000' }, 'webhookUrl must not contain the NUL character (U+0000)'],
+      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/\ud800' }, `webhookUrl ${unpaired}`],
+      [{ username: '\ud800' }, `username ${unpaired}`],
+    ] as const) {
+      const res = await as('POST', '/agents', body);
+      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error }]);
+    }
+    const put = await as('PUT', '/agents/carol/webhook', { webhookUrl: 'http://127.0.0.1:9/carol\n' });
+    expect([put.status, put.body]).toEqual([400, { success: false, error: controls }]);
+    const [lined] = await h.db.sql`select count(*)::int as n from agents where username = 'lined' or username like '%' || chr(65533) || '%'`;
+    expect(lined!.n).toBe(0);
+    const [carolRow] = await h.db.sql`select webhook_url from agents where username = 'carol'`;
+    expect(carolRow!.webhook_url).toBeNull();
+  });
+
   test('archive revokes the key; unarchive restores it', async () => {
     const res = await as('POST', '/agents/carol/archive');
     expect(res.body).toEqual({ success: true, data: { username: 'carol', archived: true } });
@@ -286,6 +308,20 @@ describe('threads', () => {
     expect(inbox.body.data.find((e: any) => e.messageId === res.body.data.id)).toMatchObject({ sender: 'ada', summary: 'Hello from a person' });
     expect(await as('POST', `/threads/${id}/messages`, { content: '' })).toMatchObject({ status: 400, body: { error: 'content must not be empty' } });
     expect(await as('POST', `/threads/${ZERO_ID}/messages`, { content: 'x' })).toMatchObject({ status: 404 });
+  });
+
+  test("an unpaired surrogate in a person's post is a 400 naming the field, and nothing is stored", async () => {
+    const id = await openThread('Half characters');
+    const unpaired = 'must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
+    for (const [body, error] of [
+      [{ content: '\ud800' }, `content ${unpaired}`],
+      [{ content: 'fine', summary: '\udfff' }, `summary ${unpaired}`],
+    ] as const) {
+      const res = await as('POST', `/threads/${id}/messages`, body);
+      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error }]);
+    }
+    const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
+    expect(messages!.n).toBe(0);
   });
 });
 

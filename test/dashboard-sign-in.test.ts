@@ -138,6 +138,21 @@ describe('sign-in codes', () => {
     expect(missing.status).toBe(400);
     expect(missing.body).toEqual({ success: false, error: 'code is required' });
   });
+
+  test('an email address with an unpaired surrogate is a 400 naming the field, and no attempt is recorded', async () => {
+    const unpaired = 'email must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
+    const before = await h.db.sql`select count(*)::int as n from sign_in_attempts`;
+    const res = await requestCode('\ud800@example.com');
+    expect([res.status, res.body]).toEqual([400, { success: false, error: unpaired }]);
+    const check = await verify('\udfff@example.com', '123456');
+    expect([check.status, check.body]).toEqual([400, { success: false, error: unpaired }]);
+    const invited = await runCommand({ sql: h.db.sql, config: h.config }, ['people', 'invite', '\ud83d@example.com', 'halfway']).catch(
+      (e: DomainError) => [e.kind, e.message],
+    );
+    expect(invited).toEqual(['invalid', unpaired]);
+    expect(await h.db.sql`select count(*)::int as n from sign_in_attempts`).toEqual(before);
+    expect((await h.db.sql`select count(*)::int as n from people where username = 'halfway'`)[0]!.n).toBe(0);
+  });
 });
 
 describe('sign-in rate limits (429)', () => {

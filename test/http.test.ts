@@ -159,4 +159,38 @@ describe('text the database cannot store', () => {
     const [count] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
     expect(count!.n).toBe(0);
   });
+
+  // JSON's \ud800 escape parses into a string holding half a character. UTF-8 has no form for it,
+  // so it used to be stored as U+FFFD and answered 201.
+  test('an unpaired surrogate is a 400 naming the field, and nothing is written', async () => {
+    const a = await h.agent(uniqueName('half'));
+    const b = await h.agent(uniqueName('half'));
+    const id = await h.thread(a, [b], 'Before the surrogates');
+    const unpaired = 'must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
+    for (const [path, raw, error] of [
+      ['/api/threads', '{"title":"\\ud800"}', `title ${unpaired}`],
+      ['/api/threads', '{"title":"ok","goal":"a\\udfffb"}', `goal ${unpaired}`],
+      ['/api/threads', '{"title":"ok","participantUsernames":["\\ud83d"]}', `participantUsernames.0 ${unpaired}`],
+      [`/api/threads/${id}/messages`, '{"content":"\\ud83d"}', `content ${unpaired}`],
+      [`/api/threads/${id}/messages`, '{"content":"fine","summary":"\\ude00 backwards \\ud83d"}', `summary ${unpaired}`],
+      [`/api/threads/${id}/participants`, '{"username":"\\udc00"}', `username ${unpaired}`],
+    ] as const) {
+      const res = await h.call('POST', path, { key: a.key, raw, headers: { 'content-type': 'application/json' } });
+      expect([raw, res.status, res.body]).toEqual([raw, 400, { success: false, error }]);
+    }
+    const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
+    expect(messages!.n).toBe(0);
+    const threads = await h.db.sql`
+      select t.title from threads t join agents a on a.id = t.opened_by where a.username = ${a.username}`;
+    expect(threads.map((t) => t.title)).toEqual(['Before the surrogates']);
+    const [participants] = await h.db.sql`select count(*)::int as n from participants where thread_id = ${id}`;
+    expect(participants!.n).toBe(2);
+  });
+
+  test('a whole character written as its surrogate pair is kept', async () => {
+    const a = await h.agent(uniqueName('pair'));
+    const res = await h.call('POST', '/api/threads', { key: a.key, raw: '{"title":"\\ud83d\\ude00"}', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(201);
+    expect(res.body.data.title).toBe('😀');
+  });
 });

@@ -270,6 +270,28 @@ describe('messages', () => {
   });
 });
 
+describe('text the database would not keep as given', () => {
+  test('an unpaired surrogate in a title, goal, content or summary, or a NUL, is the HTTP sentence with status 400, and nothing is stored', async () => {
+    const thread = await openThread();
+    const [threadsBefore] = await h.db.sql`select count(*)::int as n from threads`;
+    const unpaired = 'must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
+    for (const [tool, args, error] of [
+      ['open_thread', { title: '\ud800' }, `title ${unpaired}`],
+      ['open_thread', { title: 'ok', goal: 'a\udfffb' }, `goal ${unpaired}`],
+      ['send_message', { threadId: thread.id, content: '\ud83d' }, `content ${unpaired}`],
+      ['send_message', { threadId: thread.id, content: 'fine', summary: '\ude00' }, `summary ${unpaired}`],
+      ['send_message', { threadId: thread.id, content: 'a\u0000b' }, 'content must not contain the NUL character (U+0000)'],
+    ] as const) {
+      const result = await alice.client.callTool({ name: tool, arguments: args });
+      expect([tool, result.isError, result.structuredContent]).toEqual([tool, true, { success: false, error, status: 400 }]);
+    }
+    const [threadsAfter] = await h.db.sql`select count(*)::int as n from threads`;
+    expect(threadsAfter!.n).toBe(threadsBefore!.n);
+    const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${thread.id}`;
+    expect(messages!.n).toBe(0);
+  });
+});
+
 describe('read tracking across doors', () => {
   test('an MCP read shows as alreadyRead in the HTTP inbox, and an HTTP listing in check_inbox', async () => {
     const thread = await openThread();

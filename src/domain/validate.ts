@@ -48,8 +48,8 @@ const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 // Checks input against a schema and returns it typed, or throws the first broken rule as a
 // DomainError. Unknown fields are ignored so that clients can send more than we read.
 export function validate<S extends TSchema>(schema: S, input: unknown, root = 'body'): Static<S> {
-  const nul = pathToNul(input, root);
-  if (nul) throw invalid(`${nul} must not contain the NUL character (U+0000)`);
+  const broken = findUnstorableText(input, root);
+  if (broken) throw invalid(broken);
   let check = compiled.get(schema);
   if (!check) {
     check = TypeCompiler.Compile(schema);
@@ -60,13 +60,31 @@ export function validate<S extends TSchema>(schema: S, input: unknown, root = 'b
   throw invalid(first ? describeValueError(first, root) : `${root} is invalid`);
 }
 
-// PostgreSQL cannot store the NUL character in text, so a string holding one is refused here with
-// the name of its field, instead of failing in the database. Returns that field, or null.
-function pathToNul(value: unknown, path: string, depth = 0): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+// Text the database would not keep as given. PostgreSQL cannot store the NUL character at all, and
+// an unpaired UTF-16 surrogate (what JSON's "\ud800" parses into) has no UTF-8 form, so the driver
+// would store U+FFFD in its place without a word. Either is refused with the name of its field.
+function ruleBrokenBy(text: string): string | null {
+  if (text.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
+  if (!text.isWellFormed()) return 'must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
+  return null;
+}
+
+// For a single string the domain reads outside a schema.
+export function checkStorableText(text: string, field: string): void {
+  const broken = ruleBrokenBy(text);
+  if (broken) throw invalid(`${field} ${broken}`);
+}
+
+// The sentence for the first string in the input that breaks a rule above, or null. A field is
+// named as describeValueError names it: by its path inside the input, or as root if it is the input.
+function findUnstorableText(value: unknown, root: string, path = '', depth = 0): string | null {
+  if (typeof value === 'string') {
+    const broken = ruleBrokenBy(value);
+    return broken ? `${path || root} ${broken}` : null;
+  }
   if (depth > 32 || value === null || typeof value !== 'object') return null;
   for (const [key, item] of Object.entries(value)) {
-    const found = pathToNul(item, path === 'body' ? key : `${path}.${key}`, depth + 1);
+    const found = findUnstorableText(item, root, path ? `${path}.${key}` : key, depth + 1);
     if (found) return found;
   }
   return null;

@@ -1,82 +1,86 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { invalid } from './errors';
+import { checkStorableText } from './validate';
 
 // Where doorbells may go. A webhook URL is chosen by whoever registers the agent, so without these
 // rules the service could be made to call its own network (SSRF). Checked when the URL is saved
 // and again, against the freshly resolved addresses, every time it is used.
 export type WebhookUrlPolicy = { allowLocal: boolean };
 
-const V4_BLOCKED: [string, number][] = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
-  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16],
-  ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-];
-const V6_BLOCKED: [string, number][] = [
-  ['::', 128], ['::1', 128], ['100::', 64], ['2001::', 32], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10],
-  ['fec0::', 10], ['ff00::', 8],
-];
+// IANA allocates global unicast IPv6 from 2000::/3 only; the rest is reserved, and ipaddr.js names
+// only part of it (the deprecated IPv4-compatible ::/96, for one, it calls unicast).
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
 
-function v4ToInt(ip: string): number {
-  return ip.split('.').reduce((n, part) => n * 256 + Number(part), 0);
-}
+const v4 = (bytes: number[]) => new ipaddr.IPv4(bytes);
 
-function v6ToBigInt(ip: string): bigint {
-  let text = ip;
-  const v4Tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4Tail) {
-    const n = v4ToInt(v4Tail[1]!);
-    text = text.slice(0, -v4Tail[1]!.length) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+// The IPv4 addresses an IPv6 address reaches when it carries them: IPv4-mapped (::ffff:a.b.c.d),
+// IPv4-translated (::ffff:0:a.b.c.d), NAT64 with the well-known prefix (64:ff9b::a.b.c.d), 6to4
+// (2002:aabb:ccdd::) and Teredo (its server, and its client stored inverted). Null for any other.
+// The local-use NAT64 prefix 64:ff9b:1::/48 is left out: where it carries the IPv4 address depends on
+// the length each network chose, so it is refused as a whole, as IANA marks it not globally reachable.
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4[] | null {
+  const bytes = ip.toByteArray();
+  switch (ip.range()) {
+    case 'ipv4Mapped':
+    case 'rfc6145':
+      return [v4(bytes.slice(12))];
+    case '6to4':
+      return [v4(bytes.slice(2, 6))];
+    case 'teredo':
+      return [v4(bytes.slice(4, 8)), v4(bytes.slice(12).map((b) => b ^ 0xff))];
+    default:
+      return ip.match(NAT64_WELL_KNOWN) ? [v4(bytes.slice(12))] : null;
   }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const headParts = head ? head.split(':') : [];
-  const tailParts = tail ? tail.split(':') : [];
-  const missing = 8 - headParts.length - tailParts.length;
-  const parts = tail === undefined ? headParts : [...headParts, ...Array(missing).fill('0'), ...tailParts];
-  return parts.reduce((n, p) => (n << 16n) + BigInt(parseInt(p || '0', 16)), 0n);
 }
 
-const inV4 = (ip: number, [base, bits]: [string, number]) =>
-  bits === 0 || ip >>> (32 - bits) === v4ToInt(base) >>> (32 - bits);
-const inV6 = (ip: bigint, [base, bits]: [string, number]) =>
-  ip >> BigInt(128 - bits) === v6ToBigInt(base) >> BigInt(128 - bits);
-
+// Only global unicast addresses pass: every range ipaddr.js names (loopback, private, link-local,
+// reserved, documentation, benchmarking, multicast, anycast services …) is refused. Node's isIP
+// comes first because ipaddr.js also reads forms such as 0x7f.1 and 010.0.0.1 that no resolver
+// returns and no URL keeps.
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
-  if (family === 4) {
-    const n = v4ToInt(address);
-    return !V4_BLOCKED.some((range) => inV4(n, range));
+  if (family === 4) return ipaddr.IPv4.parse(address).range() === 'unicast';
+  if (family !== 6) return false;
+  const ip = ipaddr.IPv6.parse(address);
+  const embedded = embeddedIPv4(ip);
+  if (embedded) return embedded.every((carried) => carried.range() === 'unicast');
+  return ip.range() === 'unicast' && ip.match(GLOBAL_UNICAST_V6);
+}
+
+// Ports below 1024 belong to well-known services (SSH, SMTP, LDAP, IMAP …); a webhook has no reason to
+// be there but 443, and refusing them keeps doorbells away from such services on public hosts.
+// Port 0 is no destination at all. WEBHOOK_ALLOW_LOCAL lifts all but port 0, with the other rules.
+function checkPort(url: URL, policy: WebhookUrlPolicy): void {
+  // Empty when the URL names none or names its scheme's default (443, or 80 for local http).
+  if (url.port === '') return;
+  const port = Number(url.port);
+  if (policy.allowLocal) {
+    if (port === 0) throw invalid('webhookUrl must not use port 0');
+  } else if (port < 1024 && port !== 443) {
+    throw invalid('webhookUrl must use port 443 or a port from 1024 to 65535');
   }
-  if (family === 6) {
-    const n = v6ToBigInt(address.replace(/%.*$/, ''));
-    if (V6_BLOCKED.some((range) => inV6(n, range))) return false;
-    // Forms that carry an IPv4 address and reach that host: IPv4-mapped (::ffff:a.b.c.d),
-    // IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:aabb:ccdd::).
-    const embedded =
-      n >> 32n === 0xffffn || n >> 32n === 0n || n >> 32n === v6ToBigInt('64:ff9b::') >> 32n
-        ? n & 0xffffffffn
-        : n >> 112n === 0x2002n
-          ? (n >> 80n) & 0xffffffffn
-          : null;
-    if (embedded === null) return true;
-    const v4 = Number(embedded);
-    return isPublicAddress([v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255].join('.'));
-  }
-  return false;
 }
 
 function parseWebhookUrl(raw: unknown, policy: WebhookUrlPolicy): URL {
   if (typeof raw !== 'string' || raw.length === 0) throw invalid('webhookUrl must be a non-empty string');
   if (raw.length > 2048) throw invalid('webhookUrl must be at most 2048 characters');
+  checkStorableText(raw, 'webhookUrl');
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw invalid('webhookUrl must be an absolute URL such as https://example.com/hooks/agent');
   }
+  // The URL parser drops tabs, newlines and surrounding spaces and encodes the rest, so such a URL
+  // would be saved as given yet called as something else.
+  if (/[\s\p{Cc}]/u.test(raw)) throw invalid('webhookUrl must not contain spaces or control characters such as a newline');
   const allowed = policy.allowLocal ? ['https:', 'http:'] : ['https:'];
   if (!allowed.includes(url.protocol)) throw invalid('webhookUrl must use https://');
   if (url.username || url.password) throw invalid('webhookUrl must not contain credentials');
+  checkPort(url, policy);
   return url;
 }
 
