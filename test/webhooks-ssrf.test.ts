@@ -19,8 +19,8 @@ describe('when a doorbell is sent', () => {
     ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/hook', 'refused to send: webhookUrl must point to a public address; ::ffff:7f00:1 resolves to a private, loopback or reserved one'],
     ['IPv4-translated loopback', `https://[::ffff:0:127.0.0.1]:PORT/hook`, 'refused to send: webhookUrl must point to a public address; ::ffff:0:7f00:1 resolves to a private, loopback or reserved one'],
     ['local-use NAT64', 'https://[64:ff9b:1::a00:1]/hook', 'refused to send: webhookUrl must point to a public address; 64:ff9b:1::a00:1 resolves to a private, loopback or reserved one'],
-    ['a well-known service port', 'https://8.8.8.8:25/hook', 'refused to send: webhookUrl must use port 443 or a port from 1024 to 65535'],
-    ['a control character', 'https://8.8.8.8/hook\n', 'refused to send: webhookUrl must not contain spaces or control characters such as a newline'],
+    ['a well-known service port', 'https://hooks.example.invalid:25/hook', 'refused to send: webhookUrl must use port 443 or a port from 1024 to 65535'],
+    ['a control character', 'https://hooks.example.invalid/hook\n', 'refused to send: webhookUrl must not contain spaces or control characters such as a newline'],
   ])('%s is refused without connecting', async (_name, url, error) => {
     const outcome = await sendDoorbell(doorbell(url.replace('PORT', String(hook.port))), strict);
     expect(outcome).toEqual({ status: null, error });
