@@ -100,7 +100,7 @@ test.each([
 });
 
 test('an entry older than its time to live is looked up again, even when no change was heard', async () => {
-  const short = cacheAgents(sql, silentLogger, { ttlMs: 1000 });
+  const short = cacheAgents(sql, silentLogger, { ttlMs: 3000 });
   await short.start();
   try {
     const app = buildApp({ sql, config: h.config, log: silentLogger, inboxSignal: listenForInbox(sql, silentLogger), agentCache: short });
@@ -109,7 +109,7 @@ test('an entry older than its time to live is looked up again, even when no chan
     expect(await threads(a.key)).toBe(200);
     await archiveUnheard(a.username);
     expect(await threads(a.key)).toBe(200);
-    await Bun.sleep(1100);
+    await Bun.sleep(3100);
     expect(await threads(a.key)).toBe(401);
     expect(short.size()).toBe(0);
   } finally {
