@@ -7,6 +7,7 @@ import { Elysia } from 'elysia';
 import { buildApp } from '../src/http/app';
 import { referencePage, SCALAR_PATH, SCALAR_VERSION } from '../src/http/reference-page';
 import { silentLogger } from '../src/log';
+import { track } from './support/children';
 import { useHarness } from './support/harness';
 
 // The API reference page in a real headless Chromium against the real server on a local port,
@@ -126,6 +127,38 @@ test('the bundle is the pinned version, served for long caching as JavaScript', 
   const body = await res.text();
   expect(body).toBe(readFileSync('node_modules/@scalar/api-reference/dist/browser/standalone.js', 'utf8'));
 });
+
+test('the compiled executable, built by the build script, serves the same bundle', async () => {
+  const outDir = mkdtempSync(join(tmpdir(), 'ams-build-'));
+  try {
+    const build = JSON.parse(readFileSync('package.json', 'utf8')).scripts.build.replace('dist/ams', join(outDir, 'ams')).split(' ');
+    const built = Bun.spawnSync(build, { stdout: 'ignore', stderr: 'pipe' });
+    expect([built.exitCode, built.stderr.toString()]).toEqual([0, '']);
+    const env = { ...process.env, DATABASE_URL: h.db.url, PORT: '0', HOST: '127.0.0.1' };
+    const proc = track(Bun.spawn([join(outDir, 'ams'), 'serve'], { cwd: outDir, env, stdout: 'ignore', stderr: 'pipe', stdin: 'ignore' }));
+    let log = '';
+    void (async () => {
+      for await (const chunk of proc.stderr) log += new TextDecoder().decode(chunk);
+    })();
+    let port: string | undefined;
+    for (const deadline = Date.now() + 30_000; !port && Date.now() < deadline && proc.exitCode === null; await Bun.sleep(50)) {
+      port = /"event":"listening","url":"http:\/\/[^:]+:(\d+)"/.exec(log)?.[1];
+    }
+    try {
+      expect([port !== undefined, log]).toEqual([true, log]);
+      const page = await (await fetch(`http://127.0.0.1:${port}/openapi`)).text();
+      expect(page).toContain(`<script src="${SCALAR_PATH}"></script>`);
+      const bundle = await fetch(`http://127.0.0.1:${port}${SCALAR_PATH}`);
+      expect(bundle.status).toBe(200);
+      expect(await bundle.text()).toBe(readFileSync('node_modules/@scalar/api-reference/dist/browser/standalone.js', 'utf8'));
+    } finally {
+      proc.kill('SIGTERM');
+      await proc.exited;
+    }
+  } finally {
+    rmSync(outDir, { recursive: true, force: true });
+  }
+}, 60_000);
 
 test('the page names no other host and forbids scripts and styles from elsewhere', async () => {
   const res = await fetch(`${base}/openapi`);
