@@ -32,7 +32,7 @@ const configuration = (specPath: string) =>
     mcp: { disabled: true },
   });
 
-export function renderReferencePage(info: { title: string; description?: string }, specPath: string) {
+function renderReferencePage(info: { title: string; description?: string }, specPath: string) {
   const description = escape(info.description ?? '');
   return `<!doctype html>
 <html lang="en">
