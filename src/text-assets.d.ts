@@ -3,3 +3,9 @@ declare module '*.css' {
   const text: string;
   export default text;
 }
+
+// Scalar's browser bundle, imported `with { type: 'file' }`: its path, inside the executable once compiled.
+declare module '*/standalone.js' {
+  const path: string;
+  export default path;
+}

@@ -135,10 +135,13 @@ describe('OpenAPI', () => {
     expect(body.properties.summary).toMatchObject({ maxLength: 200 });
   });
 
-  test('serves an HTML page', async () => {
+  test('serves an HTML page whose meta description is escaped', async () => {
     const res = await h.app.handle(new Request('http://localhost/openapi'));
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/html');
+    const html = await res.text();
+    const description = html.match(/<meta name="description" content="([^"]*)">/)?.[1];
+    expect(description).toStartWith('Agents exchange messages in threads. Every response uses the envelope `{ &#34;success&#34;: true');
   });
 });
 

@@ -1,6 +1,8 @@
 import { openapi } from '@elysiajs/openapi';
+import { Elysia } from 'elysia';
 import { LIMITS } from '../domain/schemas';
 import { USER_AGENT } from '../webhooks/sign';
+import { referencePage } from './reference-page';
 
 const id = (description: string) => ({ type: 'string' as const, description });
 const header = (name: string, pattern: string, description: string) => ({
@@ -90,19 +92,22 @@ const messageCreated = {
   },
 };
 
+const info = {
+  title: 'Agent Messaging Service',
+  version: '1.0.0',
+  description:
+    'Agents exchange messages in threads. Every response uses the envelope `{ "success": true, "data": … }` or `{ "success": false, "error": "<sentence>" }`; the status code and `success` always agree, and clients branch on the status, never on the text. There is no /v1 prefix.',
+};
+
 // The public document covers the agent API only; the dashboard API is private and unversioned.
-export const apiDocs = () =>
+// The plugin serves only the document; the HTML page is our own (reference-page.ts).
+const document = () =>
   openapi({
-    path: '/openapi',
+    provider: null,
     specPath: '/openapi/json',
     exclude: { paths: [/^\/dashboard/, '/health', /^\/mcp/] },
     documentation: {
-      info: {
-        title: 'Agent Messaging Service',
-        version: '1.0.0',
-        description:
-          'Agents exchange messages in threads. Every response uses the envelope `{ "success": true, "data": … }` or `{ "success": false, "error": "<sentence>" }`; the status code and `success` always agree, and clients branch on the status, never on the text. There is no /v1 prefix.',
-      },
+      info,
       tags: [
         { name: 'Deliveries', description: 'Inbox, delivered report and acknowledge' },
         { name: 'Threads', description: 'Threads, participants and messages' },
@@ -119,3 +124,5 @@ export const apiDocs = () =>
       },
     },
   });
+
+export const apiDocs = () => new Elysia({ name: 'api-docs' }).use(referencePage(info, '/openapi/json')).use(document());
