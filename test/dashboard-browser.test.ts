@@ -164,7 +164,7 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   // The attempt log keeps its column names on a phone, one value per line.
   await page.locator(`[data-delivery="${failing!.id}"] .attempts > summary`).click();
   const statusCell = page.locator(`[data-delivery="${failing!.id}"] .attempts tbody tr`).first().locator('td[data-label="Status"]');
-  expect(await statusCell.evaluate((td) => getComputedStyle(td, '::before').content)).toBe('"Status: "');
+  expect(await statusCell.evaluate('(td) => getComputedStyle(td, "::before").content')).toBe('"Status: "');
   await screenshot('attempts-phone');
   await page.setViewportSize({ width: 1100, height: 800 });
 
