@@ -67,7 +67,7 @@ describe('a doorbell prepared by the post', () => {
       retryDelaysMs: [50, 100, 150],
       onRetryScheduled: () => {},
       credentials,
-      slots: endpointSlots({ slowCap: 4, fastCap: 16 }),
+      slots: endpointSlots({ slowCap: 4, fastCap: 16, reserve: 16 }),
       parkedForMs: 60_000,
       nudge: () => {},
     });

@@ -116,4 +116,22 @@ describe('the attempt log', () => {
     });
     expect(hook.received.filter((r) => r.path === '/cut-last')).toHaveLength(0);
   });
+
+  test('a run that failed with an error before sending (the database, say) is no cut-off attempt', async () => {
+    hook.reply(() => new Response('ok'));
+    const sender = await h.agent('db-error-sender');
+    const recipient = await h.agent('db-error-recipient', { webhookUrl: hook.url('/db-error') });
+    const { deliveryId } = await post(h, sender, recipient, { content: 'first' });
+    await untilStep(h, deliveryId, 'notified');
+    await h.db.sql`update deliveries set step = 'delivered', delivered_at = now() where id = ${deliveryId}`;
+    // graphile-worker ran it once and recorded that run's error: nothing was on the wire.
+    await h.db.sql`
+      select graphile_worker.add_job('notify', json_build_object('deliveryId', ${deliveryId}::uuid),
+                                     run_at => now() + interval '1 hour', job_key => ${`notify:${deliveryId}`})`;
+    await h.db.sql`
+      update graphile_worker._private_jobs set attempts = 1, last_error = 'CONNECTION_CLOSED', run_at = now()
+      where key = ${`notify:${deliveryId}`}`;
+    await eventually(async () => (await h.db.sql`select 1 from graphile_worker.jobs where key = ${`notify:${deliveryId}`}`).length === 0);
+    expect((await progressOf(deliveryId)).attempts.map((a) => [a.attempt, a.interrupted])).toEqual([[1, false]]);
+  });
 });

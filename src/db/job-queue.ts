@@ -1,5 +1,5 @@
 import type { WorkerPool } from 'graphile-worker';
-import type { PendingQuery, Row } from 'postgres';
+import type { JSONValue, PendingQuery, Row } from 'postgres';
 import type { Sql } from './connect';
 
 // Every touch of graphile-worker beyond its documented API lives here: its private tables, the
@@ -75,21 +75,18 @@ export async function releaseLostJobs(sql: Sql, workerId: string, running: strin
 // shutting down would start work it is about to abandon.
 export const isShuttingDown = (pool: WorkerPool) => pool._shuttingDown;
 
-// Makes the given queued jobs due now (graphile-worker's own reschedule_jobs, which leaves running
-// jobs alone). Answers how many were still queued.
-export async function makeDue(sql: Sql, jobIds: string[]): Promise<number> {
-  const rows = await sql`select id from graphile_worker.reschedule_jobs(${jobIds}::bigint[], run_at => now())`;
-  return rows.length;
-}
 
-// Makes due now every queued, unlocked job of `task` whose payload has `flag` set to true. The
-// payload is only in the private table.
-export async function makeDueWhere(sql: Sql, task: string, flag: string): Promise<number> {
+// Makes due now the queued, unlocked jobs of `task` due later whose payload contains `match`, the
+// oldest first, at most `limit` of them (graphile-worker's own reschedule_jobs, which leaves
+// running jobs alone). The payload is only in the private table. Answers how many.
+export async function makeDueWhere(sql: Sql, task: string, match: { [key: string]: JSONValue }, limit?: number): Promise<number> {
   const rows = await sql`
     select id from graphile_worker.reschedule_jobs(array(
       select j.id from graphile_worker._private_jobs j
       join graphile_worker._private_tasks t on t.id = j.task_id
-      where t.identifier = ${task} and j.locked_at is null and j.run_at > now() and (j.payload ->> ${flag})::boolean
+      where t.identifier = ${task} and j.locked_at is null and j.run_at > now() and j.payload::jsonb @> ${sql.json(match)}::jsonb
+      order by j.run_at, j.id
+      ${limit === undefined ? sql`` : sql`limit ${limit}`}
     ), run_at => now())`;
   return rows.length;
 }

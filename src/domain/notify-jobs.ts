@@ -1,3 +1,4 @@
+import type { JSONValue } from 'postgres';
 import type { Sql } from '../db/connect';
 import { addJobs, liveJob, makeDueWhere } from '../db/job-queue';
 
@@ -40,16 +41,19 @@ export const webhookVersion = (sql: Sql, agent: string) =>
   sql`(extract(epoch from ${sql(agent)}.webhook_set_at) * 1000000)::bigint::text`;
 
 // Puts a doorbell job back in the queue, due `delayMs` from now, under the delivery's key and
-// marked as parked: the running job (locked) is retired by graphile-worker as the key moves to the
-// new one, as with a retry. Answers the new job's id.
-export async function requeueNotifyJob(sql: Sql, payload: { deliveryId: string }, delayMs: number): Promise<string> {
-  const [job] = await sql<{ id: string }[]>`
-    select id::text from graphile_worker.add_job(${NOTIFY_TASK}, ${sql.json({ ...payload, parked: true })}::json,
+// marked as parked for `endpoint`: the running job (locked) is retired by graphile-worker as the
+// key moves to the new one, as with a retry.
+export async function parkNotifyJob(sql: Sql, payload: { deliveryId: string; doorbell?: JSONValue }, endpoint: string, delayMs: number): Promise<void> {
+  await sql`
+    select graphile_worker.add_job(${NOTIFY_TASK}, ${sql.json({ ...payload, parked: true, endpoint })}::json,
       run_at => now() + ${delayMs} * interval '1 millisecond', max_attempts => ${NOTIFY_JOB_MAX_ATTEMPTS},
       job_key => ${notifyJobKey(payload.deliveryId)})`;
-  return job!.id;
 }
 
-// Parked doorbells whose process can no longer wake them (it was killed, say) are made due now by
-// a worker that starts, instead of waiting out their backstop. Answers how many.
-export const wakeParkedNotifyJobs = (sql: Sql) => makeDueWhere(sql, NOTIFY_TASK, 'parked');
+// Makes due now up to `count` doorbells parked for `endpoint` (by any process), the oldest first.
+export const wakeParkedNotifyJobs = (sql: Sql, endpoint: string, count: number) =>
+  makeDueWhere(sql, NOTIFY_TASK, { parked: true, endpoint }, count);
+
+// Every parked doorbell due now, for a worker that starts: the process that parked them may have
+// died, and nothing else would wake them before their backstop.
+export const wakeAllParkedNotifyJobs = (sql: Sql) => makeDueWhere(sql, NOTIFY_TASK, { parked: true });

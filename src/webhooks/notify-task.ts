@@ -1,13 +1,12 @@
 import type { Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
-import { makeDue } from '../db/job-queue';
 import { announceDeliveryChanges } from '../domain/announce';
 import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordDoorbellAttempts, recordInterruptedAttempt } from '../domain/delivery-steps';
-import { requeueNotifyJob } from '../domain/notify-jobs';
+import { parkNotifyJob, wakeParkedNotifyJobs } from '../domain/notify-jobs';
 import type { Logger } from '../log';
 import { doorbellBody, type DoorbellFields } from './doorbell';
 import type { WebhookCredentials } from './credentials';
-import type { EndpointSlots } from './endpoint-slots';
+import { endpointOf, type EndpointSlots } from './endpoint-slots';
 import { afterAttempt } from './retry';
 import { sendDoorbell, type SendOptions } from './send';
 import { doorbellHeaders } from './sign';
@@ -24,13 +23,23 @@ export type NotifyDeps = {
   // How long a parked doorbell waits at most, should the process that parked it not wake it
   // (it stopped, or died).
   parkedForMs: number;
-  // Tells the pool a job fell due now, where LISTEN/NOTIFY cannot announce it.
-  nudge: () => void;
+  // Tells the pool that jobs fell due now, where LISTEN/NOTIFY cannot announce them.
+  nudge: (count: number) => void;
 };
 
 // What a post puts in its doorbell jobs (domain/messages.ts): the notification as it stood then.
 type PreparedDoorbell = Omit<DoorbellFields, 'deliveryId' | 'content'> & { recipientId: string; url: string; webhookVersion: string };
-type NotifyPayload = { deliveryId: string; doorbell?: PreparedDoorbell };
+// A parked job carries the endpoint it waits for, so that whoever frees a slot there can wake it.
+type NotifyPayload = { deliveryId: string; doorbell?: PreparedDoorbell; parked?: boolean; endpoint?: string };
+
+// The error a run throws when the worker shuts down while its doorbell is on the wire.
+const SHUT_DOWN_MID_SEND = 'Worker shut down while the doorbell was in flight.';
+
+// A run before this one was cut off mid-attempt: it was taken and never finished (the process was
+// killed, so graphile-worker recorded no error) or it was cancelled on the wire by a shutdown. A
+// run that failed on a database error before sending has its error recorded and is no attempt.
+const previousRunCutOff = (job: { attempts: number; last_error: string | null }) =>
+  job.attempts > 1 && (job.last_error === null || job.last_error.includes(SHUT_DOWN_MID_SEND));
 
 // A doorbell prepared by the post rings without loading the message and the secret when this
 // worker already holds the secret of the webhook it was prepared for; whether it is still owed is
@@ -57,44 +66,58 @@ async function ringable(deps: NotifyDeps, payload: NotifyPayload) {
 // next one scheduled (or the delivery failed) in one statement, on the contract's schedule
 // rather than graphile-worker's. Only an unexpected database error is thrown, leaving the job to
 // graphile-worker's own retries.
-export const notifyTask =
-  (deps: NotifyDeps): Task =>
-  async (rawPayload, helpers) => {
+export const notifyTask = (deps: NotifyDeps): Task => {
+  // Endpoints this process parked doorbells for, or ran parked doorbells of: a freed slot there
+  // asks the queue for parked ones; elsewhere no query is made. Cleared once the queue has none.
+  const mayHaveParked = new Set<string>();
+
+  // Makes due up to `count` doorbells parked for the endpoint, by any process, oldest first. A
+  // database error leaves them to their backstop.
+  const wakeParked = async (endpoint: string, count: number) => {
+    if (count <= 0 || !mayHaveParked.has(endpoint)) return;
+    try {
+      const woken = await wakeParkedNotifyJobs(deps.sql, endpoint, count);
+      if (woken < count) mayHaveParked.delete(endpoint);
+      if (woken > 0) deps.nudge(woken);
+    } catch (error) {
+      deps.log.warn('parked_doorbell_wake_failed', { endpoint, error: (error as Error).message });
+    }
+  };
+
+  return async (rawPayload, helpers) => {
     const payload = rawPayload as NotifyPayload;
-    // Run before and not finished: the previous run's attempt goes into the log first.
-    if (helpers.job.attempts > 1) await recordInterruptedAttempt(deps.sql, deps.log, payload.deliveryId, deps.retryDelaysMs.length + 1);
+    if (payload.endpoint) mayHaveParked.add(payload.endpoint);
+    if (previousRunCutOff(helpers.job)) {
+      await recordInterruptedAttempt(deps.sql, deps.log, payload.deliveryId, deps.retryDelaysMs.length + 1);
+    }
     const doorbell = await ringable(deps, payload);
-    if (!doorbell) return forgetNextAttempt(deps.sql, payload.deliveryId);
+    if (!doorbell) {
+      await forgetNextAttempt(deps.sql, payload.deliveryId);
+      // Woken to take a slot it no longer needs: the wake-up passes on to the next parked one.
+      if (payload.endpoint) await wakeParked(payload.endpoint, 1);
+      return;
+    }
+    const endpoint = endpointOf(doorbell.url);
     const release = deps.slots.take(doorbell.url) ?? (await deps.slots.waitForSlot(doorbell.url, WAIT_FOR_QUICK_SLOT_MS));
     if (!release) {
-      deps.slots.parked(doorbell.url, await requeueNotifyJob(deps.sql, payload, deps.parkedForMs));
-      // Every slot may have freed while it was being parked, with nothing left to wake it.
-      if (deps.slots.hasFree(doorbell.url)) void wakeParked(deps, doorbell.url);
+      await parkNotifyJob(deps.sql, { deliveryId: payload.deliveryId, doorbell: payload.doorbell }, endpoint, deps.parkedForMs);
+      mayHaveParked.add(endpoint);
+      // Slots may have freed while it was being parked, with nothing left to wake it.
+      await wakeParked(endpoint, deps.slots.free(doorbell.url));
       return;
     }
     try {
       await ring(deps, doorbell, helpers.abortSignal);
     } finally {
       release();
-      void wakeParked(deps, doorbell.url);
+      void wakeParked(endpoint, deps.slots.free(doorbell.url));
     }
   };
+};
 
 // How long a doorbell over the cap of an endpoint that answers quickly waits for its next slot
 // before it is parked instead.
 const WAIT_FOR_QUICK_SLOT_MS = 250;
-
-// The endpoint's oldest doorbell parked here is made due now. One that already ran (its backstop
-// came first) is skipped for the next; a database error leaves them to their backstop.
-async function wakeParked(deps: NotifyDeps, endpoint: string) {
-  try {
-    for (let id = deps.slots.nextParked(endpoint); id; id = deps.slots.nextParked(endpoint)) {
-      if ((await makeDue(deps.sql, [id])) > 0) return deps.nudge();
-    }
-  } catch (error) {
-    deps.log.warn('parked_doorbell_wake_failed', { endpoint: new URL(endpoint).origin, error: (error as Error).message });
-  }
-}
 
 type Ringable = NonNullable<Awaited<ReturnType<typeof ringable>>>;
 
@@ -107,8 +130,9 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | 
     { url: doorbell.url, body, headers: doorbellHeaders({ deliveryId, body, secret: doorbell.secret, timestamp: attemptedAt }) },
     { ...deps.send, signal },
   );
-  // Shutting down mid-request: record nothing and let graphile-worker hand the job to another worker.
-  if (signal?.aborted) throw new Error('Worker shut down while the doorbell was in flight.');
+  // Cancelled on the wire by a shutdown: record nothing and let graphile-worker hand the job to
+  // another worker (which logs this attempt as cut off). An answer that came first is recorded.
+  if (signal?.aborted && outcome.status === null) throw new Error(SHUT_DOWN_MID_SEND);
   const durationMs = Math.round(performance.now() - started);
   const { publish, attempt, resend } = doorbell;
   const next = afterAttempt(outcome, attempt, deps.retryDelaysMs);

@@ -46,6 +46,8 @@ export function postPinned(
   const sent = loggedHeaders(headers);
   return new Promise((resolve) => {
     let settled = false;
+    // Once the status is in, how to finish with it and whatever of the body has come.
+    let answered: (() => void) | null = null;
     const finish = (outcome: AttemptOutcome) => {
       if (settled) return;
       settled = true;
@@ -77,6 +79,7 @@ export function postPinned(
           res.destroy();
         };
         const grace = setTimeout(done, BODY_GRACE_MS);
+        answered = done;
         res.on('data', (chunk: Buffer) => {
           chunks.push(chunk);
           size += chunk.length;
@@ -90,7 +93,9 @@ export function postPinned(
       finish({ status: null, error: `no answer within ${timeoutMs} ms (timed out)` });
       req.destroy();
     }, timeoutMs);
+    // A shutdown cancels a request still waiting for its answer; one answered already keeps it.
     const onAbort = () => {
+      if (answered) return answered();
       finish({ status: null, error: 'cancelled: the worker is shutting down' });
       req.destroy();
     };

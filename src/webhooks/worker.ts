@@ -4,7 +4,7 @@ import { retryDelays, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { isShuttingDown } from '../db/job-queue';
 import { workerPool } from '../db/worker-pool';
-import { NOTIFY_TASK, wakeParkedNotifyJobs } from '../domain/notify-jobs';
+import { NOTIFY_TASK, wakeAllParkedNotifyJobs } from '../domain/notify-jobs';
 import { sweepExpiredSignIns } from '../domain/people';
 import type { Logger } from '../log';
 import { startHeartbeat } from './heartbeat';
@@ -93,9 +93,13 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
       credentials: rememberWebhooks(),
       // An endpoint that answers quickly may use half the slots; one that is slow or not yet heard
       // from, its small cap (endpoint-slots.ts).
-      slots: endpointSlots({ slowCap: config.WEBHOOK_ENDPOINT_CONCURRENCY, fastCap: Math.ceil(config.WEBHOOK_CONCURRENCY / 2) }),
+      slots: endpointSlots({
+        slowCap: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+        fastCap: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
+        reserve: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
+      }),
       parkedForMs: PARKED_BACKSTOP_MS,
-      nudge: () => pool && !isShuttingDown(pool) && pool.nudge(1),
+      nudge: (count) => pool && !isShuttingDown(pool) && pool.nudge(count),
     }),
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
     [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
@@ -155,7 +159,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
     log,
   );
   await heartbeat.ready;
-  const woken = await wakeParkedNotifyJobs(sql);
+  const woken = await wakeAllParkedNotifyJobs(sql);
   if (woken > 0) pool!.nudge(Math.min(woken, config.WEBHOOK_CONCURRENCY));
   log.info('worker_started', { workerId, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });
   return {

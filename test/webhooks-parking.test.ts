@@ -1,0 +1,46 @@
+import { describe, expect, test } from 'bun:test';
+import { eventually, receiver } from './support/receiver';
+import { attemptRows, useWorkerHarness } from './support/webhooks';
+
+// Doorbells over their endpoint's cap wait parked, holding no worker slot, and are woken from the
+// queue as the endpoint's slots free; none waits for its 60 s backstop while a slot is free.
+const { h } = useWorkerHarness({ WEBHOOK_ENDPOINT_CONCURRENCY: '1', WEBHOOK_TIMEOUT_MS: '5000' });
+const held: (() => void)[] = [];
+const hook = receiver(async (req) => {
+  if (req.path === '/one-at-a-time' && hook.received.filter((r) => r.path === '/one-at-a-time').length === 1) {
+    await new Promise<void>((resolve) => held.push(resolve));
+  }
+  return new Response('ok');
+});
+
+describe('parked doorbells', () => {
+  test('a woken doorbell that is no longer owed passes the wake-up on to the next one parked', async () => {
+    const sender = await h.agent('park-sender');
+    const recipient = await h.agent('park-recipient', { webhookUrl: hook.url('/one-at-a-time') });
+    const threadId = await h.thread(sender, [recipient]);
+    const first = await h.post(sender, threadId, 'first: holds the only slot');
+    await eventually(async () => held.length === 1);
+    const second = await h.post(sender, threadId, 'second: parked, then acknowledged');
+    const third = await h.post(sender, threadId, 'third: parked');
+    const parked = await eventually(async () => {
+      const rows = await h.db.sql`
+        select 1 from graphile_worker._private_jobs where (payload::jsonb ->> 'parked')::boolean`;
+      return rows.length === 2 ? rows : null;
+    });
+    expect(parked).toHaveLength(2);
+    const [secondDelivery] = await h.db.sql`select id from deliveries where message_id = ${second.id}`;
+    expect((await h.call('POST', `/api/deliveries/${secondDelivery!.id}/acknowledge`, { key: recipient.key })).status).toBe(200);
+
+    const released = performance.now();
+    held.shift()!();
+    // The freed slot wakes the oldest parked doorbell (the second, no longer owed), which wakes the
+    // third: it rings long before the backstop.
+    await eventually(async () => hook.received.some((r) => r.raw.includes(third.id)), 10_000);
+    expect(performance.now() - released).toBeLessThan(10_000);
+    expect(hook.received.filter((r) => r.raw.includes(second.id))).toHaveLength(0);
+    const [thirdDelivery] = await h.db.sql`select id from deliveries where message_id = ${third.id}`;
+    expect((await attemptRows(h, thirdDelivery!.id)).map((a) => [a.attempt, a.status])).toEqual([[1, 200]]);
+    const [firstDelivery] = await h.db.sql`select id from deliveries where message_id = ${first.id}`;
+    expect((await attemptRows(h, firstDelivery!.id)).map((a) => [a.attempt, a.status])).toEqual([[1, 200]]);
+  }, 20_000);
+});
