@@ -1,7 +1,6 @@
 import { Kind, TypeRegistry, type TSchema, type Static } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
-import { Value } from '@sinclair/typebox/value';
 import { invalid } from './errors';
 
 // Lengths are counted in code points (Unicode characters), as JSON Schema's minLength and maxLength
@@ -54,7 +53,7 @@ export function describeValueError(error: ValueError, root = 'body'): string {
 // A string schema with length bounds, as validate() checks it: the bounds in code points, and its
 // other rules (type, pattern) as TypeBox checks them, in TypeBox's order.
 const COUNTED = 'CodePointString';
-type Counted = TSchema & { minLength?: number; maxLength?: number; others: TSchema };
+type Counted = TSchema & { minLength?: number; maxLength?: number; others: TypeCheck<TSchema> };
 
 function lengthSentence(schema: Counted, text: string, field: string): string | null {
   const length = codePoints(text);
@@ -67,7 +66,7 @@ function lengthSentence(schema: Counted, text: string, field: string): string | 
 
 TypeRegistry.Set<Counted>(
   COUNTED,
-  (schema, value) => typeof value === 'string' && lengthSentence(schema, value, '') === null && Value.Check(schema.others, value),
+  (schema, value) => typeof value === 'string' && lengthSentence(schema, value, '') === null && schema.others.Check(value),
 );
 
 function describeCountedString(error: ValueError, root: string): string {
@@ -75,7 +74,7 @@ function describeCountedString(error: ValueError, root: string): string {
   const field = error.path ? error.path.slice(1).replaceAll('/', '.') : root;
   const tooShortOrLong = typeof error.value === 'string' ? lengthSentence(schema, error.value, field) : null;
   if (tooShortOrLong) return tooShortOrLong;
-  const other = Value.Errors(schema.others, error.value).First();
+  const other = schema.others.Errors(error.value).First();
   return other ? describeValueError({ ...other, path: error.path }, root) : `${field} is invalid`;
 }
 
@@ -87,7 +86,7 @@ function countingCodePoints(schema: unknown): unknown {
   const s = schema as Record<PropertyKey, unknown>;
   if (s[Kind] === 'String' && (s.minLength !== undefined || s.maxLength !== undefined)) {
     const { minLength: _min, maxLength: _max, ...others } = s;
-    return { ...s, [Kind]: COUNTED, others };
+    return { ...s, [Kind]: COUNTED, others: TypeCompiler.Compile(others as unknown as TSchema) };
   }
   const copy: Record<PropertyKey, unknown> = {};
   for (const key of Reflect.ownKeys(s)) copy[key] = countingCodePoints(s[key]);
