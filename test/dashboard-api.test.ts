@@ -4,6 +4,8 @@ import { useDashboardHarness } from './support/dashboard';
 
 const h = useDashboardHarness();
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
+// U+1F600, one character of two UTF-16 code units.
+const EMOJI = '\u{1F600}';
 const ZERO_ID = '00000000-0000-7000-8000-000000000000';
 
 let cookie: string;
@@ -308,6 +310,26 @@ describe('threads', () => {
     expect(inbox.body.data.find((e: any) => e.messageId === res.body.data.id)).toMatchObject({ sender: 'ada', summary: 'Hello from a person' });
     expect(await as('POST', `/threads/${id}/messages`, { content: '' })).toMatchObject({ status: 400, body: { error: 'content must not be empty' } });
     expect(await as('POST', `/threads/${ZERO_ID}/messages`, { content: 'x' })).toMatchObject({ status: 404 });
+  });
+
+  test("a person's post counts lengths in code points: every bound holds with emoji, two UTF-16 units each", async () => {
+    const id = await openThread('Emoji');
+    for (const body of [{ content: EMOJI.repeat(200) }, { content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]) {
+      const res = await as('POST', `/threads/${id}/messages`, body);
+      expect(res.status).toBe(201);
+      const [stored] = await h.db.sql`select content, summary from messages where id = ${res.body.data.id}`;
+      expect(stored).toEqual({ content: body.content, summary: body.summary ?? null });
+    }
+    for (const [body, error] of [
+      [{ content: EMOJI.repeat(10_001), summary: 's' }, 'content must be at most 10000 characters'],
+      [{ content: 'x', summary: EMOJI.repeat(201) }, 'summary must be at most 200 characters'],
+      [{ content: EMOJI.repeat(201) }, 'summary is required when content is longer than 200 characters; add one and resend'],
+    ] as const) {
+      const res = await as('POST', `/threads/${id}/messages`, body);
+      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error }]);
+    }
+    const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
+    expect(messages!.n).toBe(2);
   });
 
   test("an unpaired surrogate in a person's post is a 400 naming the field, and nothing is stored", async () => {

@@ -6,11 +6,13 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { invitePerson } from '../src/domain/people';
 import { buildApp } from '../src/http/app';
 import { createLogger } from '../src/log';
-import { useHarness } from './support/harness';
+import { uniqueName, useHarness } from './support/harness';
 
 // End to end in a real headless Chromium against the real server listening on a local port.
 // Sessions are checked every 200 ms, so that an expired one ends the live view quickly.
 const h = useHarness({ SESSION_CHECK_MS: '200' });
+// U+1F600, one character of two UTF-16 code units.
+const EMOJI = '\u{1F600}';
 const logLines: Record<string, any>[] = [];
 const ARTIFACTS = 'test-artifacts/dashboard';
 const SCREENSHOTS = 'docs/screenshots';
@@ -195,6 +197,25 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   await page.waitForURL(`${base}/dashboard/sign-in`);
   expect((await h.db.sql`select count(*)::int as n from sessions`)[0]!.n).toBe(0);
 }, 40_000);
+
+test('the post form takes emoji up to the bounds the server counts in code points, and shows its refusal beyond', async () => {
+  const [writer, reader] = await Promise.all(['emoji', 'emoji'].map((n) => h.agent(uniqueName(n))));
+  const thread = await agentCall('POST', '/api/threads', writer!.key, { title: 'Emoji', participantUsernames: [reader!.username] });
+  const threadId = thread.data.id as string;
+  await page.goto(`${base}/dashboard/sign-in`);
+  await signIn('ada@example.com', 'ada');
+  await page.getByRole('link', { name: 'Threads' }).click();
+  const card = page.locator(`[data-thread="${threadId}"]`);
+  await card.getByLabel('Post as yourself').fill(EMOJI.repeat(10_000));
+  await card.getByLabel('Summary').fill(EMOJI.repeat(201));
+  await card.getByRole('button', { name: 'Post' }).click();
+  await page.locator('#toast', { hasText: 'summary must be at most 200 characters' }).waitFor();
+  await card.getByLabel('Summary').fill(EMOJI.repeat(200));
+  await card.getByRole('button', { name: 'Post' }).click();
+  await page.locator('#toast', { hasText: 'Posted to 2 recipients.' }).waitFor();
+  const stored = await h.db.sql`select content, summary from messages where thread_id = ${threadId}`;
+  expect([...stored]).toEqual([{ content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]);
+}, 20_000);
 
 test('when the session expires, the live deliveries page says so instead of reconnecting', async () => {
   await page.goto(`${base}/dashboard/sign-in`);

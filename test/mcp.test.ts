@@ -3,6 +3,8 @@ import { useHarness } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 
 const h = useHarness();
+// U+1F600, one character of two UTF-16 code units.
+const EMOJI = '\u{1F600}';
 let base: string;
 type Client = Awaited<ReturnType<typeof mcpClient>>;
 let alice: Client, bob: Client, carol: Client;
@@ -289,6 +291,31 @@ describe('text the database would not keep as given', () => {
     expect(threadsAfter!.n).toBe(threadsBefore!.n);
     const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${thread.id}`;
     expect(messages!.n).toBe(0);
+  });
+});
+
+describe('lengths', () => {
+  test('are counted in code points: every bound holds with emoji, two UTF-16 units each', async () => {
+    const opened = await alice.call('open_thread', { title: EMOJI.repeat(200), goal: EMOJI.repeat(2000), participantUsernames: ['bob'] });
+    expect(opened.data).toMatchObject({ title: EMOJI.repeat(200), goal: EMOJI.repeat(2000) });
+    const threadId = opened.data.id as string;
+    for (const args of [{ content: EMOJI.repeat(200) }, { content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]) {
+      const sent = await alice.call('send_message', { threadId, ...args });
+      expect(sent.data).toMatchObject({ threadId, recipients: 1 });
+    }
+    const summaryRequired = 'summary is required when content is longer than 200 characters; add one and resend';
+    for (const [tool, args, error] of [
+      ['open_thread', { title: EMOJI.repeat(201) }, 'title must be at most 200 characters'],
+      ['open_thread', { title: 'ok', goal: EMOJI.repeat(2001) }, 'goal must be at most 2000 characters'],
+      ['send_message', { threadId, content: EMOJI.repeat(10_001), summary: 's' }, 'content must be at most 10000 characters'],
+      ['send_message', { threadId, content: 'x', summary: EMOJI.repeat(201) }, 'summary must be at most 200 characters'],
+      ['send_message', { threadId, content: EMOJI.repeat(201) }, summaryRequired],
+    ] as const) {
+      const result = await alice.client.callTool({ name: tool, arguments: args });
+      expect([args, result.structuredContent]).toEqual([args, { success: false, error, status: 400 }]);
+    }
+    const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${threadId}`;
+    expect(messages!.n).toBe(2);
   });
 });
 

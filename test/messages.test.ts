@@ -3,6 +3,8 @@ import { setArchived } from '../src/domain/agents';
 import { uniqueName, useHarness } from './support/harness';
 
 const h = useHarness();
+// U+1F600, one character of two UTF-16 code units.
+const EMOJI = '\u{1F600}';
 
 const countRows = async (threadId: string) => {
   const [row] = await h.db.sql`
@@ -89,6 +91,27 @@ describe('post a message', () => {
     ]) {
       expect((await h.call('POST', `/api/threads/${id}/messages`, { key: a!.key, body })).status).toBe(201);
     }
+  });
+
+  test('lengths are counted in code points: every bound holds with emoji, two UTF-16 units each', async () => {
+    const [a, b] = await Promise.all(['emoji', 'emoji'].map((n) => h.agent(uniqueName(n))));
+    const id = await h.thread(a!, [b!]);
+    const post = (body: unknown) => h.call('POST', `/api/threads/${id}/messages`, { key: a!.key, body });
+    for (const body of [{ content: EMOJI.repeat(200) }, { content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]) {
+      const res = await post(body);
+      expect(res.status).toBe(201);
+      const [stored] = await h.db.sql`select content, summary from messages where id = ${res.body.data.id}`;
+      expect(stored).toEqual({ content: body.content, summary: body.summary ?? null });
+    }
+    for (const [body, error] of [
+      [{ content: EMOJI.repeat(10_001), summary: 's' }, 'content must be at most 10000 characters'],
+      [{ content: 'x', summary: EMOJI.repeat(201) }, 'summary must be at most 200 characters'],
+      [{ content: EMOJI.repeat(201) }, 'summary is required when content is longer than 200 characters; add one and resend'],
+    ] as const) {
+      const res = await post(body);
+      expect([res.status, res.body]).toEqual([400, { success: false, error }]);
+    }
+    expect(await countRows(id)).toEqual({ messages: 2, deliveries: 2 });
   });
 
   test('404 for a stranger, a malformed id and an unknown thread; nothing created', async () => {

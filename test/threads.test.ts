@@ -6,6 +6,8 @@ import { confirmClose, declineClose, removeParticipant } from '../src/domain/thr
 import { uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
 
 const h = useHarness();
+// U+1F600, one character of two UTF-16 code units.
+const EMOJI = '\u{1F600}';
 const NO_THREAD = { success: false, error: 'No such thread, or you are not a participant.' };
 
 describe('open a thread', () => {
@@ -63,6 +65,24 @@ describe('open a thread', () => {
     const a = await h.agent(uniqueName('edge'));
     const res = await h.call('POST', '/api/threads', { key: a.key, body: { title: 't'.repeat(200), goal: 'g'.repeat(2000) } });
     expect(res.status).toBe(201);
+  });
+
+  test('lengths are counted in code points: 200 emoji are a title of 200 characters, 201 are too many', async () => {
+    const a = await h.agent(uniqueName('emoji'));
+    const open = (body: unknown) => h.call('POST', '/api/threads', { key: a.key, body });
+    const accepted = await open({ title: EMOJI.repeat(200), goal: EMOJI.repeat(2000) });
+    expect(accepted.status).toBe(201);
+    const [stored] = await h.db.sql`select title, goal from threads where id = ${accepted.body.data.id}`;
+    expect(stored).toEqual({ title: EMOJI.repeat(200), goal: EMOJI.repeat(2000) });
+    for (const [body, error] of [
+      [{ title: EMOJI.repeat(201) }, 'title must be at most 200 characters'],
+      [{ title: 'ok', goal: EMOJI.repeat(2001) }, 'goal must be at most 2000 characters'],
+    ] as const) {
+      const res = await open(body);
+      expect([res.status, res.body]).toEqual([400, { success: false, error }]);
+    }
+    const [count] = await h.db.sql`select count(*)::int as n from threads t join agents a on a.id = t.opened_by where a.username = ${a.username}`;
+    expect(count!.n).toBe(1);
   });
 
   test('400 naming an unknown or archived participant, and nothing is created', async () => {

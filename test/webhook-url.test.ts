@@ -144,6 +144,13 @@ describe('which URLs a webhook may have', () => {
     ]);
   });
 
+  test('the 2048-character bound counts code points: an emoji is one character', async () => {
+    const emoji = '\u{1F600}';
+    const atBound = `https://8.8.8.8/${emoji.repeat(2048 - 'https://8.8.8.8/'.length)}`;
+    expect(await refusal(atBound)).toBeNull();
+    expect(await refusal(`${atBound}${emoji}`)).toEqual(['invalid', 'webhookUrl must be at most 2048 characters']);
+  });
+
   test('https may use port 443 or 1024 to 65535; well-known service ports and port 0 are refused', async () => {
     for (const url of ['https://8.8.8.8/hook', 'https://8.8.8.8:443/hook', 'https://8.8.8.8:1024/hook', 'https://8.8.8.8:8443/hook', 'https://8.8.8.8:65535/hook']) {
       expect([url, await refusal(url)]).toEqual([url, null]);

@@ -9,7 +9,7 @@ import { inIdOrder, toFetched } from './delivery-steps';
 import { addNotifyJobs, webhookVersion } from './notify-jobs';
 import { isId } from './ids';
 import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from './schemas';
-import { validate } from './validate';
+import { codePoints, validate } from './validate';
 import { agentSeesThread } from './visibility';
 
 const threadNotFound = () => notFound('No such thread, or you are not a participant.');
@@ -45,7 +45,7 @@ type PostOutcome = {
 export async function postMessage(sql: Sql, log: Logger, actor: Actor, threadId: string, input: unknown): Promise<PostedMessage> {
   const body = validate(NewMessage, input);
   const summary = body.summary?.trim() ? body.summary : null;
-  if (body.content.length > LIMITS.summaryRequiredAbove && summary === null) {
+  if (codePoints(body.content) > LIMITS.summaryRequiredAbove && summary === null) {
     throw invalid(
       `summary is required when content is longer than ${LIMITS.summaryRequiredAbove} characters; add one and resend`,
     );

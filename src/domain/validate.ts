@@ -1,7 +1,16 @@
-import type { TSchema, Static } from '@sinclair/typebox';
+import { Kind, TypeRegistry, type TSchema, type Static } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import { invalid } from './errors';
+
+// Lengths are counted in code points (Unicode characters), as JSON Schema's minLength and maxLength
+// count them, so that the published schemas and every validator generated from them agree with the
+// service. JavaScript's `length` counts UTF-16 code units, two for most emoji.
+export function codePoints(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
 
 // One sentence per broken rule, naming the field and the bound, e.g.
 // "content must be at most 10000 characters". Every door shows these same sentences.
@@ -13,10 +22,8 @@ export function describeValueError(error: ValueError, root = 'body'): string {
   switch (error.type) {
     case ValueErrorType.ObjectRequiredProperty:
       return `${field} is required`;
-    case ValueErrorType.StringMaxLength:
-      return `${field} must be at most ${s.maxLength} characters`;
-    case ValueErrorType.StringMinLength:
-      return s.minLength === 1 ? `${field} must not be empty` : `${field} must be at least ${s.minLength} characters`;
+    case ValueErrorType.Kind:
+      return (error.schema as TSchema)[Kind] === COUNTED ? describeCountedString(error, root) : `${field} is invalid: ${error.message}`;
     case ValueErrorType.StringPattern:
       return `${field} ${(s.description as string | undefined) ?? `must match ${s.pattern}`}`;
     case ValueErrorType.String:
@@ -43,6 +50,49 @@ export function describeValueError(error: ValueError, root = 'body'): string {
   }
 }
 
+// A string schema with length bounds, as validate() checks it: the bounds in code points, and its
+// other rules (type, pattern) as TypeBox checks them, in TypeBox's order.
+const COUNTED = 'CodePointString';
+type Counted = TSchema & { minLength?: number; maxLength?: number; others: TypeCheck<TSchema> };
+
+function lengthSentence(schema: Counted, text: string, field: string): string | null {
+  const length = codePoints(text);
+  if (schema.minLength !== undefined && length < schema.minLength) {
+    return schema.minLength === 1 ? `${field} must not be empty` : `${field} must be at least ${schema.minLength} characters`;
+  }
+  if (schema.maxLength !== undefined && length > schema.maxLength) return `${field} must be at most ${schema.maxLength} characters`;
+  return null;
+}
+
+TypeRegistry.Set<Counted>(
+  COUNTED,
+  (schema, value) => typeof value === 'string' && lengthSentence(schema, value, '') === null && schema.others.Check(value),
+);
+
+function describeCountedString(error: ValueError, root: string): string {
+  const schema = error.schema as Counted;
+  const field = error.path ? error.path.slice(1).replaceAll('/', '.') : root;
+  const tooShortOrLong = typeof error.value === 'string' ? lengthSentence(schema, error.value, field) : null;
+  if (tooShortOrLong) return tooShortOrLong;
+  const other = schema.others.Errors(error.value).First();
+  return other ? describeValueError({ ...other, path: error.path }, root) : `${field} is invalid`;
+}
+
+// The schema as validate() checks it: a copy in which every string with a length bound is counted.
+// The schema itself keeps plain minLength and maxLength, which the published JSON Schema reads.
+function countingCodePoints(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(countingCodePoints);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const s = schema as Record<PropertyKey, unknown>;
+  if (s[Kind] === 'String' && (s.minLength !== undefined || s.maxLength !== undefined)) {
+    const { minLength: _min, maxLength: _max, ...others } = s;
+    return { ...s, [Kind]: COUNTED, others: TypeCompiler.Compile(others as unknown as TSchema) };
+  }
+  const copy: Record<PropertyKey, unknown> = {};
+  for (const key of Reflect.ownKeys(s)) copy[key] = countingCodePoints(s[key]);
+  return copy;
+}
+
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 
 // Checks input against a schema and returns it typed, or throws the first broken rule as a
@@ -52,7 +102,7 @@ export function validate<S extends TSchema>(schema: S, input: unknown, root = 'b
   if (broken) throw invalid(broken);
   let check = compiled.get(schema);
   if (!check) {
-    check = TypeCompiler.Compile(schema);
+    check = TypeCompiler.Compile(countingCodePoints(schema) as TSchema);
     compiled.set(schema, check);
   }
   if (check.Check(input)) return input as Static<S>;

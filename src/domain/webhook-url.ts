@@ -2,7 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { invalid } from './errors';
-import { checkStorableText } from './validate';
+import { checkStorableText, codePoints } from './validate';
 
 // Where doorbells may go. A webhook URL is chosen by whoever registers the agent, so without these
 // rules the service could be made to call its own network (SSRF). Checked when the URL is saved
@@ -66,7 +66,7 @@ function checkPort(url: URL, policy: WebhookUrlPolicy): void {
 
 function parseWebhookUrl(raw: unknown, policy: WebhookUrlPolicy): URL {
   if (typeof raw !== 'string' || raw.length === 0) throw invalid('webhookUrl must be a non-empty string');
-  if (raw.length > 2048) throw invalid('webhookUrl must be at most 2048 characters');
+  if (codePoints(raw) > 2048) throw invalid('webhookUrl must be at most 2048 characters');
   checkStorableText(raw, 'webhookUrl');
   let url: URL;
   try {

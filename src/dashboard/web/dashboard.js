@@ -274,10 +274,12 @@ function threadCard(thread, reload) {
       }
     },
   },
+  // No maxlength: browsers count it in UTF-16 units, two per emoji, where the server counts
+  // characters; the server's sentence names any bound that is passed.
   h('label', { for: contentId }, 'Post as yourself'),
-  h('textarea', { id: contentId, name: 'content', rows: 3, required: true, maxlength: 10000 }),
+  h('textarea', { id: contentId, name: 'content', rows: 3, required: true }),
   h('label', { for: summaryId }, 'Summary ', h('span', { class: 'hint' }, '(required above 200 characters)')),
-  h('input', { id: summaryId, name: 'summary', maxlength: 200 }),
+  h('input', { id: summaryId, name: 'summary' }),
   h('button', { type: 'submit' }, 'Post'));
   return h('li', { class: 'card thread', dataset: { thread: thread.id } },
     h('div', { class: 'card-head' },
