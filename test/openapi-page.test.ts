@@ -2,12 +2,13 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { Elysia } from 'elysia';
 import { buildApp } from '../src/http/app';
 import { referencePage, SCALAR_PATH, SCALAR_VERSION } from '../src/http/reference-page';
 import { silentLogger } from '../src/log';
 import { track } from './support/children';
+import { launchChromium } from './support/chromium';
 import { useHarness } from './support/harness';
 
 // The API reference page in a real headless Chromium against the real server on a local port,
@@ -18,7 +19,7 @@ const ARTIFACTS = 'test-artifacts/openapi';
 let server: ReturnType<ReturnType<typeof buildApp>['listen']>;
 let base: string;
 let context: BrowserContext;
-let userDataDir: string;
+let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
 
 beforeAll(async () => {
   server = buildApp({ sql: h.db.sql, config: h.config, log: silentLogger, inboxSignal: h.inboxSignal, agentCache: h.agentCache }).listen({
@@ -26,29 +27,14 @@ beforeAll(async () => {
     port: 0,
   });
   base = `http://127.0.0.1:${server.server!.port}`;
-  userDataDir = mkdtempSync(join(tmpdir(), 'ams-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    viewport: { width: 1280, height: 900 },
-  });
+  browser = await launchChromium({ width: 1280, height: 900 });
+  context = browser.context;
   mkdirSync(ARTIFACTS, { recursive: true });
 }, 30_000);
 
 afterAll(async () => {
-  await context?.close();
+  await browser?.close();
   await server?.stop(true);
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
 });
 
 // A page whose requests to anything but this server are aborted and recorded, with its console
