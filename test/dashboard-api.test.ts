@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { useDashboardHarness } from './support/dashboard';
+import { POSTS_AT_BOUNDS, POSTS_PAST_BOUNDS } from './support/emoji';
 
 const h = useDashboardHarness();
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
 // U+1F600, one character of two UTF-16 code units.
-const EMOJI = '\u{1F600}';
 const ZERO_ID = '00000000-0000-7000-8000-000000000000';
 
 let cookie: string;
@@ -314,17 +314,13 @@ describe('threads', () => {
 
   test("a person's post counts lengths in code points: every bound holds with emoji, two UTF-16 units each", async () => {
     const id = await openThread('Emoji');
-    for (const body of [{ content: EMOJI.repeat(200) }, { content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]) {
+    for (const body of POSTS_AT_BOUNDS) {
       const res = await as('POST', `/threads/${id}/messages`, body);
       expect(res.status).toBe(201);
       const [stored] = await h.db.sql`select content, summary from messages where id = ${res.body.data.id}`;
       expect(stored).toEqual({ content: body.content, summary: body.summary ?? null });
     }
-    for (const [body, error] of [
-      [{ content: EMOJI.repeat(10_001), summary: 's' }, 'content must be at most 10000 characters'],
-      [{ content: 'x', summary: EMOJI.repeat(201) }, 'summary must be at most 200 characters'],
-      [{ content: EMOJI.repeat(201) }, 'summary is required when content is longer than 200 characters; add one and resend'],
-    ] as const) {
+    for (const [body, error] of POSTS_PAST_BOUNDS) {
       const res = await as('POST', `/threads/${id}/messages`, body);
       expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error }]);
     }

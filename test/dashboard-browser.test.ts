@@ -5,13 +5,13 @@ import { invitePerson } from '../src/domain/people';
 import { buildApp } from '../src/http/app';
 import { createLogger } from '../src/log';
 import { launchChromium } from './support/chromium';
+import { EMOJI } from './support/emoji';
 import { uniqueName, useHarness } from './support/harness';
 
 // End to end in a real headless Chromium against the real server listening on a local port.
 // Sessions are checked every 200 ms, so that an expired one ends the live view quickly.
 const h = useHarness({ SESSION_CHECK_MS: '200' });
 // U+1F600, one character of two UTF-16 code units.
-const EMOJI = '\u{1F600}';
 const logLines: Record<string, any>[] = [];
 const ARTIFACTS = 'test-artifacts/dashboard';
 const SCREENSHOTS = 'docs/screenshots';

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { useHarness } from './support/harness';
 import { mcpClient } from './support/mcp-client';
+import { EMOJI, POSTS_AT_BOUNDS } from './support/emoji';
 
 const h = useHarness();
 // U+1F600, one character of two UTF-16 code units.
-const EMOJI = '\u{1F600}';
 let base: string;
 type Client = Awaited<ReturnType<typeof mcpClient>>;
 let alice: Client, bob: Client, carol: Client;
@@ -299,7 +299,7 @@ describe('lengths', () => {
     const opened = await alice.call('open_thread', { title: EMOJI.repeat(200), goal: EMOJI.repeat(2000), participantUsernames: ['bob'] });
     expect(opened.data).toMatchObject({ title: EMOJI.repeat(200), goal: EMOJI.repeat(2000) });
     const threadId = opened.data.id as string;
-    for (const args of [{ content: EMOJI.repeat(200) }, { content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]) {
+    for (const args of POSTS_AT_BOUNDS) {
       const sent = await alice.call('send_message', { threadId, ...args });
       expect(sent.data).toMatchObject({ threadId, recipients: 1 });
     }

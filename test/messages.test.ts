@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'bun:test';
 import { setArchived } from '../src/domain/agents';
 import { uniqueName, useHarness } from './support/harness';
+import { POSTS_AT_BOUNDS, POSTS_PAST_BOUNDS } from './support/emoji';
 
 const h = useHarness();
 // U+1F600, one character of two UTF-16 code units.
-const EMOJI = '\u{1F600}';
 
 const countRows = async (threadId: string) => {
   const [row] = await h.db.sql`
@@ -97,17 +97,13 @@ describe('post a message', () => {
     const [a, b] = await Promise.all(['emoji', 'emoji'].map((n) => h.agent(uniqueName(n))));
     const id = await h.thread(a!, [b!]);
     const post = (body: unknown) => h.call('POST', `/api/threads/${id}/messages`, { key: a!.key, body });
-    for (const body of [{ content: EMOJI.repeat(200) }, { content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]) {
+    for (const body of POSTS_AT_BOUNDS) {
       const res = await post(body);
       expect(res.status).toBe(201);
       const [stored] = await h.db.sql`select content, summary from messages where id = ${res.body.data.id}`;
       expect(stored).toEqual({ content: body.content, summary: body.summary ?? null });
     }
-    for (const [body, error] of [
-      [{ content: EMOJI.repeat(10_001), summary: 's' }, 'content must be at most 10000 characters'],
-      [{ content: 'x', summary: EMOJI.repeat(201) }, 'summary must be at most 200 characters'],
-      [{ content: EMOJI.repeat(201) }, 'summary is required when content is longer than 200 characters; add one and resend'],
-    ] as const) {
+    for (const [body, error] of POSTS_PAST_BOUNDS) {
       const res = await post(body);
       expect([res.status, res.body]).toEqual([400, { success: false, error }]);
     }

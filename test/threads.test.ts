@@ -4,10 +4,10 @@ import { setArchived } from '../src/domain/agents';
 import { invitePerson, personActor, type Person } from '../src/domain/people';
 import { confirmClose, declineClose, removeParticipant } from '../src/domain/threads';
 import { uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
+import { EMOJI } from './support/emoji';
 
 const h = useHarness();
 // U+1F600, one character of two UTF-16 code units.
-const EMOJI = '\u{1F600}';
 const NO_THREAD = { success: false, error: 'No such thread, or you are not a participant.' };
 
 describe('open a thread', () => {
