@@ -3,7 +3,7 @@ import { loadConfig } from '../src/config';
 import { cacheAgents } from '../src/db/agent-cache';
 import { connect } from '../src/db/connect';
 import { buildApp } from '../src/http/app';
-import { createLogger } from '../src/log';
+import { createLogger, silentLogger } from '../src/log';
 import { uniqueName, useHarness } from './support/harness';
 
 const h = useHarness({ BODY_LIMIT_BYTES: '2048' });
@@ -124,15 +124,41 @@ describe('OpenAPI', () => {
         'POST /api/threads/{threadId}/messages',
       ].sort(),
     );
+    expect(doc.security).toEqual([{ agentKey: [] }]);
+    expect(doc.servers).toEqual([{ url: '/', description: 'The server that serves this document' }]);
+    expect(doc.info.license).toEqual({ name: 'MIT', identifier: 'MIT' });
     const post = doc.paths['/api/threads/{threadId}/messages'].post;
+    expect(post.operationId).toBe('postMessage');
     expect(post.security).toEqual([{ agentKey: [] }]);
-    expect(Object.keys(post.responses).sort()).toEqual(['201', '400', '401', '404', '500']);
-    const failure = post.responses['400'].content['application/json'].schema;
+    expect(Object.keys(post.responses).sort()).toEqual(['201', '400', '401', '404', '413', '500', '503']);
+    expect(post.responses['201'].content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/PostedMessage' });
+    expect(post.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(post.responses['400'].content['application/json'].examples.contentTooLong).toEqual({
+      value: { success: false, error: 'content must be at most 10000 characters' },
+    });
+    expect(post.responses['404'].content['application/json'].examples).toEqual({
+      noSuchThread: { value: { success: false, error: 'No such thread, or you are not a participant.' } },
+    });
+    const failure = doc.components.schemas.Error;
     expect(failure.properties.success.const).toBe(false);
     expect(failure.required).toEqual(['success', 'error']);
-    const body = post.requestBody.content['application/json'].schema;
+    expect(Object.keys(doc.components.schemas).sort()).toEqual(
+      ['Acknowledgement', 'DeliveredReport', 'Error', 'InboxEntry', 'Message', 'MessageCreatedEvent', 'NewMessage', 'NewParticipant', 'NewThread', 'Participant', 'PostedMessage', 'Thread'].sort(),
+    );
+    expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/NewMessage' });
+    const body = doc.components.schemas.NewMessage;
     expect(body.properties.content).toMatchObject({ minLength: 1, maxLength: 10000 });
     expect(body.properties.summary).toMatchObject({ maxLength: 200 });
+    const inbox = doc.paths['/api/deliveries'].get.parameters.map((p: { name: string; schema: { type: string } }) => [p.name, p.schema.type]);
+    expect(inbox).toEqual([['limit', 'integer'], ['wait', 'number']]);
+  });
+
+  test('the document names this deployment as its server when PUBLIC_URL is set', async () => {
+    const config = loadConfig({ DATABASE_URL: h.db.url, PUBLIC_URL: 'https://ams.example.org/' });
+    const app = buildApp({ sql: h.db.sql, config, log: silentLogger, inboxSignal: h.inboxSignal, agentCache: h.agentCache });
+    const doc: any = await (await app.handle(new Request('http://localhost/openapi/json'))).json();
+    expect(doc.servers).toEqual([{ url: 'https://ams.example.org', description: 'This deployment' }]);
+    expect(doc.info.contact).toEqual({ name: 'The operators of this deployment', url: 'https://ams.example.org/dashboard' });
   });
 
   test('serves an HTML page whose meta description is escaped', async () => {

@@ -96,6 +96,10 @@ test('offline, from the bundle this server serves, the reference lists every ope
     const shown = name === 'desktop' ? OPERATIONS : ['Post a message'];
     for (const summary of shown) await page.getByText(summary, { exact: true }).filter({ visible: true }).first().waitFor();
     await page.getByText('/api/threads/{threadId}/messages').filter({ visible: true }).first().waitFor();
+    // The document's top-level security: the page offers the agent key, not "No authentication".
+    if (name === 'desktop') await page.getByText('Bearer Token').filter({ visible: true }).first().waitFor();
+    else await page.getByText('Auth Required').filter({ visible: true }).first().waitFor();
+    expect(await page.getByText('No authentication selected').count()).toBe(0);
     await page.waitForLoadState('networkidle');
     await page.screenshot({ path: `${ARTIFACTS}/reference-${name}.png` });
   }

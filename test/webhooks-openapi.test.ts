@@ -18,7 +18,10 @@ test('the OpenAPI document describes the message.created doorbell: payload, ever
   ]);
   // Content-Type is not a header parameter in OpenAPI: the request body's media type states it.
   expect(Object.keys(doorbell.requestBody.content)).toEqual(['application/json']);
-  const schema = doorbell.requestBody.content['application/json'].schema;
+  expect(doorbell.operationId).toBe('messageCreated');
+  expect(doorbell.security).toEqual([]);
+  expect(doorbell.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/MessageCreatedEvent' });
+  const schema = res.body.components.schemas.MessageCreatedEvent;
   expect(schema.required).toEqual(['event', 'data']);
   expect(Object.keys(schema.properties.data.properties)).toEqual(['deliveryId', 'messageId', 'threadId', 'threadTitle', 'sender', 'summary']);
   expect(schema.properties.data.properties.summary.maxLength).toBe(120);

@@ -2,6 +2,8 @@ import { Type as T, type Static } from '@sinclair/typebox';
 
 // Inputs and records of the domain, in TypeBox: the domain validates with them, the HTTP door
 // hands them to Elysia (so the OpenAPI document shows the same bounds), MCP uses them as tool schemas.
+// A title names the record: the OpenAPI document publishes each titled schema once, under that
+// name, for generated clients to import.
 
 export const LIMITS = {
   title: 200,
@@ -34,7 +36,7 @@ export const NewThread = T.Object({
       examples: [['analyst-bot']],
     }),
   ),
-});
+}, { title: 'NewThread' });
 export type NewThread = Static<typeof NewThread>;
 
 export const NewMessage = T.Object({
@@ -46,18 +48,18 @@ export const NewMessage = T.Object({
       examples: ['Draft ready'],
     }),
   ),
-});
+}, { title: 'NewMessage' });
 export type NewMessage = Static<typeof NewMessage>;
 
 export const NewParticipant = T.Object({
   username: T.String({ minLength: 1, maxLength: 64, description: 'The agent to add.', examples: ['analyst-bot'] }),
-});
+}, { title: 'NewParticipant' });
 
 const Id = (description: string) => T.String({ description, examples: ['01a1ff80-d963-77fb-8efa-675ab5c7dfaa'] });
 const Timestamp = (description: string) =>
   T.String({ format: 'date-time', description, examples: ['2026-11-21T19:04:32.123Z'] });
 
-export const Participant = T.Object({ username: T.String() });
+export const Participant = T.Object({ username: T.String() }, { title: 'Participant' });
 
 export const ThreadRecord = T.Object({
   id: Id('Thread id'),
@@ -67,7 +69,7 @@ export const ThreadRecord = T.Object({
   openedBy: T.String({ description: 'Username of the agent that opened the thread' }),
   createdAt: Timestamp('When the thread was opened'),
   participants: T.Array(Participant),
-});
+}, { title: 'Thread' });
 export type ThreadRecord = Static<typeof ThreadRecord>;
 
 export const MessageRecord = T.Object({
@@ -77,7 +79,7 @@ export const MessageRecord = T.Object({
   content: T.String(),
   summary: T.Union([T.String(), T.Null()]),
   createdAt: Timestamp('When the message was accepted'),
-});
+}, { title: 'Message' });
 export type MessageRecord = Static<typeof MessageRecord>;
 
 export const PostedMessage = T.Object({
@@ -85,7 +87,7 @@ export const PostedMessage = T.Object({
   threadId: Id('Thread id'),
   createdAt: Timestamp('When the message was accepted'),
   recipients: T.Integer({ description: 'Number of agents that will actually receive the message; check it.' }),
-});
+}, { title: 'PostedMessage' });
 export type PostedMessage = Static<typeof PostedMessage>;
 
 export const InboxEntry = T.Object({
@@ -97,5 +99,15 @@ export const InboxEntry = T.Object({
   summary: T.String({ description: "The sender's summary, or the first line of a short message that has none" }),
   receivedAt: Timestamp('When the message was accepted for this agent (UTC, milliseconds)'),
   alreadyRead: T.Boolean({ description: 'Whether this agent has read the message' }),
-});
+}, { title: 'InboxEntry' });
 export type InboxEntry = Static<typeof InboxEntry>;
+
+export const DeliveredReport = T.Object(
+  {
+    message: T.String({ examples: ['Delivery reported as delivered.'] }),
+    deliveredAt: Timestamp('Time of the first report; repeats keep it'),
+  },
+  { title: 'DeliveredReport' },
+);
+
+export const Acknowledgement = T.Object({ message: T.String({ examples: ['Delivery acknowledged.'] }) }, { title: 'Acknowledgement' });

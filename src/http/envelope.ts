@@ -1,9 +1,12 @@
 import { Type as T, type TSchema } from '@sinclair/typebox';
+import { DATABASE_UNAVAILABLE } from '../db/unavailable';
 import type { ErrorKind } from '../domain/errors';
 
 // The one place that shapes responses: { success: true, data } or { success: false, error }.
 export const ok = <D>(data: D) => ({ success: true as const, data });
 export const fail = (error: string) => ({ success: false as const, error });
+
+export const INTERNAL_ERROR = 'Internal server error; nothing about the request will fix it.';
 
 export const statusOf: Record<ErrorKind, number> = {
   invalid: 400,
@@ -22,13 +25,68 @@ export const Failure = T.Object(
     success: T.Literal(false),
     error: T.String({ description: 'A sentence for people; branch on the status code, never on this text.' }),
   },
-  { description: 'Failure envelope', examples: [{ success: false, error: 'content must be at most 10000 characters' }] },
+  { title: 'Error', description: 'Failure envelope: every refusal and fault, whatever its status.' },
 );
 
-// Response schemas for a route: its success shape plus the failures it can answer with.
-export function responses<S extends TSchema>(status: 200 | 201, data: S, failures: (400 | 401 | 403 | 404)[]) {
-  const out: Record<number, TSchema> = { [status]: Success(data), 500: Failure };
-  for (const code of failures) out[code] = Failure;
+// Example sentences of one failure status, by name: the document shows each one under that status,
+// and test/openapi-contract.test.ts checks that the service really answers it there.
+export type Examples = Record<string, string>;
+export const EXAMPLES = 'x-examples';
+
+const meaning = {
+  400: 'The request is invalid; the sentence names the field and the rule. Nothing was changed.',
+  401: 'The agent key is missing, malformed, unknown or archived.',
+  403: 'The caller may not do this.',
+  404: 'No such record, or it is not visible to the caller.',
+  413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',
+  500: 'An unexpected fault, logged by the service. Nothing about the request will fix it.',
+  503: 'The database is unavailable for a moment; retry with backoff. Nothing was changed.',
+} as const;
+type FailureStatus = keyof typeof meaning;
+
+const answer = (status: FailureStatus, examples: Examples) =>
+  T.Object(Failure.properties, { title: 'Error', description: meaning[status], [EXAMPLES]: examples });
+
+// What any agent route can answer besides its own refusals.
+const everyRoute = {
+  400: { nulInUrl: 'The request URL must not contain the NUL character (%00).' },
+  401: {
+    missingKey: 'Authorization header is missing; send "Authorization: Bearer agt_…".',
+    malformedHeader: 'Authorization header is malformed; expected "Bearer agt_…".',
+    malformedKey: 'The API key is malformed; agent keys start with agt_.',
+    unknownKey: 'The API key is not recognised or its agent is archived.',
+  },
+  500: { internal: INTERNAL_ERROR },
+  503: { databaseUnavailable: DATABASE_UNAVAILABLE },
+};
+const everyPost = {
+  400: { malformedBody: 'The request body is not valid JSON.' },
+  413: { bodyTooLarge: 'The request body is larger than the limit of 1048576 bytes.' },
+};
+
+// Response schemas for a route, its success shape and every failure it can answer: its own (with
+// example sentences) and those every route or every POST can answer. Elysia checks the success
+// shape at run time; the document publishes them all.
+export function responses<S extends TSchema>(
+  method: 'get' | 'post',
+  status: 200 | 201,
+  data: S,
+  own: Partial<Record<400 | 403 | 404, Examples>> = {},
+) {
+  const post = method === 'post' ? everyPost : { 400: {}, 413: undefined };
+  const failures: Partial<Record<FailureStatus, Examples>> = {
+    400: { ...own[400], ...post[400], ...everyRoute[400] },
+    401: everyRoute[401],
+    403: own[403],
+    404: own[404],
+    413: post[413],
+    500: everyRoute[500],
+    503: everyRoute[503],
+  };
+  const out: Record<number, TSchema> = { [status]: Success(data) };
+  for (const [code, examples] of Object.entries(failures)) {
+    if (examples) out[Number(code)] = answer(Number(code) as FailureStatus, examples);
+  }
   return out;
 }
 

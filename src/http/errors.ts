@@ -4,7 +4,7 @@ import { DomainError } from '../domain/errors';
 import { describeValueError } from '../domain/validate';
 import type { Logger } from '../log';
 import { BodyTooLarge } from './body';
-import { fail, statusOf } from './envelope';
+import { fail, INTERNAL_ERROR, statusOf } from './envelope';
 
 function validationSentence(error: ValidationError): string {
   const first = error.all[0];
@@ -55,5 +55,5 @@ export const errorHandling = (log: Logger) =>
       error: cause instanceof Error ? (cause.stack ?? cause.message) : String(cause),
     });
     set.status = 500;
-    return fail('Internal server error; nothing about the request will fix it.');
+    return fail(INTERNAL_ERROR);
   });

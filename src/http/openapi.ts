@@ -1,7 +1,8 @@
-import { openapi } from '@elysiajs/openapi';
-import { Elysia } from 'elysia';
+import { toOpenAPISchema } from '@elysiajs/openapi';
+import { Elysia, type AnyElysia } from 'elysia';
 import { LIMITS } from '../domain/schemas';
 import { USER_AGENT } from '../webhooks/sign';
+import { EXAMPLES, fail, Failure, type Examples } from './envelope';
 import { referencePage } from './reference-page';
 
 const id = (description: string) => ({ type: 'string' as const, description });
@@ -16,6 +17,9 @@ const header = (name: string, pattern: string, description: string) => ({
 // The doorbell the service posts to an agent's registered URL (the handler is the integrator's).
 const messageCreated = {
   post: {
+    operationId: 'messageCreated',
+    tags: ['Webhooks'],
+    security: [],
     summary: 'message.created',
     description:
       "Posted to exactly the agent's registered webhook URL when a message is accepted for it. Carries no message body: fetch the message with the MCP tool read_message. The body is JSON (`Content-Type: application/json`) and carries two signatures of the same bytes: verify either `X-Signature-256` (the contract's scheme) or the Standard Webhooks headers `webhook-id`, `webhook-timestamp` and `webhook-signature` (any `standardwebhooks` library; refuse a timestamp more than 5 minutes away from your clock to stop replays) over the raw body bytes first, compare in constant time, and answer 401 on mismatch; otherwise answer 2xx within 2 minutes, before doing any agent work, then report `POST /api/deliveries/{deliveryId}/delivered` with the agent key. A non-2xx answer, a connection failure or a time-out is retried 3 times, about 1 s, 12 s and 148 s apart, with the same body, X-Signature-256 and webhook-id (webhook-timestamp and webhook-signature are those of each attempt); then the delivery is Failed. A 401 is not retried: the delivery is Failed at Accepted and can be resent. The same deliveryId may arrive more than once. Ignore (with 2xx) event values you do not know.",
@@ -47,6 +51,7 @@ const messageCreated = {
       content: {
         'application/json': {
           schema: {
+            title: 'MessageCreatedEvent',
             type: 'object' as const,
             required: ['event', 'data'],
             additionalProperties: false,
@@ -97,32 +102,86 @@ const info = {
   version: '1.0.0',
   description:
     'Agents exchange messages in threads. Every response uses the envelope `{ "success": true, "data": … }` or `{ "success": false, "error": "<sentence>" }`; the status code and `success` always agree, and clients branch on the status, never on the text. There is no /v1 prefix.',
+  license: { name: 'MIT', identifier: 'MIT' },
 };
 
-// The public document covers the agent API only; the dashboard API is private and unversioned.
-// The plugin serves only the document; the HTML page is our own (reference-page.ts).
-const document = () =>
-  openapi({
-    provider: null,
-    specPath: '/openapi/json',
-    exclude: { paths: [/^\/dashboard/, '/health', /^\/mcp/] },
-    documentation: {
-      info,
-      tags: [
-        { name: 'Deliveries', description: 'Inbox, delivered report and acknowledge' },
-        { name: 'Threads', description: 'Threads, participants and messages' },
-      ],
-      webhooks: { 'message.created': messageCreated },
-      components: {
-        securitySchemes: {
-          agentKey: {
-            type: 'http',
-            scheme: 'bearer',
-            description: "The agent's own key, beginning with agt_. Missing, malformed, unknown or archived keys get 401.",
-          },
-        },
-      },
-    },
-  });
+const tags = [
+  { name: 'Deliveries', description: 'Inbox, delivered report and acknowledge' },
+  { name: 'Threads', description: 'Threads, participants and messages' },
+  { name: 'Webhooks', description: "What the service posts to an agent's registered webhook URL" },
+];
 
-export const apiDocs = () => new Elysia({ name: 'api-docs' }).use(referencePage(info, '/openapi/json')).use(document());
+const agentKey = {
+  type: 'http',
+  scheme: 'bearer',
+  description: "The agent's own key, beginning with agt_. Missing, malformed, unknown or archived keys get 401.",
+};
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+// A failure answer carries its example sentences on its schema (envelope.ts); an integrator's tools
+// read them from the media type, as envelopes, under the schema every failure shares.
+function liftFailureExamples(paths: Json) {
+  for (const operation of Object.values(paths).flatMap((item) => Object.values(item as Json))) {
+    for (const answer of Object.values((operation as Json).responses as Json)) {
+      const media = ((answer as Json).content as Json | undefined)?.['application/json'] as Json | undefined;
+      const examples = (media?.schema as Json | undefined)?.[EXAMPLES] as Examples | undefined;
+      if (!media || !examples) continue;
+      media.schema = ref('Error');
+      media.examples = Object.fromEntries(Object.entries(examples).map(([name, sentence]) => [name, { value: fail(sentence) }]));
+    }
+  }
+}
+
+// Every titled schema is published once under its title and referred to wherever it is used.
+function publishTitled(node: unknown, schemas: Json): unknown {
+  if (Array.isArray(node)) return node.map((item) => publishTitled(item, schemas));
+  if (!isObject(node)) return node;
+  const copy: Json = {};
+  for (const [key, value] of Object.entries(node)) {
+    copy[key] = key === 'example' || key === 'examples' ? value : publishTitled(value, schemas);
+  }
+  if (typeof copy.title !== 'string' || !('type' in copy)) return copy;
+  const name = copy.title;
+  const known = schemas[name];
+  if (known && JSON.stringify(known) !== JSON.stringify(copy)) throw new Error(`Two different schemas are titled ${name}.`);
+  schemas[name] = copy;
+  return ref(name);
+}
+
+// The document, from the routes' own schemas: Elysia's generator for the paths, then what makes it
+// whole for linters and client generators (named schemas, examples, servers, security).
+function buildDocument(app: AnyElysia, publicUrl: string | undefined) {
+  const generated = toOpenAPISchema(app, { paths: [/^\/dashboard/, '/health', /^\/mcp/] });
+  // The generator hands back the routes' live schema objects: work on a copy.
+  const paths = JSON.parse(JSON.stringify(generated.paths)) as Json;
+  liftFailureExamples(paths);
+  const schemas: Json = { Error: JSON.parse(JSON.stringify(Failure)) };
+  return {
+    openapi: '3.1.1',
+    info: {
+      ...info,
+      contact: publicUrl
+        ? { name: 'The operators of this deployment', url: `${publicUrl}/dashboard` }
+        : { name: 'The operators of this deployment' },
+    },
+    servers: [publicUrl ? { url: publicUrl, description: 'This deployment' } : { url: '/', description: 'The server that serves this document' }],
+    security: [{ agentKey: [] }],
+    tags,
+    paths: publishTitled(paths, schemas),
+    webhooks: publishTitled({ 'message.created': messageCreated }, schemas),
+    components: { securitySchemes: { agentKey }, schemas },
+  };
+}
+
+// The public document covers the agent API only; the dashboard API is private and unversioned.
+// Built on first request, when every route is in place, and kept.
+export const apiDocs = (publicUrl: string | undefined) => {
+  const docs = new Elysia({ name: 'api-docs' });
+  let document: ReturnType<typeof buildDocument> | undefined;
+  return docs
+    .use(referencePage(info, '/openapi/json'))
+    .get('/openapi/json', () => (document ??= buildDocument(docs, publicUrl?.replace(/\/+$/, ''))), { detail: { hide: true } });
+};

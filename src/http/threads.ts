@@ -7,19 +7,24 @@ import { listMessages, postMessage } from '../domain/messages';
 import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/schemas';
 import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
 import { agentAuth } from './agent-auth';
-import { LimitQuery } from './deliveries';
 import type { Logger } from '../log';
 import { jsonBody, ok, responses } from './envelope';
+import { LimitQuery } from './query';
 
 const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
+const noSuchThread = { noSuchThread: 'No such thread, or you are not a participant.' };
 
 export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
   new Elysia({ name: 'thread-routes', prefix: '/api/threads', detail: { tags: ['Threads'] } })
     .use(agentAuth(sql, agentCache))
     .get('', async ({ agent }) => ok(await listThreads(sql, asActor(agent))), {
       agent: true,
-      response: responses(200, t.Array(ThreadRecord), [401]),
-      detail: { summary: 'List threads', description: 'Threads the caller participates in, newest first; closed threads are not listed.' },
+      response: responses('get', 200, t.Array(ThreadRecord)),
+      detail: {
+        operationId: 'listThreads',
+        summary: 'List threads',
+        description: 'Threads the caller participates in, newest first; closed threads are not listed.',
+      },
     })
     .post(
       '',
@@ -30,9 +35,16 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
       },
       {
         agent: true,
-        response: responses(201, ThreadRecord, [400, 401]),
+        response: responses('post', 201, ThreadRecord, {
+          400: {
+            titleMissing: 'title is required',
+            titleTooLong: 'title must be at most 200 characters',
+            unknownParticipant: 'participantUsernames names ghost-bot, which is not an active agent',
+          },
+        }),
         detail: {
           ...jsonBody(NewThread),
+          operationId: 'openThread',
           summary: 'Open a thread',
           description:
             'The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400).',
@@ -42,8 +54,12 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
     .get('/:threadId', async ({ agent, params }) => ok(await getThread(sql, asActor(agent), params.threadId)), {
       agent: true,
       params: ThreadParams,
-      response: responses(200, ThreadRecord, [401, 404]),
-      detail: { summary: 'Get one thread', description: '404 when the thread is closed or the caller is not a participant.' },
+      response: responses('get', 200, ThreadRecord, { 404: noSuchThread }),
+      detail: {
+        operationId: 'getThread',
+        summary: 'Get one thread',
+        description: '404 when the thread is closed or the caller is not a participant.',
+      },
     })
     .post(
       '/:threadId/participants',
@@ -51,9 +67,16 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
       {
         agent: true,
         params: ThreadParams,
-        response: responses(200, ThreadRecord, [400, 401, 404]),
+        response: responses('post', 200, ThreadRecord, {
+          400: {
+            usernameMissing: 'username is required',
+            unknownAgent: 'username names ghost-bot, which is not an active agent',
+          },
+          404: noSuchThread,
+        }),
         detail: {
           ...jsonBody(NewParticipant),
+          operationId: 'addParticipant',
           summary: 'Add a participant',
           description:
             'The added agent sees the whole history in the message listing and receives everything posted from then on. Adding an agent already present changes nothing.',
@@ -63,11 +86,15 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
     .post('/:threadId/close', async ({ agent, params }) => ok(await requestClose(sql, asActor(agent), params.threadId)), {
       agent: true,
       params: ThreadParams,
-      response: responses(200, ThreadRecord, [401, 403, 404]),
+      response: responses('post', 200, ThreadRecord, {
+        403: { notTheOpener: 'Only the agent that opened this thread may ask to close it.' },
+        404: noSuchThread,
+      }),
       detail: {
+        operationId: 'requestClose',
         summary: 'Request close',
         description:
-          'Records a close request for a person to confirm; never closes. Only the agent that opened the thread may ask (403 otherwise). A repeat is a no-op. While pending, posting is refused (400); reading and acknowledging still work.',
+          'Records a close request for a person to confirm; never closes. Only the agent that opened the thread may ask (403 otherwise). A repeat is a no-op. While pending, posting is refused (400); reading and acknowledging still work. No body.',
       },
     })
     .get(
@@ -77,8 +104,9 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
         agent: true,
         params: ThreadParams,
         query: LimitQuery,
-        response: responses(200, t.Array(MessageRecord), [401, 404]),
+        response: responses('get', 200, t.Array(MessageRecord), { 404: noSuchThread }),
         detail: {
+          operationId: 'listMessages',
           summary: 'List messages',
           description:
             'The newest `limit` messages with bodies, oldest first. Records that the caller read every message returned, so the per-message read record for the thread is lost; prefer the MCP tool read_message.',
@@ -95,9 +123,18 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
       {
         agent: true,
         params: ThreadParams,
-        response: responses(201, PostedMessage, [400, 401, 404]),
+        response: responses('post', 201, PostedMessage, {
+          400: {
+            contentTooLong: 'content must be at most 10000 characters',
+            summaryRequired: 'summary is required when content is longer than 200 characters; add one and resend',
+            closePending: 'The thread is closing: a close was requested and awaits a person, so sending is rejected.',
+            nobodyToReceive: 'Every other participant is archived, so the message would reach nobody; nothing was sent.',
+          },
+          404: noSuchThread,
+        }),
         detail: {
           ...jsonBody(NewMessage),
+          operationId: 'postMessage',
           summary: 'Post a message',
           description:
             'Creates the message and one delivery per other active participant in one transaction. 400 when content is over 200 characters without a summary, when every other participant is archived (nothing is created), or while a close is pending. Check `recipients`.',

@@ -1,0 +1,36 @@
+import { Kind, Type as T, TypeRegistry } from '@sinclair/typebox';
+import { LIMITS } from '../domain/schemas';
+
+// Query values the domain reads itself, by the contract's own rules: a bad `limit` falls back to the
+// default rather than failing, and a bad `wait` gets the domain's sentence. Elysia passes them on
+// untouched while the document still says what a well-behaved client sends: an integer, a number.
+const READ_BY_THE_DOMAIN = 'ReadByTheDomain';
+TypeRegistry.Set(READ_BY_THE_DOMAIN, () => true);
+
+const documentedAs = (schema: Record<string, unknown>) => T.Unsafe<string | undefined>({ [Kind]: READ_BY_THE_DOMAIN, ...schema });
+
+export const LimitQuery = T.Object({
+  limit: T.Optional(
+    documentedAs({
+      type: 'integer',
+      minimum: 1,
+      default: LIMITS.listDefault,
+      description: `How many entries to return, default ${LIMITS.listDefault}, cap ${LIMITS.listCap}. A missing or unparseable value means the default; a larger one means the cap.`,
+      examples: [LIMITS.listDefault],
+    }),
+  ),
+});
+
+export const InboxQuery = T.Object({
+  ...LimitQuery.properties,
+  wait: T.Optional(
+    documentedAs({
+      type: 'number',
+      minimum: 0,
+      maximum: LIMITS.inboxWaitSeconds,
+      default: 0,
+      description: `Seconds to hold the request while the inbox is empty, from 0 to ${LIMITS.inboxWaitSeconds}. It answers as soon as a message arrives, or with [] when the wait ends. Any other value is refused (400).`,
+      examples: [30],
+    }),
+  ),
+});

@@ -1,0 +1,151 @@
+import { beforeAll, expect, test } from 'bun:test';
+import { loadConfig } from '../src/config';
+import { cacheAgents } from '../src/db/agent-cache';
+import { connect } from '../src/db/connect';
+import { buildApp } from '../src/http/app';
+import { silentLogger } from '../src/log';
+import { callApp, uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
+import { openApiValidator } from './support/openapi-validator';
+
+// Every route driven through a validator built from the published document: any status, body or
+// header the document does not describe fails, and so does any documented status or example
+// sentence that no request here could make the service answer.
+const h = useHarness();
+let v: ReturnType<typeof openApiValidator>;
+let opener: TestAgent;
+let member: TestAgent;
+let stranger: TestAgent;
+let threadId: string;
+let deliveryId: string;
+
+type Opts = { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> };
+async function call(method: string, path: string, opts: Opts = {}): Promise<Reply> {
+  const reply = await h.call(method, path, opts);
+  v.check(method, path, reply);
+  return reply;
+}
+
+// A path for an operation, its ids those of the thread and delivery made below (or `id`).
+const pathOf = (template: string, id?: string) =>
+  template.replace('{threadId}', id ?? threadId).replace('{deliveryId}', id ?? deliveryId);
+
+beforeAll(async () => {
+  const doc = await h.call('GET', '/openapi/json');
+  v = openApiValidator(doc.body);
+  opener = await h.agent(uniqueName('opener'));
+  member = await h.agent(uniqueName('member'));
+  stranger = await h.agent(uniqueName('stranger'));
+  threadId = await h.thread(opener, [member]);
+  await h.post(opener, threadId, 'first');
+  const inbox = await h.call('GET', '/api/deliveries', { key: member.key });
+  deliveryId = inbox.body.data[0].deliveryId;
+});
+
+test('every operation answers its documented success', async () => {
+  expect((await call('GET', '/api/deliveries', { key: member.key })).status).toBe(200);
+  expect((await call('GET', '/api/deliveries?limit=abc&wait=0', { key: opener.key })).status).toBe(200);
+  expect((await call('POST', `/api/deliveries/${deliveryId}/delivered`, { key: member.key })).status).toBe(200);
+  expect((await call('GET', '/api/threads', { key: member.key })).status).toBe(200);
+  const other = await h.agent(uniqueName('other'));
+  const opened = await call('POST', '/api/threads', { key: opener.key, body: { title: 'Contract', goal: 'All of it' } });
+  expect(opened.status).toBe(201);
+  expect((await call('GET', `/api/threads/${threadId}`, { key: member.key })).status).toBe(200);
+  expect((await call('POST', `/api/threads/${threadId}/participants`, { key: member.key, body: { username: other.username } })).status).toBe(200);
+  expect((await call('POST', `/api/threads/${threadId}/messages`, { key: member.key, body: { content: 'reply', summary: 'a reply' } })).status).toBe(201);
+  expect((await call('GET', `/api/threads/${threadId}/messages?limit=1`, { key: opener.key })).status).toBe(200);
+  expect((await call('POST', `/api/deliveries/${deliveryId}/acknowledge`, { key: member.key })).status).toBe(200);
+  expect((await call('POST', `/api/threads/${opened.body.data.id}/close`, { key: opener.key })).status).toBe(200);
+});
+
+test('every operation answers its own refusals as documented', async () => {
+  const statusOf = async (method: string, path: string, opts: Opts) => (await call(method, path, opts)).status;
+  expect(await statusOf('GET', '/api/deliveries?wait=61', { key: member.key })).toBe(400);
+  for (const template of ['/api/deliveries/{deliveryId}/delivered', '/api/deliveries/{deliveryId}/acknowledge']) {
+    expect(await statusOf('POST', pathOf(template), { key: stranger.key })).toBe(404);
+  }
+  expect(await statusOf('POST', '/api/threads', { key: opener.key, body: {} })).toBe(400);
+  expect(await statusOf('POST', '/api/threads', { key: opener.key, body: { title: 'x'.repeat(201) } })).toBe(400);
+  expect(await statusOf('POST', '/api/threads', { key: opener.key, body: { title: 'x', participantUsernames: ['ghost-bot'] } })).toBe(400);
+  for (const template of ['/api/threads/{threadId}', '/api/threads/{threadId}/messages']) {
+    expect(await statusOf('GET', pathOf(template), { key: stranger.key })).toBe(404);
+  }
+  const participants = pathOf('/api/threads/{threadId}/participants');
+  expect(await statusOf('POST', participants, { key: member.key, body: {} })).toBe(400);
+  expect(await statusOf('POST', participants, { key: member.key, body: { username: 'ghost-bot' } })).toBe(400);
+  expect(await statusOf('POST', participants, { key: stranger.key, body: { username: member.username } })).toBe(404);
+  const messages = pathOf('/api/threads/{threadId}/messages');
+  expect(await statusOf('POST', messages, { key: member.key, body: { content: 'x'.repeat(10_001) } })).toBe(400);
+  expect(await statusOf('POST', messages, { key: member.key, body: { content: 'x'.repeat(201) } })).toBe(400);
+  expect(await statusOf('POST', messages, { key: stranger.key, body: { content: 'hi' } })).toBe(404);
+  const loner = await h.agent(uniqueName('loner'));
+  const gone = await h.agent(uniqueName('gone'));
+  const lonely = await h.thread(loner, [gone]);
+  await h.db.sql`update agents set archived_at = now() where username = ${gone.username}`;
+  expect(await statusOf('POST', pathOf('/api/threads/{threadId}/messages', lonely), { key: loner.key, body: { content: 'anyone?' } })).toBe(400);
+  const close = pathOf('/api/threads/{threadId}/close');
+  expect(await statusOf('POST', close, { key: member.key })).toBe(403);
+  expect(await statusOf('POST', close, { key: stranger.key })).toBe(404);
+  expect(await statusOf('POST', close, { key: opener.key })).toBe(200);
+  expect(await statusOf('POST', messages, { key: member.key, body: { content: 'too late' } })).toBe(400);
+});
+
+test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or oversized body', async () => {
+  const unknown = `agt_${'A'.repeat(43)}`;
+  for (const { template, method } of v.operations) {
+    const path = pathOf(template);
+    expect((await call(method, path)).status).toBe(401);
+    expect((await call(method, path, { headers: { authorization: 'Basic b3BlbmVyOnNlY3JldA==' } })).status).toBe(401);
+    expect((await call(method, path, { key: 'sk_live_not_ours' })).status).toBe(401);
+    expect((await call(method, path, { key: unknown })).status).toBe(401);
+    const withNul = template.includes('{') ? pathOf(template, '%00') : `${template}?limit=%00`;
+    expect((await call(method, withNul, { key: opener.key })).status).toBe(400);
+    if (method !== 'POST') continue;
+    expect((await call(method, path, { key: opener.key, raw: '{"content": ' })).status).toBe(400);
+    expect((await call(method, path, { key: opener.key, raw: 'x'.repeat(h.config.BODY_LIMIT_BYTES + 1) })).status).toBe(413);
+  }
+});
+
+test('every route answers 503 in the envelope while the database is away', async () => {
+  const sql = connect(h.db.url, 1);
+  await sql.end();
+  const app = buildApp({ sql, config: h.config, log: silentLogger, inboxSignal: h.inboxSignal, agentCache: cacheAgents(sql, silentLogger) });
+  for (const { template, method } of v.operations) {
+    const path = pathOf(template);
+    const reply = await callApp(app, method, path, { headers: { authorization: `Bearer ${member.key}` } });
+    v.check(method, path, reply);
+    expect(reply.status).toBe(503);
+  }
+});
+
+// Last: it breaks this file's database. A query that fails for a reason no request can fix is a
+// 500 with the plain sentence, on every route.
+test('every route answers 500 in the envelope when a query fails unexpectedly', async () => {
+  await h.db.sql`alter table deliveries rename to deliveries_gone`;
+  await h.db.sql`alter table participants rename to participants_gone`;
+  await h.db.sql`alter table threads rename to threads_gone`;
+  for (const { template, method } of v.operations) {
+    const body = method === 'POST' ? { title: 'x', content: 'x', username: member.username } : undefined;
+    expect((await call(method, pathOf(template), { key: member.key, body })).status).toBe(500);
+  }
+});
+
+test('every documented status and example sentence was answered above', () => {
+  expect(v.unseen()).toEqual([]);
+});
+
+test('the document publishes no operation this file does not drive', () => {
+  expect(v.operations.map((o) => o.operation.operationId).sort()).toEqual(
+    [
+      'acknowledgeDelivery',
+      'addParticipant',
+      'getThread',
+      'listInbox',
+      'listMessages',
+      'listThreads',
+      'openThread',
+      'postMessage',
+      'reportDelivered',
+      'requestClose',
+    ].sort(),
+  );
+});
