@@ -18,3 +18,9 @@ export function createLogger(level: Level = 'info', write: (line: string) => voi
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+// The same logger, adding `fields` to every line it writes.
+export function withFields(log: Logger, fields: Record<string, unknown>): Logger {
+  const at = (level: Level) => (event: string, more: Record<string, unknown> = {}) => log[level](event, { ...fields, ...more });
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}

@@ -53,9 +53,10 @@ describe('the envelope everywhere', () => {
     const res = await app.handle(new Request('http://localhost/api/threads', { headers: { authorization: `Bearer ${a.key}` } }));
     await sql.end();
     expect(res.status).toBe(500);
-    expect(await res.json()).toEqual({ success: false, error: 'Internal server error; nothing about the request will fix it.' });
+    const id = res.headers.get('x-request-id')!;
+    expect(await res.json()).toEqual({ success: false, error: `Internal server error (request id ${id}); nothing about the request will fix it.` });
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'error', event: 'request_failed', method: 'GET', path: '/api/threads' });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'error', event: 'request_failed', method: 'GET', path: '/api/threads', requestId: id });
     expect(JSON.parse(lines[0]!).error).toContain('relation "agents" does not exist');
     expect(lines[0]).not.toContain(a.key);
   });
@@ -67,12 +68,18 @@ describe('the envelope everywhere', () => {
     const log = createLogger('info', (l) => lines.push(l));
     const app = buildApp({ sql, config: loadConfig({}), log, inboxSignal: h.inboxSignal, agentCache: cacheAgents(sql, log) });
     const a = await h.agent(uniqueName('outage'));
+    const ids: (string | null)[] = [];
     for (const [method, path] of [['GET', '/api/threads'], ['POST', '/api/threads'], ['GET', '/health']] as const) {
       const res = await app.handle(new Request(`http://localhost${path}`, { method, headers: { authorization: `Bearer ${a.key}` } }));
       expect(res.status).toBe(503);
       expect(await res.json()).toEqual({ success: false, error: 'The database is unavailable right now; try again in a moment.' });
+      ids.push(res.headers.get('x-request-id'));
     }
-    expect(lines.map((l) => JSON.parse(l).event)).toEqual(['database_unavailable', 'database_unavailable']);
+    const logged = lines.map((l) => JSON.parse(l));
+    expect(logged.map((l) => [l.event, l.requestId])).toEqual([
+      ['database_unavailable', ids[0]],
+      ['database_unavailable', ids[1]],
+    ]);
   });
 
   // A database that accepts the connection and then says nothing (one shutting down, or a full
@@ -149,8 +156,11 @@ describe('OpenAPI', () => {
     const body = doc.components.schemas.NewMessage;
     expect(body.properties.content).toMatchObject({ minLength: 1, maxLength: 10000 });
     expect(body.properties.summary).toMatchObject({ maxLength: 200 });
-    const inbox = doc.paths['/api/deliveries'].get.parameters.map((p: { name: string; schema: { type: string } }) => [p.name, p.schema.type]);
-    expect(inbox).toEqual([['limit', 'integer'], ['wait', 'number']]);
+    const inbox = doc.paths['/api/deliveries'].get.parameters.map((p: { name?: string; schema?: { type: string }; $ref?: string }) =>
+      p.$ref ?? [p.name, p.schema!.type],
+    );
+    expect(inbox).toEqual([['limit', 'integer'], ['wait', 'number'], '#/components/parameters/RequestId']);
+    expect(post.responses['201'].headers).toEqual({ 'X-Request-Id': { $ref: '#/components/headers/RequestId' } });
   });
 
   test('the document names this deployment as its server when PUBLIC_URL is set', async () => {

@@ -380,9 +380,15 @@ export interface components {
         };
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+        RequestId: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -393,7 +399,10 @@ export interface operations {
                 limit?: number;
                 wait?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -402,6 +411,7 @@ export interface operations {
             /** @description Success envelope */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -415,6 +425,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -424,6 +435,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -433,6 +445,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -442,6 +455,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -453,7 +467,10 @@ export interface operations {
     reportDelivered: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 deliveryId: string;
             };
@@ -464,6 +481,7 @@ export interface operations {
             /** @description Success envelope */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -477,6 +495,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -486,6 +505,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -495,6 +515,7 @@ export interface operations {
             /** @description No such record, or it is not visible to the caller. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -504,6 +525,7 @@ export interface operations {
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -513,6 +535,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -522,6 +545,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -533,7 +557,10 @@ export interface operations {
     acknowledgeDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 deliveryId: string;
             };
@@ -544,6 +571,7 @@ export interface operations {
             /** @description Success envelope */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -557,6 +585,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -566,6 +595,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -575,6 +605,7 @@ export interface operations {
             /** @description No such record, or it is not visible to the caller. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -584,6 +615,7 @@ export interface operations {
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -593,6 +625,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -602,6 +635,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -613,7 +647,10 @@ export interface operations {
     listThreads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -622,6 +659,7 @@ export interface operations {
             /** @description Success envelope */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -635,6 +673,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -644,6 +683,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -653,6 +693,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -662,6 +703,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -673,7 +715,10 @@ export interface operations {
     openThread: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -686,6 +731,7 @@ export interface operations {
             /** @description Success envelope */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -699,6 +745,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -708,6 +755,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -717,6 +765,7 @@ export interface operations {
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -726,6 +775,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -735,6 +785,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -746,7 +797,10 @@ export interface operations {
     getThread: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 threadId: string;
             };
@@ -757,6 +811,7 @@ export interface operations {
             /** @description Success envelope */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -770,6 +825,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -779,6 +835,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -788,6 +845,7 @@ export interface operations {
             /** @description No such record, or it is not visible to the caller. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -797,6 +855,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -806,6 +865,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -817,7 +877,10 @@ export interface operations {
     addParticipant: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 threadId: string;
             };
@@ -832,6 +895,7 @@ export interface operations {
             /** @description Success envelope */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -845,6 +909,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -854,6 +919,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -863,6 +929,7 @@ export interface operations {
             /** @description No such record, or it is not visible to the caller. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -872,6 +939,7 @@ export interface operations {
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -881,6 +949,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -890,6 +959,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -901,7 +971,10 @@ export interface operations {
     requestClose: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 threadId: string;
             };
@@ -912,6 +985,7 @@ export interface operations {
             /** @description Success envelope */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -925,6 +999,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -934,6 +1009,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -943,6 +1019,7 @@ export interface operations {
             /** @description The caller may not do this. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -952,6 +1029,7 @@ export interface operations {
             /** @description No such record, or it is not visible to the caller. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -961,6 +1039,7 @@ export interface operations {
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -970,6 +1049,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -979,6 +1059,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -992,7 +1073,10 @@ export interface operations {
             query?: {
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 threadId: string;
             };
@@ -1003,6 +1087,7 @@ export interface operations {
             /** @description Success envelope */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1016,6 +1101,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1025,6 +1111,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1034,6 +1121,7 @@ export interface operations {
             /** @description No such record, or it is not visible to the caller. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1043,6 +1131,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1052,6 +1141,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1063,7 +1153,10 @@ export interface operations {
     postMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 threadId: string;
             };
@@ -1078,6 +1171,7 @@ export interface operations {
             /** @description Success envelope */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1091,6 +1185,7 @@ export interface operations {
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1100,6 +1195,7 @@ export interface operations {
             /** @description The agent key is missing, malformed, unknown or archived. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1109,6 +1205,7 @@ export interface operations {
             /** @description No such record, or it is not visible to the caller. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1118,6 +1215,7 @@ export interface operations {
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1127,6 +1225,7 @@ export interface operations {
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1136,6 +1235,7 @@ export interface operations {
             /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -11,6 +11,7 @@ import { endSession, personActor, requestSignInCode, verifySignInCode, type Code
 import { confirmClose, declineClose, listThreads, removeParticipant } from '../domain/threads';
 import { ok } from '../http/envelope';
 import type { Logger } from '../log';
+import { requestLog } from '../http/request-id';
 import { deliveryEvents, type DeliveryFeed } from './feed';
 import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from './guard';
 import type { SessionStreams } from './session-streams';
@@ -90,8 +91,8 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
     .post('/threads/:threadId/decline-close', async ({ params }) => ok(await declineClose(sql, params.threadId)), { person: true })
     .post(
       '/threads/:threadId/messages',
-      async ({ person, params, body, set }) => {
-        const posted = await postMessage(sql, log, personActor(person), params.threadId, body);
+      async ({ person, params, body, set, request }) => {
+        const posted = await postMessage(sql, requestLog(log, request), personActor(person), params.threadId, body);
         set.status = 201;
         return ok(posted);
       },

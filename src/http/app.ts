@@ -11,6 +11,7 @@ import { deliveryRoutes } from './deliveries';
 import { errorHandling } from './errors';
 import { healthRoutes } from './health';
 import { nulGuard } from './nul-guard';
+import { requestIds } from './request-id';
 import { apiDocs } from './openapi';
 import { threadRoutes } from './threads';
 
@@ -19,6 +20,7 @@ export type AppDeps = { sql: Sql; config: Config; log: Logger; inboxSignal: Inbo
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
 export function buildApp({ sql, config, log, inboxSignal, agentCache }: AppDeps) {
   return new Elysia()
+    .use(requestIds())
     .use(errorHandling(log))
     .use(bodyLimit(config.BODY_LIMIT_BYTES))
     .use(nulGuard())

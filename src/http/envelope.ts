@@ -6,7 +6,10 @@ import type { ErrorKind } from '../domain/errors';
 export const ok = <D>(data: D) => ({ success: true as const, data });
 export const fail = (error: string) => ({ success: false as const, error });
 
-export const INTERNAL_ERROR = 'Internal server error; nothing about the request will fix it.';
+// The request id lets an operator find the logged fault from a client's report.
+export const internalError = (requestId: string) =>
+  `Internal server error (request id ${requestId}); nothing about the request will fix it.`;
+export const EXAMPLE_REQUEST_ID = '019ab3f2-5c1e-7d43-8a9b-2f6e4c1d0a57';
 
 export const statusOf: Record<ErrorKind, number> = {
   invalid: 400,
@@ -56,7 +59,7 @@ const everyRoute = {
     malformedKey: 'The API key is malformed; agent keys start with agt_.',
     unknownKey: 'The API key is not recognised or its agent is archived.',
   },
-  500: { internal: INTERNAL_ERROR },
+  500: { internal: internalError(EXAMPLE_REQUEST_ID) },
   503: { databaseUnavailable: DATABASE_UNAVAILABLE },
 };
 const everyPost = {

@@ -4,7 +4,8 @@ import { DomainError } from '../domain/errors';
 import { describeValueError } from '../domain/validate';
 import type { Logger } from '../log';
 import { BodyTooLarge } from './body';
-import { fail, INTERNAL_ERROR, statusOf } from './envelope';
+import { fail, internalError, statusOf } from './envelope';
+import { requestIdOf, requestLog } from './request-id';
 
 function validationSentence(error: ValidationError): string {
   const first = error.all[0];
@@ -31,7 +32,7 @@ export const errorHandling = (log: Logger) =>
       return fail(cause.message);
     }
     if (isDatabaseUnavailable(cause)) {
-      log.warn('database_unavailable', { method: request.method, path, error: (cause as Error).message });
+      requestLog(log, request).warn('database_unavailable', { method: request.method, path, error: (cause as Error).message });
       set.status = 503;
       return fail(DATABASE_UNAVAILABLE);
     }
@@ -48,12 +49,12 @@ export const errorHandling = (log: Logger) =>
         set.status = 404;
         return fail(`No route for ${request.method} ${path}.`);
     }
-    log.error('request_failed', {
+    requestLog(log, request).error('request_failed', {
       method: request.method,
       path,
       code,
       error: cause instanceof Error ? (cause.stack ?? cause.message) : String(cause),
     });
     set.status = 500;
-    return fail(INTERNAL_ERROR);
+    return fail(internalError(requestIdOf(request)));
   });

@@ -2,7 +2,7 @@ import { toOpenAPISchema } from '@elysiajs/openapi';
 import { Elysia, type AnyElysia } from 'elysia';
 import { LIMITS } from '../domain/schemas';
 import { USER_AGENT } from '../webhooks/sign';
-import { EXAMPLES, fail, Failure, type Examples } from './envelope';
+import { EXAMPLE_REQUEST_ID, EXAMPLES, fail, Failure, type Examples } from './envelope';
 import { referencePage } from './reference-page';
 
 const id = (description: string) => ({ type: 'string' as const, description });
@@ -135,6 +135,18 @@ function liftFailureExamples(paths: Json) {
   }
 }
 
+// Every operation takes an optional X-Request-Id and every answer carries one (request-id.ts).
+function addRequestIds(paths: Json) {
+  for (const operation of Object.values(paths).flatMap((item) => Object.values(item as Json)) as Json[]) {
+    operation.parameters = [...((operation.parameters as unknown[] | undefined) ?? []), { $ref: '#/components/parameters/RequestId' }];
+    for (const answer of Object.values(operation.responses as Json)) (answer as Json).headers = { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
+  }
+}
+
+const requestIdDescription =
+  'Names the request in the service\'s log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id.';
+const requestIdSchema = { type: 'string', pattern: '^[A-Za-z0-9._:/+=@-]{1,128}$', examples: [EXAMPLE_REQUEST_ID] };
+
 // Every titled schema is published once under its title and referred to wherever it is used.
 function publishTitled(node: unknown, schemas: Json): unknown {
   if (Array.isArray(node)) return node.map((item) => publishTitled(item, schemas));
@@ -158,6 +170,7 @@ function buildDocument(app: AnyElysia, publicUrl: string | undefined) {
   // The generator hands back the routes' live schema objects: work on a copy.
   const paths = JSON.parse(JSON.stringify(generated.paths)) as Json;
   liftFailureExamples(paths);
+  addRequestIds(paths);
   const schemas: Json = { Error: JSON.parse(JSON.stringify(Failure)) };
   return {
     openapi: '3.1.1',
@@ -172,7 +185,12 @@ function buildDocument(app: AnyElysia, publicUrl: string | undefined) {
     tags,
     paths: publishTitled(paths, schemas),
     webhooks: publishTitled({ 'message.created': messageCreated }, schemas),
-    components: { securitySchemes: { agentKey }, schemas },
+    components: {
+      securitySchemes: { agentKey },
+      schemas,
+      parameters: { RequestId: { name: 'X-Request-Id', in: 'header', required: false, description: requestIdDescription, schema: requestIdSchema } },
+      headers: { RequestId: { required: true, description: requestIdDescription, schema: requestIdSchema } },
+    },
   };
 }
 

@@ -10,6 +10,7 @@ import { agentAuth } from './agent-auth';
 import type { Logger } from '../log';
 import { jsonBody, ok, responses } from './envelope';
 import { LimitQuery } from './query';
+import { requestLog } from './request-id';
 
 const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
 const noSuchThread = { noSuchThread: 'No such thread, or you are not a participant.' };
@@ -115,8 +116,8 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
     )
     .post(
       '/:threadId/messages',
-      async ({ agent, params, body, set }) => {
-        const posted = await postMessage(sql, log, asActor(agent), params.threadId, body);
+      async ({ agent, params, body, set, request }) => {
+        const posted = await postMessage(sql, requestLog(log, request), asActor(agent), params.threadId, body);
         set.status = 201;
         return ok(posted);
       },

@@ -7,6 +7,7 @@ import type { Logger } from '../log';
 import { agentAuth } from '../http/agent-auth';
 import { fail } from '../http/envelope';
 import { holdOpen } from '../http/hold-open';
+import { requestLog } from '../http/request-id';
 import { answerMcp } from './server';
 
 // MCP over Streamable HTTP at /mcp, behind the same Bearer agent key as the HTTP API (401 in the
@@ -18,7 +19,8 @@ export const mcpRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
       '/mcp',
       ({ agent, body, request, server }) => {
         holdOpen(server, request, LIMITS.inboxWaitSeconds);
-        return answerMcp(request, body, { sql, log, inboxSignal, agent, abort: request.signal }, log);
+        const requestLogger = requestLog(log, request);
+        return answerMcp(request, body, { sql, log: requestLogger, inboxSignal, agent, abort: request.signal }, requestLogger);
       },
       { agent: true, detail: { hide: true } },
     )

@@ -1,5 +1,6 @@
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { EXAMPLE_REQUEST_ID } from '../../src/http/envelope';
 import type { Reply } from './harness';
 
 type Json = Record<string, any>;
@@ -25,6 +26,9 @@ export function openApiValidator(doc: Json) {
     }
     return validate;
   };
+
+  const resolve = (node: Json): Json =>
+    typeof node.$ref === 'string' ? node.$ref.slice(2).split('/').reduce((at: Json, key: string) => at[key], doc) : node;
 
   const operations = Object.entries(doc.paths as Json).flatMap(([template, item]) =>
     Object.entries(item as Json).map(([method, operation]) => ({
@@ -62,18 +66,25 @@ export function openApiValidator(doc: Json) {
       if (!validate(reply.body)) {
         throw new Error(`${where} with a body the document does not allow: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(reply.body)}`);
       }
-      const documented = new Set(Object.keys(answer.headers ?? {}).map((name) => name.toLowerCase()));
-      for (const [name] of reply.headers) {
-        if (!TRANSPORT_HEADERS.has(name) && !documented.has(name)) throw new Error(`${where} with header ${name}, which the document does not list`);
+      const documented = new Map(
+        Object.entries((answer.headers ?? {}) as Json).map(([name, header]) => [name.toLowerCase(), resolve(header)]),
+      );
+      for (const [name, value] of reply.headers) {
+        if (TRANSPORT_HEADERS.has(name)) continue;
+        const header = documented.get(name);
+        if (!header) throw new Error(`${where} with header ${name}, which the document does not list`);
+        if (!ajv.validate(header.schema, value)) throw new Error(`${where} with header ${name}: ${value}, which its schema refuses`);
       }
-      for (const name of documented) {
-        if (answer.headers[name]?.required && !reply.headers.has(name)) throw new Error(`${where} without the required header ${name}`);
+      for (const [name, header] of documented) {
+        if (header.required && !reply.headers.has(name)) throw new Error(`${where} without the required header ${name}`);
       }
       const byStatus = seen.get(operation.operationId) ?? new Map<string, Set<string>>();
       seen.set(operation.operationId, byStatus);
       const sentences = byStatus.get(status) ?? new Set<string>();
       byStatus.set(status, sentences);
-      if (body?.success === false && body.error !== undefined) sentences.add(body.error);
+      // A 500 quotes its request id; the document's example quotes a sample one.
+      const id = reply.headers.get('x-request-id');
+      if (body?.success === false && body.error !== undefined) sentences.add(id ? body.error.replace(id, EXAMPLE_REQUEST_ID) : body.error);
     },
     // What the document promises that no answer showed: statuses never answered, and example
     // sentences never said under their status.

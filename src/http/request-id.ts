@@ -1,0 +1,27 @@
+import { randomUUIDv7 } from 'bun';
+import { Elysia } from 'elysia';
+import { withFields, type Logger } from '../log';
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+// A caller's own id is kept when it could not confuse a log reader or a header: printable, no
+// spaces, at most 128 characters. Anything else is replaced, not refused: the id is for matching
+// a report to the log, never a reason to fail a request.
+const SANE_ID = /^[A-Za-z0-9._:\/+=@-]{1,128}$/;
+
+const ids = new WeakMap<Request, string>();
+
+export const requestIdOf = (request: Request): string => ids.get(request) ?? 'unknown';
+
+// Every answer carries the request's id, whatever answers it: a route, a refusal before routing,
+// the error handler, MCP.
+export const requestIds = () =>
+  new Elysia({ name: 'request-id' }).onRequest(({ request, set }) => {
+    const given = request.headers.get(REQUEST_ID_HEADER);
+    const id = given !== null && SANE_ID.test(given) ? given : randomUUIDv7();
+    ids.set(request, id);
+    set.headers[REQUEST_ID_HEADER] = id;
+  });
+
+// The logger for one request: every line it writes names the request.
+export const requestLog = (log: Logger, request: Request): Logger => withFields(log, { requestId: requestIdOf(request) });
