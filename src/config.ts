@@ -15,6 +15,8 @@ export const ConfigSchema = T.Object({
   DB_POOL_SIZE: Int(20, 1),
   DB_CONNECT_TIMEOUT_S: Int(5, 1),
   PUBLIC_URL: T.Optional(T.String()),
+  // Bearer token a Prometheus scraper sends to GET /metrics; unset, the figures are not served.
+  METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
   BODY_LIMIT_BYTES: Int(1_048_576, 1024),
   WEBHOOK_TIMEOUT_MS: Int(120_000, 1),
   WEBHOOK_RETRY_DELAYS_MS: T.String({

@@ -5,6 +5,7 @@ import { openDatabase } from './db/database';
 import { listenForInbox, type InboxListener } from './db/inbox-signal';
 import { buildApp, type App } from './http/app';
 import type { Logger } from './log';
+import { createMetrics } from './metrics';
 import { startWorker, type RunningWorker } from './webhooks/worker';
 
 const HTTP_STOP_GRACE_MS = 3_000;
@@ -45,6 +46,7 @@ export async function createService(
   { log, http, worker: withWorker, onWorkerFailed }: ServiceOptions & { http: boolean },
 ): Promise<HttpService | WorkerService> {
   const db = await openDatabase(config, log);
+  const metrics = createMetrics();
   const started: {
     inboxSignal?: InboxListener;
     agentCache?: AgentCacheListener;
@@ -73,11 +75,19 @@ export async function createService(
       await started.inboxSignal.start();
       started.agentCache = cacheAgents(db.sql, log);
       await started.agentCache.start();
-      started.app = buildApp({ sql: db.sql, config, log, inboxSignal: started.inboxSignal, agentCache: started.agentCache });
+      started.app = buildApp({ sql: db.sql, config, log, inboxSignal: started.inboxSignal, agentCache: started.agentCache, metrics });
     }
     if (withWorker) {
-      started.worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed });
+      started.worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics });
     }
+    const inboxSignal = started.inboxSignal;
+    metrics.observe({
+      sql: db.sql,
+      poolSize: config.DB_POOL_SIZE,
+      stalledAfterMs: config.STALLED_AFTER_MS,
+      waitingInboxRequests: inboxSignal && (() => inboxSignal.waiting()),
+      listenerConnects: inboxSignal && (() => inboxSignal.connects()),
+    });
   } catch (error) {
     // A part that failed to start leaves nothing running behind it: no listener, no open pool.
     await stop().catch(() => {});

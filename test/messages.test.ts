@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { setArchived } from '../src/domain/agents';
+import { internalError } from '../src/http/envelope';
 import { uniqueName, useHarness } from './support/harness';
 import { POSTS_AT_BOUNDS, POSTS_PAST_BOUNDS } from './support/emoji';
 
@@ -180,7 +181,7 @@ describe('post a message', () => {
     try {
       const res = await h.call('POST', `/api/threads/${id}/messages`, { key: a!.key, body: { content: 'doomed' } });
       expect(res.status).toBe(500);
-      expect(res.body).toEqual({ success: false, error: 'Internal server error; nothing about the request will fix it.' });
+      expect(res.body).toEqual({ success: false, error: internalError(res.headers.get('x-request-id')!) });
       expect(await countRows(id)).toEqual({ messages: 0, deliveries: 0 });
     } finally {
       await h.db.sql.unsafe('drop trigger fail_second_delivery on deliveries; drop function fail_second_delivery();');

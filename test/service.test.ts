@@ -39,7 +39,7 @@ test('a wake-up that fails after a post commits is logged through the logger the
 
   const failed = await eventually(async () => lines.find((l) => l.event === 'announce_failed'));
   const { time: _, ...line } = failed;
-  expect(line).toEqual({ level: 'warn', event: 'announce_failed', error: 'wake-ups refused' });
+  expect(line).toEqual({ level: 'warn', event: 'announce_failed', error: 'wake-ups refused', requestId: posted.headers.get('x-request-id') });
   // Only the wake-up was lost: the message and its delivery are stored.
   const [stored] = await service.sql`select count(*)::int as deliveries from deliveries where message_id = ${posted.body.data.id}`;
   expect(stored).toEqual({ deliveries: 1 });

@@ -14,6 +14,8 @@ export type InboxListener = InboxSignal & {
   start(): Promise<void>;
   stop(): Promise<void>;
   waiting(): number;
+  // Times the LISTEN connection was established: above 1, it dropped and came back.
+  connects(): number;
 };
 
 // One LISTEN connection per process, shared by every waiting request through a registry keyed by
@@ -64,5 +66,6 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
       unlisten = null;
     },
     waiting: () => [...waiters.values()].reduce((n, set) => n + set.size, 0),
+    connects: () => listens,
   };
 }

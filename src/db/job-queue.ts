@@ -90,3 +90,15 @@ export async function makeDueWhere(sql: Sql, task: string, match: { [key: string
     ), run_at => now())`;
   return rows.length;
 }
+
+// Jobs of a task still to run (queued, scheduled or running, attempts left), and how long the
+// oldest of those already due has waited, for metrics.
+export async function owedJobs(sql: Sql, task: string): Promise<{ owed: number; oldestDueSeconds: number }> {
+  const [row] = await sql<{ owed: number; oldest: number | null }[]>`
+    select count(*)::int as owed,
+           extract(epoch from now() - min(j.run_at) filter (where j.run_at <= now()))::float8 as oldest
+    from graphile_worker._private_jobs j
+    join graphile_worker._private_tasks t on t.id = j.task_id
+    where t.identifier = ${task} and j.attempts < j.max_attempts`;
+  return { owed: row!.owed, oldestDueSeconds: Math.max(0, row!.oldest ?? 0) };
+}

@@ -10,17 +10,20 @@ import { bodyLimit } from './body';
 import { deliveryRoutes } from './deliveries';
 import { errorHandling } from './errors';
 import { healthRoutes } from './health';
+import { createMetrics, type Metrics } from '../metrics';
+import { metricsRoutes } from './metrics';
 import { nulGuard } from './nul-guard';
 import { requestIds } from './request-id';
 import { apiDocs } from './openapi';
 import { threadRoutes } from './threads';
 
-export type AppDeps = { sql: Sql; config: Config; log: Logger; inboxSignal: InboxSignal; agentCache: AgentCache };
+export type AppDeps = { sql: Sql; config: Config; log: Logger; inboxSignal: InboxSignal; agentCache: AgentCache; metrics?: Metrics };
 
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
-export function buildApp({ sql, config, log, inboxSignal, agentCache }: AppDeps) {
+export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics() }: AppDeps) {
   return new Elysia()
     .use(requestIds())
+    .use(metricsRoutes(metrics, config.METRICS_TOKEN))
     .use(errorHandling(log))
     .use(bodyLimit(config.BODY_LIMIT_BYTES))
     .use(nulGuard())

@@ -4,6 +4,7 @@ import { announceDeliveryChanges } from '../domain/announce';
 import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordDoorbellAttempts, recordInterruptedAttempt } from '../domain/delivery-steps';
 import { parkNotifyJob, wakeParkedNotifyJobs } from '../domain/notify-jobs';
 import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
 import { doorbellBody, type DoorbellFields } from './doorbell';
 import type { WebhookCredentials } from './credentials';
 import { endpointOf, type EndpointSlots } from './endpoint-slots';
@@ -14,6 +15,7 @@ import { doorbellHeaders } from './sign';
 export type NotifyDeps = {
   sql: Sql;
   log: Logger;
+  metrics?: Metrics;
   send: Omit<SendOptions, 'signal'>;
   retryDelaysMs: number[];
   // Called with the delay of every retry that was scheduled, so the pool can wake up for it.
@@ -136,6 +138,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | 
   const durationMs = Math.round(performance.now() - started);
   const { publish, attempt, resend } = doorbell;
   const next = afterAttempt(outcome, attempt, deps.retryDelaysMs);
+  deps.metrics?.doorbellAttempt(next.kind, outcome.status, (performance.now() - started) / 1000);
   deps.log.info('doorbell_attempt', {
     deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });

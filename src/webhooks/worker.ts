@@ -7,6 +7,7 @@ import { workerPool } from '../db/worker-pool';
 import { NOTIFY_TASK, wakeAllParkedNotifyJobs } from '../domain/notify-jobs';
 import { sweepExpiredSignIns } from '../domain/people';
 import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
 import { startHeartbeat } from './heartbeat';
 import { rememberWebhooks } from './credentials';
 import { endpointSlots } from './endpoint-slots';
@@ -31,6 +32,8 @@ export type WorkerDeps = {
   // process would ring a doorbell or run the re-publish sweep after that, so the process should
   // end and be restarted; another instance's heartbeat check gives back the jobs it held.
   onFailed?: (error: Error) => void;
+  // Doorbell attempts are counted and timed here.
+  metrics?: Metrics;
 };
 export type RunningWorker = { workerId: string; runner: Runner; stop: () => Promise<void> };
 
@@ -38,7 +41,7 @@ export type RunningWorker = { workerId: string; runner: Runner; stop: () => Prom
 // message commits, retries are woken on time, the re-publish sweep runs from its crontab, and a
 // heartbeat lets any live worker release the jobs of a dead one. Tasks are a list, not a
 // directory, so the compiled executable carries them.
-export async function startWorker({ sql, databaseUrl, config, log, onFailed }: WorkerDeps): Promise<RunningWorker> {
+export async function startWorker({ sql, databaseUrl, config, log, onFailed, metrics }: WorkerDeps): Promise<RunningWorker> {
   if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) {
     // Otherwise live workers would take each other's jobs between two beats.
     throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
@@ -87,6 +90,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed }: W
     [NOTIFY_TASK]: notifyTask({
       sql,
       log,
+      metrics,
       send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
       retryDelaysMs: retryDelays(config),
       onRetryScheduled: wakeAfter,

@@ -1,0 +1,24 @@
+import type { Sql } from '../db/connect';
+import { stalledSql } from './deliveries';
+
+export type DeliveryCounts = {
+  byStep: Record<'accepted' | 'notified' | 'delivered' | 'fetched' | 'failed', number>;
+  stalled: number;
+  retrying: number;
+};
+
+// How many deliveries are at each step, and how many of them are stalled or waiting for a retry,
+// by the same rules the dashboard filters on. One statement, so the figures agree with each other.
+export async function countDeliveries(sql: Sql, stalledAfterMs: number): Promise<DeliveryCounts> {
+  const [row] = await sql<Record<string, number>[]>`
+    select count(*) filter (where d.step = 'accepted')::int as accepted,
+           count(*) filter (where d.step = 'notified')::int as notified,
+           count(*) filter (where d.step = 'delivered')::int as delivered,
+           count(*) filter (where d.step = 'fetched')::int as fetched,
+           count(*) filter (where d.step = 'failed')::int as failed,
+           count(*) filter (where ${stalledSql(sql, stalledAfterMs)})::int as stalled,
+           count(*) filter (where d.step = 'accepted' and d.next_attempt_at is not null)::int as retrying
+    from deliveries d`;
+  const { stalled, retrying, ...byStep } = row!;
+  return { byStep: byStep as DeliveryCounts['byStep'], stalled: stalled!, retrying: retrying! };
+}

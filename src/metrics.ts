@@ -1,0 +1,169 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Sql } from './db/connect';
+import { owedJobs } from './db/job-queue';
+import { countDeliveries } from './domain/delivery-counts';
+import { NOTIFY_TASK } from './domain/notify-jobs';
+
+// What one process knows about itself and the database, in the Prometheus text format (GET
+// /metrics). Counters and histograms are this process's; gauges read from the database describe
+// the whole service, whichever instance is scraped.
+export type MetricsSources = {
+  sql: Sql;
+  poolSize: number;
+  stalledAfterMs: number;
+  // Present where this process serves HTTP.
+  waitingInboxRequests?: () => number;
+  listenerConnects?: () => number;
+};
+
+export type DoorbellOutcome = 'notified' | 'retry' | 'failed';
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'ams_' });
+  const http = new Histogram({
+    name: 'ams_http_request_duration_seconds',
+    help: 'HTTP requests by method, route template and status, with their duration.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  });
+  const doorbells = new Histogram({
+    name: 'ams_doorbell_attempt_duration_seconds',
+    help: 'Doorbell attempts by outcome (notified, retry scheduled, failed) and answer class, with their duration.',
+    labelNames: ['outcome', 'answer'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  });
+  const scrapeFailures = new Counter({
+    name: 'ams_metrics_database_read_failures_total',
+    help: 'Scrapes whose database figures could not be read (the database was away); those gauges keep their last value.',
+    registers: [registry],
+  });
+  let sources: MetricsSources | undefined;
+
+  const fromDatabase = async () => {
+    if (!sources) return null;
+    const { sql, stalledAfterMs } = sources;
+    try {
+      const [counts, jobs, connections] = await Promise.all([
+        countDeliveries(sql, stalledAfterMs),
+        owedJobs(sql, NOTIFY_TASK),
+        sql<{ state: string; n: number }[]>`
+          select coalesce(state, 'unknown') as state, count(*)::int as n from pg_stat_activity
+          where datname = current_database() and application_name = current_setting('application_name')
+          group by 1`,
+      ]);
+      return { counts, jobs, connections };
+    } catch {
+      scrapeFailures.inc();
+      return null;
+    }
+  };
+  // One database read per scrape, shared by every gauge that needs it.
+  let reading: Promise<Awaited<ReturnType<typeof fromDatabase>>> | null = null;
+  const read = () => (reading ??= fromDatabase().finally(() => queueMicrotask(() => (reading = null))));
+
+  new Gauge({
+    name: 'ams_deliveries',
+    help: 'Deliveries at each step (accepted, notified, delivered, fetched, failed), across the service.',
+    labelNames: ['step'] as const,
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) for (const [step, n] of Object.entries(figures.counts.byStep)) this.set({ step }, n);
+    },
+  });
+  new Gauge({
+    name: 'ams_deliveries_stalled',
+    help: 'Deliveries notified but not reported delivered within STALLED_AFTER_MS.',
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) this.set(figures.counts.stalled);
+    },
+  });
+  new Gauge({
+    name: 'ams_deliveries_retrying',
+    help: 'Deliveries at Accepted whose last doorbell attempt failed and whose next one is scheduled.',
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) this.set(figures.counts.retrying);
+    },
+  });
+  new Gauge({
+    name: 'ams_doorbell_jobs_owed',
+    help: 'Doorbell jobs still to run: queued, scheduled for a retry, parked or running.',
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) this.set(figures.jobs.owed);
+    },
+  });
+  new Gauge({
+    name: 'ams_doorbell_oldest_due_seconds',
+    help: 'How long the oldest doorbell job that is due has waited to run (0 when none is due).',
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) this.set(figures.jobs.oldestDueSeconds);
+    },
+  });
+  new Gauge({
+    name: 'ams_database_connections',
+    help: 'Connections the service holds on its database, all instances together, by state (active, idle, …).',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (!figures) return;
+      this.reset();
+      for (const { state, n } of figures.connections) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: 'ams_database_pool_size',
+    help: "The most connections this process's pool opens (DB_POOL_SIZE).",
+    registers: [registry],
+    collect() {
+      if (sources) this.set(sources.poolSize);
+    },
+  });
+  new Gauge({
+    name: 'ams_inbox_waiting_requests',
+    help: 'Inbox requests (HTTP and MCP) held open by this process, waiting for mail.',
+    registers: [registry],
+    collect() {
+      this.set(sources?.waitingInboxRequests?.() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'ams_inbox_listener_connects',
+    help: "Times this process's LISTEN connection for inbox wake-ups was established; above 1 means it reconnected.",
+    registers: [registry],
+    collect() {
+      this.set(sources?.listenerConnects?.() ?? 0);
+    },
+  });
+
+  return {
+    registry,
+    // The gauges read from here once the service's parts exist.
+    observe(from: MetricsSources) {
+      sources = from;
+    },
+    httpRequest(method: string, route: string, status: number, seconds: number) {
+      http.observe({ method, route, status: String(status) }, seconds);
+    },
+    doorbellAttempt(outcome: DoorbellOutcome, status: number | null, seconds: number) {
+      doorbells.observe({ outcome, answer: status === null ? 'none' : `${Math.floor(status / 100)}xx` }, seconds);
+    },
+    render: () => registry.metrics(),
+    contentType: registry.contentType,
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
