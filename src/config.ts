@@ -15,8 +15,13 @@ export const ConfigSchema = T.Object({
   DB_POOL_SIZE: Int(20, 1),
   DB_CONNECT_TIMEOUT_S: Int(5, 1),
   PUBLIC_URL: T.Optional(T.String()),
-  // Bearer token a Prometheus scraper sends to GET /metrics; unset, the figures are not served.
+  // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.
   METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
+  // The loss audit (domain/loss-audit.ts): how often it runs, how old an owed doorbell must be to
+  // count, and how far back messages are checked.
+  LOSS_AUDIT_INTERVAL_MS: Int(60_000, 100),
+  LOSS_AUDIT_AFTER_MS: Int(300_000, 1),
+  LOSS_AUDIT_WINDOW_MS: Int(86_400_000, 1),
   BODY_LIMIT_BYTES: Int(1_048_576, 1024),
   WEBHOOK_TIMEOUT_MS: Int(120_000, 1),
   WEBHOOK_RETRY_DELAYS_MS: T.String({

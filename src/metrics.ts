@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Sql } from './db/connect';
 import { owedJobs } from './db/job-queue';
 import { countDeliveries } from './domain/delivery-counts';
+import type { LossAudit } from './domain/loss-audit';
 import { NOTIFY_TASK } from './domain/notify-jobs';
 
 // What one process knows about itself and the database, in the Prometheus text format (GET
@@ -14,6 +15,7 @@ export type MetricsSources = {
   // Present where this process serves HTTP.
   waitingInboxRequests?: () => number;
   listenerConnects?: () => number;
+  lossAudit?: () => LossAudit | null;
 };
 
 export type DoorbellOutcome = 'notified' | 'retry' | 'failed';
@@ -146,6 +148,20 @@ export function createMetrics() {
     registers: [registry],
     collect() {
       this.set(sources?.listenerConnects?.() ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'ams_loss_audit_drift',
+    help: "The latest loss audit's counts, each of which should be 0: messages without deliveries, owed doorbells without a job, owed doorbells overdue.",
+    labelNames: ['check'] as const,
+    registers: [registry],
+    collect() {
+      const audit = sources?.lossAudit?.();
+      if (!audit) return;
+      this.set({ check: 'messages_without_deliveries' }, audit.messagesWithoutDeliveries);
+      this.set({ check: 'doorbells_without_job' }, audit.doorbellsWithoutJob);
+      this.set({ check: 'doorbells_overdue' }, audit.doorbellsOverdue);
     },
   });
 

@@ -5,6 +5,7 @@ import { openDatabase } from './db/database';
 import { listenForInbox, type InboxListener } from './db/inbox-signal';
 import { buildApp, type App } from './http/app';
 import type { Logger } from './log';
+import { startLossAudit } from './loss-auditor';
 import { createMetrics } from './metrics';
 import { startWorker, type RunningWorker } from './webhooks/worker';
 
@@ -47,6 +48,11 @@ export async function createService(
 ): Promise<HttpService | WorkerService> {
   const db = await openDatabase(config, log);
   const metrics = createMetrics();
+  const auditor = startLossAudit(db.sql, log, {
+    intervalMs: config.LOSS_AUDIT_INTERVAL_MS,
+    thresholdMs: config.LOSS_AUDIT_AFTER_MS,
+    windowMs: config.LOSS_AUDIT_WINDOW_MS,
+  });
   const started: {
     inboxSignal?: InboxListener;
     agentCache?: AgentCacheListener;
@@ -57,6 +63,7 @@ export async function createService(
   // Waiting inbox requests answer first, so that stopping need not wait out their wait; then no
   // new requests; then in-flight doorbells finish (or are released); then the pools close.
   const stop = async () => {
+    auditor.stop();
     await started.inboxSignal?.stop();
     await started.agentCache?.stop();
     const server = started.server;
@@ -75,7 +82,17 @@ export async function createService(
       await started.inboxSignal.start();
       started.agentCache = cacheAgents(db.sql, log);
       await started.agentCache.start();
-      started.app = buildApp({ sql: db.sql, config, log, inboxSignal: started.inboxSignal, agentCache: started.agentCache, metrics });
+      const inboxSignal = started.inboxSignal;
+      started.app = buildApp({
+        sql: db.sql,
+        config,
+        log,
+        inboxSignal,
+        agentCache: started.agentCache,
+        metrics,
+        auditor,
+        waitingInboxRequests: () => inboxSignal.waiting(),
+      });
     }
     if (withWorker) {
       started.worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics });
@@ -87,6 +104,7 @@ export async function createService(
       stalledAfterMs: config.STALLED_AFTER_MS,
       waitingInboxRequests: inboxSignal && (() => inboxSignal.waiting()),
       listenerConnects: inboxSignal && (() => inboxSignal.connects()),
+      lossAudit: () => auditor.latest(),
     });
   } catch (error) {
     // A part that failed to start leaves nothing running behind it: no listener, no open pool.

@@ -30,15 +30,15 @@ test('metrics need the configured token, and are not served at all without one',
   const missing = await h.call('GET', '/metrics');
   expect([missing.status, missing.body, missing.headers.get('www-authenticate')]).toEqual([
     401,
-    { success: false, error: 'Send the metrics token: "Authorization: Bearer <METRICS_TOKEN>".' },
-    'Bearer realm="metrics"',
+    { success: false, error: 'Send the operator token: "Authorization: Bearer <METRICS_TOKEN>".' },
+    'Bearer realm="operator"',
   ]);
   expect((await h.call('GET', '/metrics', { key: `${TOKEN}x` })).status).toBe(401);
   const agent = await h.agent(uniqueName('not-a-scraper'));
   expect((await h.call('GET', '/metrics', { key: agent.key })).status).toBe(401);
   const off = buildApp({ sql: h.db.sql, config: loadConfig({ DATABASE_URL: h.db.url }), log: silentLogger, inboxSignal: h.inboxSignal, agentCache: h.agentCache });
   const answer = await callApp(off, 'GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
-  expect([answer.status, answer.body]).toEqual([404, { success: false, error: 'Metrics are off: set METRICS_TOKEN to serve them here.' }]);
+  expect([answer.status, answer.body]).toEqual([404, { success: false, error: 'Operator routes are off: set METRICS_TOKEN to serve /metrics and /health/details.' }]);
 });
 
 test('HTTP requests are counted by method, route template and status', async () => {

@@ -35,6 +35,12 @@ export const liveJob = (sql: Sql, key: Fragment) => sql`
   exists (select 1 from graphile_worker.jobs j
           where j.key = ${key} and (j.locked_at is not null or j.attempts < j.max_attempts))`;
 
+// Whether a job under `key` has been due for longer than `ms` without a worker taking it.
+export const overdueJob = (sql: Sql, key: Fragment, ms: number) => sql`
+  exists (select 1 from graphile_worker.jobs j
+          where j.key = ${key} and j.locked_at is null and j.attempts < j.max_attempts
+            and j.run_at < now() - ${ms} * interval '1 millisecond')`;
+
 // Puts back the jobs of our tasks locked by worker pools that stopped beating (killed, frozen, cut
 // off); a pool that never beat is judged by how long its jobs have been locked. Jobs of other
 // tasks (another application sharing the schema, whose workers do not beat here) are never

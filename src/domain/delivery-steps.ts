@@ -28,7 +28,7 @@ const whyUnreachable = (sql: Sql) => sql`
 // A doorbell is owed while the delivery was accepted for a webhook, has not moved on or been
 // acknowledged, its agent still has a webhook, and the recipient can still see it. A job that
 // finds otherwise ends without sending, and the re-publish sweep skips it.
-const owesDoorbell = (sql: Sql) => sql`
+export const owesDoorbell = (sql: Sql) => sql`
   d.webhook and d.step = 'accepted' and d.acknowledged_at is null and a.webhook_url is not null
   and ${recipientSees(sql)}`;
 

@@ -1,6 +1,6 @@
 import type { JSONValue } from 'postgres';
 import type { Sql } from '../db/connect';
-import { addJobs, liveJob, makeDueWhere } from '../db/job-queue';
+import { addJobs, liveJob, overdueJob, makeDueWhere } from '../db/job-queue';
 
 // Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
 // graphile-worker's own retries only cover a crashed worker; the contract's retry schedule is
@@ -34,6 +34,9 @@ export function addNotifyJobs(sql: Sql, source: string, { delayColumn = '', door
 
 // Whether the delivery `d` has a queued or running doorbell job.
 export const hasLiveNotifyJob = (sql: Sql) => liveJob(sql, sql`${notifyJobKey('')} || d.id`);
+
+// Whether the delivery `d` has a doorbell job that fell due more than `ms` ago and no worker took.
+export const hasOverdueNotifyJob = (sql: Sql, ms: number) => overdueJob(sql, sql`${notifyJobKey('')} || d.id`, ms);
 
 // Identifies the webhook a doorbell was prepared for: a webhook saved again (new secret) or
 // removed and added is another version. Microseconds since the epoch, as text.

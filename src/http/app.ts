@@ -10,6 +10,7 @@ import { bodyLimit } from './body';
 import { deliveryRoutes } from './deliveries';
 import { errorHandling } from './errors';
 import { healthRoutes } from './health';
+import type { LossAuditor } from '../loss-auditor';
 import { createMetrics, type Metrics } from '../metrics';
 import { metricsRoutes } from './metrics';
 import { nulGuard } from './nul-guard';
@@ -17,10 +18,19 @@ import { requestIds } from './request-id';
 import { apiDocs } from './openapi';
 import { threadRoutes } from './threads';
 
-export type AppDeps = { sql: Sql; config: Config; log: Logger; inboxSignal: InboxSignal; agentCache: AgentCache; metrics?: Metrics };
+export type AppDeps = {
+  sql: Sql;
+  config: Config;
+  log: Logger;
+  inboxSignal: InboxSignal;
+  agentCache: AgentCache;
+  metrics?: Metrics;
+  auditor?: LossAuditor;
+  waitingInboxRequests?: () => number;
+};
 
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
-export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics() }: AppDeps) {
+export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests }: AppDeps) {
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
@@ -28,7 +38,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(bodyLimit(config.BODY_LIMIT_BYTES))
     .use(nulGuard())
     .use(apiDocs(config.PUBLIC_URL))
-    .use(healthRoutes(sql))
+    .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
     .use(threadRoutes(sql, agentCache, log))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log))

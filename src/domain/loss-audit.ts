@@ -1,0 +1,51 @@
+import type { Sql } from '../db/connect';
+import { owesDoorbell } from './delivery-steps';
+import { hasLiveNotifyJob, hasOverdueNotifyJob } from './notify-jobs';
+
+// What "nothing is lost" means, counted. Each figure should be 0; anything else is drift that an
+// operator must see before an agent complains.
+export type LossAudit = {
+  // Messages accepted within the window that have no delivery at all. A post writes a message only
+  // together with its deliveries, in one statement, and only when someone will receive it.
+  messagesWithoutDeliveries: number;
+  // Deliveries owed a doorbell, older than the threshold, with no doorbell job queued or running:
+  // nothing would ring them until the re-publish sweep finds them.
+  doorbellsWithoutJob: number;
+  // Deliveries owed a doorbell whose job fell due more than the threshold ago and that no worker
+  // has taken: no worker is running, or none keeps up.
+  doorbellsOverdue: number;
+  checkedAt: string;
+};
+
+export type AuditOptions = { thresholdMs: number; windowMs: number };
+
+// The smallest UUIDv7 of a moment: ids are time-ordered, so the window is a range of the primary key.
+function firstIdAt(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+// One statement, every part on an index: messages by primary-key range and deliveries by their
+// (message, recipient) key; owed doorbells on the partial index of accepted webhook deliveries.
+export async function auditLoss(sql: Sql, { thresholdMs, windowMs }: AuditOptions): Promise<LossAudit> {
+  const [row] = await sql<{ messages: number; withoutJob: number; overdue: number; checkedAt: Date }[]>`
+    select
+      (select count(*)::int from messages m
+       where m.id >= ${firstIdAt(Date.now() - windowMs)}::uuid
+         and not exists (select 1 from deliveries d where d.message_id = m.id)) as messages,
+      (select count(*)::int from deliveries d join agents a on a.id = d.recipient_id
+       where ${owesDoorbell(sql)} and d.created_at < now() - ${thresholdMs} * interval '1 millisecond'
+         and not ${hasLiveNotifyJob(sql)}) as "withoutJob",
+      (select count(*)::int from deliveries d join agents a on a.id = d.recipient_id
+       where ${owesDoorbell(sql)} and ${hasOverdueNotifyJob(sql, thresholdMs)}) as overdue,
+      now() as "checkedAt"`;
+  return {
+    messagesWithoutDeliveries: row!.messages,
+    doorbellsWithoutJob: row!.withoutJob,
+    doorbellsOverdue: row!.overdue,
+    checkedAt: row!.checkedAt.toISOString(),
+  };
+}
+
+export const hasDrift = (audit: LossAudit) =>
+  audit.messagesWithoutDeliveries + audit.doorbellsWithoutJob + audit.doorbellsOverdue > 0;
