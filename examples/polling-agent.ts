@@ -41,7 +41,7 @@ process.on('SIGINT', () => {
 while (running) {
   let entries: InboxEntry[];
   try {
-    entries = await call<InboxEntry[]>('check_inbox', { wait: WAIT_SECONDS });
+    ({ entries } = await call<{ entries: InboxEntry[] }>('check_inbox', { wait: WAIT_SECONDS }));
   } catch (error) {
     // The server restarting, say: pause instead of hammering it, then carry on.
     console.error(String(error));

@@ -15,6 +15,13 @@ export const ConfigSchema = T.Object({
   DB_POOL_SIZE: Int(20, 1),
   DB_CONNECT_TIMEOUT_S: Int(5, 1),
   PUBLIC_URL: T.Optional(T.String()),
+  // Browser origins, besides PUBLIC_URL's and loopback ones, whose pages may call /mcp (comma-separated,
+  // e.g. "https://agents.example.com"); any other Origin is refused (DNS-rebinding protection).
+  MCP_ALLOWED_ORIGINS: T.String({
+    default: '',
+    pattern: '^$|^\\s*https?://[^\\s,/]+\\s*(,\\s*https?://[^\\s,/]+\\s*)*$',
+    description: 'a comma-separated list of origins such as https://agents.example.com',
+  }),
   // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.
   METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
   // The loss audit (domain/loss-audit.ts): how often it runs, how old an owed doorbell must be to

@@ -64,10 +64,11 @@ describe('wait validation', () => {
     expect(res.status).toBe(401);
   });
 
-  test('check_inbox refuses a bad wait with the same sentence', async () => {
+  // MCP's cap is lower, so that the longest wait still answers inside a client's default timeout.
+  test('check_inbox refuses a bad wait with the same sentence, naming its own cap', async () => {
     const bob = await mcpClient(base, keys.bob!);
-    expect(await bob.call('check_inbox', { wait: 61 })).toEqual({ error: 'wait must be a number of seconds from 0 to 60' });
-    expect(await bob.call('check_inbox', { wait: 'soon' })).toEqual({ error: 'wait must be a number of seconds from 0 to 60' });
+    expect(await bob.call('check_inbox', { wait: 50.5 })).toEqual({ error: 'wait must be a number of seconds from 0 to 50' });
+    expect(await bob.call('check_inbox', { wait: 'soon' })).toEqual({ error: 'wait must be a number of seconds from 0 to 50' });
     await bob.close();
   });
 });
@@ -125,7 +126,7 @@ describe('bounded wait', () => {
     const posted = performance.now();
     const { data } = await held;
     expect(performance.now() - posted).toBeLessThan(1000);
-    expect(data.map((e: { messageId: string }) => e.messageId)).toEqual([messageId]);
+    expect(data.entries.map((e: { messageId: string }) => e.messageId)).toEqual([messageId]);
     await bob.close();
     await acknowledgeAll('bob');
   });

@@ -118,12 +118,55 @@ describe('tool list', () => {
     expect(open.inputSchema.properties).toMatchObject({ title: { maxLength: 200 }, goal: { maxLength: 2000 } });
     expect(JSON.stringify(tools)).not.toContain('examples');
     const inbox = tools.find((t) => t.name === 'check_inbox')!;
-    expect(inbox.inputSchema.properties).toMatchObject({ wait: { type: 'number', minimum: 0, maximum: 60 } });
+    // A wait the SDK's default 60 s request timeout outlives.
+    expect(inbox.inputSchema.properties).toMatchObject({ wait: { type: 'number', minimum: 0, maximum: 50 } });
   });
 
-  test('an unknown tool is a tool error', async () => {
-    expect(await alice.call('delete_everything')).toEqual({ error: 'There is no tool named delete_everything.' });
-    expect(await alice.call('toString')).toEqual({ error: 'There is no tool named toString.' });
+  test('every tool has a title, true annotations and an output schema its results match', async () => {
+    const { tools } = await alice.client.listTools();
+    const hints = Object.fromEntries(tools.map((t) => [t.name, [t.title, t.annotations]]));
+    const reads = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false };
+    const records = { readOnlyHint: false, idempotentHint: true, destructiveHint: false, openWorldHint: false };
+    expect(hints).toEqual({
+      check_inbox: ['Check inbox', { title: 'Check inbox', ...reads }],
+      read_message: ['Read a message', { title: 'Read a message', ...records }],
+      acknowledge: ['Acknowledge a message', { title: 'Acknowledge a message', ...records }],
+      send_message: ['Send a message', { title: 'Send a message', readOnlyHint: false, idempotentHint: false, destructiveHint: false, openWorldHint: true }],
+      list_threads: ['List threads', { title: 'List threads', ...reads }],
+      open_thread: ['Open a thread', { title: 'Open a thread', readOnlyHint: false, idempotentHint: false, destructiveHint: false, openWorldHint: false }],
+      get_thread: ['Get a thread', { title: 'Get a thread', ...reads }],
+      add_participant: ['Add a participant', { title: 'Add a participant', ...records }],
+      request_close: ['Request close', { title: 'Request close', ...records }],
+      list_messages: ['List messages', { title: 'List messages', ...records }],
+    });
+    for (const tool of tools) expect([tool.name, tool.outputSchema?.type]).toEqual([tool.name, 'object']);
+    // The SDK client checks every structured result against the tool's output schema, and throws
+    // on a mismatch: these calls pass only if each result matches.
+    const thread = await openThread();
+    const sent = await alice.client.callTool({ name: 'send_message', arguments: { threadId: thread.id, content: 'structured' } });
+    expect(sent.structuredContent).toMatchObject({ threadId: thread.id, recipients: 1 });
+    expect(JSON.parse((sent.content as { text: string }[])[0]!.text)).toEqual(sent.structuredContent);
+    const messageId = (sent.structuredContent as { id: string }).id;
+    for (const [name, args] of [
+      ['check_inbox', {}],
+      ['read_message', { messageId }],
+      ['list_threads', {}],
+      ['get_thread', { threadId: thread.id }],
+      ['list_messages', { threadId: thread.id }],
+      ['add_participant', { threadId: thread.id, username: 'carol' }],
+      ['acknowledge', { messageId }],
+      ['request_close', { threadId: thread.id }],
+    ] as const) {
+      const result = await (name === 'request_close' ? alice : bob).client.callTool({ name, arguments: args });
+      expect([name, result.isError ?? false, typeof result.structuredContent]).toEqual([name, false, 'object']);
+    }
+  });
+
+  test('an unknown tool is an invalid-params error, not a tool result', async () => {
+    for (const name of ['delete_everything', 'toString']) {
+      const refused = await alice.client.callTool({ name, arguments: {} }).catch((error) => error);
+      expect([refused.code, refused.message]).toEqual([-32602, `MCP error -32602: There is no tool named ${name}; tools/list names them all.`]);
+    }
   });
 });
 
@@ -141,23 +184,24 @@ describe('threads', () => {
     });
   });
 
-  test('a refusal carries the HTTP status of the same refusal for programs to branch on', async () => {
+  test('a refusal carries the HTTP status of the same refusal, in _meta, for programs to branch on', async () => {
     const thread = await openThread();
     const result = await carol.client.callTool({ name: 'get_thread', arguments: { threadId: thread.id } });
     expect(result).toMatchObject({
       isError: true,
       content: [{ type: 'text', text: 'No such thread, or you are not a participant.' }],
-      structuredContent: { success: false, error: 'No such thread, or you are not a participant.', status: 404 },
+      _meta: { status: 404 },
     });
+    expect(result.structuredContent).toBeUndefined();
     const invalid = await carol.client.callTool({ name: 'open_thread', arguments: {} });
-    expect(invalid.structuredContent).toEqual({ success: false, error: 'title is required', status: 400 });
+    expect([invalid.isError, invalid.content, invalid._meta]).toEqual([true, [{ type: 'text', text: 'title is required' }], { status: 400 }]);
   });
 
   test('list_threads and get_thread; a stranger gets 404', async () => {
     const thread = await openThread();
     const listed = await bob.call('list_threads');
-    expect(listed.data.map((t: { id: string }) => t.id)).toContain(thread.id);
-    expect((await carol.call('list_threads')).data.map((t: { id: string }) => t.id)).not.toContain(thread.id);
+    expect(listed.data.threads.map((t: { id: string }) => t.id)).toContain(thread.id);
+    expect((await carol.call('list_threads')).data.threads.map((t: { id: string }) => t.id)).not.toContain(thread.id);
     expect((await bob.call('get_thread', { threadId: thread.id })).data).toMatchObject({ id: thread.id, title: 'Plans' });
     expect(await carol.call('get_thread', { threadId: thread.id })).toEqual({
       error: 'No such thread, or you are not a participant.',
@@ -222,7 +266,7 @@ describe('messages', () => {
     const first = (await alice.call('send_message', { threadId: thread.id, content: 'First\nline two' })).data;
     const second = (await alice.call('send_message', { threadId: thread.id, content: 'Second', summary: 'Short' })).data;
 
-    const inbox = (await bob.call('check_inbox')).data.filter((e: { threadId: string }) => e.threadId === thread.id);
+    const inbox = (await bob.call('check_inbox')).data.entries.filter((e: { threadId: string }) => e.threadId === thread.id);
     expect(inbox.map((e: { messageId: string; summary: string; alreadyRead: boolean }) => [e.messageId, e.summary, e.alreadyRead])).toEqual([
       [first.id, 'First', false],
       [second.id, 'Short', false],
@@ -233,13 +277,13 @@ describe('messages', () => {
     expect(await deliveryOf(first.id, 'bob')).toMatchObject({ step: 'fetched' });
     expect(await deliveryOf(second.id, 'bob')).toMatchObject({ step: 'accepted', fetched_at: null });
 
-    const after = (await bob.call('check_inbox')).data.filter((e: { threadId: string }) => e.threadId === thread.id);
+    const after = (await bob.call('check_inbox')).data.entries.filter((e: { threadId: string }) => e.threadId === thread.id);
     expect(after.map((e: { alreadyRead: boolean }) => e.alreadyRead)).toEqual([true, false]);
 
     expect((await bob.call('acknowledge', { messageId: first.id })).data).toEqual({ message: 'Delivery acknowledged.' });
     expect((await bob.call('acknowledge', { messageId: first.id })).data).toEqual({ message: 'Delivery acknowledged.' });
     expect(await deliveryOf(first.id, 'bob')).toMatchObject({ step: 'fetched' });
-    const left = (await bob.call('check_inbox')).data.filter((e: { threadId: string }) => e.threadId === thread.id);
+    const left = (await bob.call('check_inbox')).data.entries.filter((e: { threadId: string }) => e.threadId === thread.id);
     expect(left.map((e: { messageId: string }) => e.messageId)).toEqual([second.id]);
   });
 
@@ -261,11 +305,12 @@ describe('messages', () => {
     const ids: string[] = [];
     for (const content of ['a', 'b', 'c']) ids.push((await alice.call('send_message', { threadId: thread.id, content })).data.id);
     const listed = await bob.call('list_messages', { threadId: thread.id, limit: 2 });
-    expect(listed.data.map((m: { content: string }) => m.content)).toEqual(['b', 'c']);
+    expect(listed.data).toMatchObject({ omittedMessageIds: [] });
+    expect(listed.data.messages.map((m: { content: string }) => m.content)).toEqual(['b', 'c']);
     expect((await deliveryOf(ids[0]!, 'bob')).step).toBe('accepted');
     expect((await deliveryOf(ids[2]!, 'bob')).step).toBe('fetched');
     const lenient = await bob.call('list_messages', { threadId: thread.id, limit: 'lots' });
-    expect(lenient.data).toHaveLength(3);
+    expect(lenient.data.messages).toHaveLength(3);
     expect(await carol.call('list_messages', { threadId: thread.id })).toEqual({
       error: 'No such thread, or you are not a participant.',
     });
@@ -285,7 +330,7 @@ describe('text the database would not keep as given', () => {
       ['send_message', { threadId: thread.id, content: 'a\u0000b' }, 'content must not contain the NUL character (U+0000)'],
     ] as const) {
       const result = await alice.client.callTool({ name: tool, arguments: args });
-      expect([tool, result.isError, result.structuredContent]).toEqual([tool, true, { success: false, error, status: 400 }]);
+      expect([tool, result.isError, result.content, result._meta]).toEqual([tool, true, [{ type: 'text', text: error }], { status: 400 }]);
     }
     const [threadsAfter] = await h.db.sql`select count(*)::int as n from threads`;
     expect(threadsAfter!.n).toBe(threadsBefore!.n);
@@ -312,7 +357,7 @@ describe('lengths', () => {
       ['send_message', { threadId, content: EMOJI.repeat(201) }, summaryRequired],
     ] as const) {
       const result = await alice.client.callTool({ name: tool, arguments: args });
-      expect([args, result.structuredContent]).toEqual([args, { success: false, error, status: 400 }]);
+      expect([args, result.content, result._meta]).toEqual([args, [{ type: 'text', text: error }], { status: 400 }]);
     }
     const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${threadId}`;
     expect(messages!.n).toBe(2);
@@ -329,11 +374,11 @@ describe('read tracking across doors', () => {
     expect(http.body.data.find((e: { messageId: string }) => e.messageId === viaMcp.id)).toMatchObject({ alreadyRead: true });
 
     const viaHttp = (await alice.call('send_message', { threadId: thread.id, content: 'read me over HTTP' })).data;
-    const before = (await bob.call('check_inbox')).data.find((e: { messageId: string }) => e.messageId === viaHttp.id);
+    const before = (await bob.call('check_inbox')).data.entries.find((e: { messageId: string }) => e.messageId === viaHttp.id);
     expect(before).toMatchObject({ alreadyRead: false });
     const listing = await h.call('GET', `/api/threads/${thread.id}/messages`, { key: keys.bob });
     expect(listing.status).toBe(200);
-    const after = (await bob.call('check_inbox')).data.find((e: { messageId: string }) => e.messageId === viaHttp.id);
+    const after = (await bob.call('check_inbox')).data.entries.find((e: { messageId: string }) => e.messageId === viaHttp.id);
     expect(after).toMatchObject({ alreadyRead: true });
   });
 

@@ -388,6 +388,8 @@ export interface components {
     headers: {
         /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
         RequestId: string;
+        /** @description RFC 6750: `Bearer realm="agent-messaging-service"`, with `error="invalid_token"` when a key was sent. */
+        BearerChallenge: string;
     };
     pathItems: never;
 }
@@ -436,6 +438,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -506,6 +509,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -596,6 +600,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -684,6 +689,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -756,6 +762,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -836,6 +843,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -920,6 +928,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1010,6 +1019,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1112,6 +1122,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1196,6 +1207,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {

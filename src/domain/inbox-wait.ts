@@ -7,11 +7,11 @@ import { LIMITS, type InboxEntry } from './schemas';
 
 // Unlike a list limit, a bad wait is refused rather than replaced: silently waiting 0 seconds
 // would turn an agent's loop into the busy polling the wait exists to prevent.
-export function waitSeconds(raw: unknown): number {
+export function waitSeconds(raw: unknown, max: number = LIMITS.inboxWaitSeconds): number {
   if (raw === undefined || raw === null || raw === '') return 0;
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 0 && n <= LIMITS.inboxWaitSeconds)) {
-    throw invalid(`wait must be a number of seconds from 0 to ${LIMITS.inboxWaitSeconds}`);
+  if (!(n >= 0 && n <= max)) {
+    throw invalid(`wait must be a number of seconds from 0 to ${max}`);
   }
   return n;
 }

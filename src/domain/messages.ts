@@ -140,28 +140,49 @@ const toMessage = (r: Record<string, unknown>): MessageRecord => ({
   createdAt: (r.createdAt as Date).toISOString(),
 });
 
-// The newest `limit` messages, oldest first, with bodies. Records a read of every message
-// returned, so the per-message read record of the thread is lost (the contract's warning).
-export async function listMessages(sql: Sql, actor: Actor, threadId: string, limit: number): Promise<MessageRecord[]> {
+export type MessagePage = { messages: MessageRecord[]; omittedMessageIds: string[] };
+
+// The newest `limit` messages of a thread, oldest first. With a budget (characters of content and
+// summary), only the newest that fit in it are returned and the rest of the page is named by id,
+// newest first, for the caller to read one by one. A read is recorded for each message returned,
+// and only for those.
+export async function listMessagesWithin(
+  sql: Sql,
+  actor: Actor,
+  threadId: string,
+  limit: number,
+  budget: number | null,
+): Promise<MessagePage> {
   if (!isId(threadId)) throw threadNotFound();
   const rows = await sql`
     with visible as (
       select 1 where ${agentSeesThread(sql, sql`${threadId}::uuid`, actor.id)}
     ), page as (
-      select m.id, m.thread_id as "threadId", m.sender, m.content, m.summary, m.created_at as "createdAt"
+      select m.id, m.thread_id as "threadId", m.sender, m.content, m.summary, m.created_at as "createdAt",
+             sum(length(m.content) + coalesce(length(m.summary), 0)) over (order by m.id desc) as running
       from messages m
       where m.thread_id = ${threadId} and exists (select 1 from visible)
       order by m.id desc limit ${limit}
+    ), kept as (
+      select id from page where ${budget}::int is null or running <= ${budget}::int
     ), fetched as (
       update deliveries set ${toFetched(sql)}
-      where id in (${inIdOrder(sql, sql`recipient_id = ${actor.id} and message_id in (select id from page) and step <> 'fetched'`)})
+      where id in (${inIdOrder(sql, sql`recipient_id = ${actor.id} and message_id in (select id from kept) and step <> 'fetched'`)})
     )
-    select exists (select 1 from visible) as visible, page.*
+    select exists (select 1 from visible) as visible, page.id in (select id from kept) as kept, page.*
     from (select 1) as one left join page on true
     order by page.id`;
   if (!rows[0]?.visible) throw threadNotFound();
-  return rows.filter((r) => r.id !== null).map(toMessage);
+  const listed = rows.filter((r) => r.id !== null);
+  return {
+    messages: listed.filter((r) => r.kept).map(toMessage),
+    omittedMessageIds: listed.filter((r) => !r.kept).map((r) => r.id as string).reverse(),
+  };
 }
+
+// The contract's listing: the whole page, however long.
+export const listMessages = async (sql: Sql, actor: Actor, threadId: string, limit: number) =>
+  (await listMessagesWithin(sql, actor, threadId, limit, null)).messages;
 
 // One message by id, recording only that read (the preferred way for an agent to read).
 export async function readMessage(sql: Sql, actor: Actor, messageId: string): Promise<MessageRecord> {

@@ -16,6 +16,12 @@ export const LIMITS = {
   listCap: 200,
   participantsPerRequest: 100,
   inboxWaitSeconds: 60,
+  // MCP clients give up on a request after 60 s by default (the official SDKs do), so a tool waits
+  // at most this long, leaving room for the answer.
+  toolInboxWaitSeconds: 50,
+  // What one tool result may hold of message text (contents and summaries, in characters): hosts
+  // cap what a tool may hand the model, typically near 25 000 tokens.
+  toolResultCharacters: 60_000,
 } as const;
 
 export const Username = T.String({

@@ -41,7 +41,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
     .use(threadRoutes(sql, agentCache, log))
-    .use(mcpRoutes(sql, inboxSignal, agentCache, log))
+    .use(mcpRoutes(sql, inboxSignal, agentCache, log, config))
     .use(dashboard({ sql, config, log }));
 }
 

@@ -15,7 +15,7 @@ export class BodyTooLarge extends Error {
 // and an empty body is no body, so that bodiless POSTs work with any client. Reading stops as soon
 // as the body passes the limit, so a chunked body without a declared length is never buffered whole.
 export async function readJsonBody(request: Request): Promise<unknown> {
-  const text = await readCapped(request, limits.get(request) ?? Number.POSITIVE_INFINITY);
+  const text = await readTextBody(request);
   if (text.trim() === '') return null;
   try {
     return JSON.parse(text);
@@ -23,6 +23,9 @@ export async function readJsonBody(request: Request): Promise<unknown> {
     throw invalid('The request body is not valid JSON.');
   }
 }
+
+// The body as text, cut off at the limit like any other.
+export const readTextBody = (request: Request) => readCapped(request, limits.get(request) ?? Number.POSITIVE_INFINITY);
 
 async function readCapped(request: Request, maxBytes: number): Promise<string> {
   if (!request.body) return '';

@@ -135,11 +135,17 @@ function liftFailureExamples(paths: Json) {
   }
 }
 
-// Every operation takes an optional X-Request-Id and every answer carries one (request-id.ts).
+// Every operation takes an optional X-Request-Id and every answer carries one (request-id.ts); a
+// 401 also carries its bearer challenge (agent-auth.ts).
 function addRequestIds(paths: Json) {
   for (const operation of Object.values(paths).flatMap((item) => Object.values(item as Json)) as Json[]) {
     operation.parameters = [...((operation.parameters as unknown[] | undefined) ?? []), { $ref: '#/components/parameters/RequestId' }];
-    for (const answer of Object.values(operation.responses as Json)) (answer as Json).headers = { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
+    for (const [status, answer] of Object.entries(operation.responses as Json)) {
+      (answer as Json).headers = {
+        'X-Request-Id': { $ref: '#/components/headers/RequestId' },
+        ...(status === '401' ? { 'WWW-Authenticate': { $ref: '#/components/headers/BearerChallenge' } } : {}),
+      };
+    }
   }
 }
 
@@ -189,7 +195,14 @@ function buildDocument(app: AnyElysia, publicUrl: string | undefined) {
       securitySchemes: { agentKey },
       schemas,
       parameters: { RequestId: { name: 'X-Request-Id', in: 'header', required: false, description: requestIdDescription, schema: requestIdSchema } },
-      headers: { RequestId: { required: true, description: requestIdDescription, schema: requestIdSchema } },
+      headers: {
+        RequestId: { required: true, description: requestIdDescription, schema: requestIdSchema },
+        BearerChallenge: {
+          required: true,
+          description: 'RFC 6750: `Bearer realm="agent-messaging-service"`, with `error="invalid_token"` when a key was sent.',
+          schema: { type: 'string', pattern: '^Bearer realm="agent-messaging-service"(, error="invalid_token")?$' },
+        },
+      },
     },
   };
 }

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import type { Config } from '../config';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
@@ -8,21 +9,37 @@ import { agentAuth } from '../http/agent-auth';
 import { fail } from '../http/envelope';
 import { holdOpen } from '../http/hold-open';
 import { requestLog } from '../http/request-id';
+import { mcpOriginGuard } from './origin-guard';
 import { answerMcp } from './server';
+
+const isMcpPath = (url: string) => {
+  const path = url.slice(url.indexOf('/', url.indexOf('//') + 2)).split('?')[0];
+  return path === '/mcp';
+};
 
 // MCP over Streamable HTTP at /mcp, behind the same Bearer agent key as the HTTP API (401 in the
 // usual envelope otherwise). Stateless: there is no session stream to GET or session to DELETE.
-export const mcpRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, log: Logger) =>
-  new Elysia({ name: 'mcp-routes' })
+// Refusals before any MCP message is read (a foreign page, a bad key, a wrong method) are in the
+// envelope; everything after is JSON-RPC.
+export const mcpRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, log: Logger, config: Config) => {
+  const refuseForeign = mcpOriginGuard(config);
+  return new Elysia({ name: 'mcp-routes' })
+    .onRequest(({ request, set }) => {
+      if (!isMcpPath(request.url)) return;
+      const refusal = refuseForeign(request);
+      if (!refusal) return;
+      set.status = 403;
+      return fail(refusal);
+    })
     .use(agentAuth(sql, agentCache))
     .post(
       '/mcp',
       ({ agent, body, request, server }) => {
-        holdOpen(server, request, LIMITS.inboxWaitSeconds);
+        holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
         const requestLogger = requestLog(log, request);
-        return answerMcp(request, body, { sql, log: requestLogger, inboxSignal, agent, abort: request.signal }, requestLogger);
+        return answerMcp(request, body as string, { sql, log: requestLogger, inboxSignal, agent, abort: request.signal }, requestLogger);
       },
-      { agent: true, detail: { hide: true } },
+      { agentWithRawBody: true, detail: { hide: true } },
     )
     .all(
       '/mcp',
@@ -33,3 +50,4 @@ export const mcpRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
       },
       { agent: true, detail: { hide: true } },
     );
+};

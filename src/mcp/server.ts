@@ -1,52 +1,92 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
 import { DomainError } from '../domain/errors';
-import { fail, statusOf } from '../http/envelope';
+import { internalError, statusOf } from '../http/envelope';
+import { requestIdOf } from '../http/request-id';
 import type { Logger } from '../log';
 import { toolList, tools, type ToolContext } from './tools';
 
 const INSTRUCTIONS =
   'Agents exchange messages in threads. Loop: check_inbox with wait, read_message, act, acknowledge.';
 
-const text = (value: string, isError = false): CallToolResult => ({ content: [{ type: 'text', text: value }], isError });
+// A success carries its result twice, as MCP asks: structured, and as that JSON in a text block
+// for hosts that read only text.
+const success = (structured: Record<string, unknown>): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(structured) }],
+  structuredContent: structured,
+});
+// A refusal is a tool result, so the model can read it and correct itself: the sentence as text,
+// and for programs the status the same refusal gets over HTTP, in _meta. Not as structured
+// content: clients check that against the tool's output schema, refusals included.
 const refusal = (sentence: string, status: number): CallToolResult => ({
-  ...text(sentence, true),
-  structuredContent: { ...fail(sentence), status },
+  content: [{ type: 'text', text: sentence }],
+  isError: true,
+  _meta: { status },
 });
 
-async function callTool(ctx: ToolContext, log: Logger, name: string, args: unknown): Promise<CallToolResult> {
+// A JSON-RPC error with our sentence as its message (McpError would prefix "MCP error -32602: ").
+const protocolError = (code: number, sentence: string) => Object.assign(new Error(sentence), { code });
+
+async function callTool(ctx: ToolContext, log: Logger, request: Request, name: string, args: unknown): Promise<CallToolResult> {
   const tool = Object.hasOwn(tools, name) ? tools[name] : undefined;
-  if (!tool) return text(`There is no tool named ${name}.`, true);
+  if (!tool) throw protocolError(ErrorCode.InvalidParams, `There is no tool named ${name}; tools/list names them all.`);
   try {
     const input = args && typeof args === 'object' ? (args as Record<string, unknown>) : {};
-    return text(JSON.stringify(await tool.run(ctx, input)));
+    return success(await tool.run(ctx, input));
   } catch (error) {
-    // The sentence as text, and for programs the envelope with the status the same refusal gets
-    // over HTTP, so that clients branch on the status, never on the sentence.
     if (error instanceof DomainError) return refusal(error.message, statusOf[error.kind]);
-    if (isDatabaseUnavailable(error)) return refusal(DATABASE_UNAVAILABLE, 503);
+    if (isDatabaseUnavailable(error)) {
+      log.warn('database_unavailable', { door: 'mcp', tool: name, error: (error as Error).message });
+      return refusal(DATABASE_UNAVAILABLE, 503);
+    }
     log.error('mcp_tool_failed', { tool: name, agent: ctx.agent.username, error: (error as Error).stack ?? String(error) });
-    return text('Internal server error; nothing about the request will fix it.', true);
+    return refusal(internalError(requestIdOf(request)), 500);
   }
+}
+
+const jsonRpcError = (status: number, id: unknown, code: number, message: string) =>
+  Response.json({ jsonrpc: '2.0', id: id ?? null, error: { code, message } }, { status });
+
+// What the SDK would refuse with a schema library's dump: a tools/call whose params are not a
+// tool name and an object of arguments. Said here in a sentence, as JSON-RPC's "invalid params".
+function badToolCall(message: unknown): string | null {
+  if (!message || typeof message !== 'object' || Array.isArray(message)) return null;
+  const { method, params } = message as { method?: unknown; params?: unknown };
+  if (method !== 'tools/call') return null;
+  if (!params || typeof params !== 'object' || Array.isArray(params)) return 'params must be an object with the tool name and its arguments.';
+  const { name, arguments: args } = params as { name?: unknown; arguments?: unknown };
+  if (typeof name !== 'string') return 'params.name must be the name of a tool, as a string.';
+  if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
+    return `params.arguments must be an object of ${name}'s arguments.`;
+  }
+  return null;
 }
 
 // Stateless Streamable HTTP: a fresh server and transport per request, so that any instance can
 // answer any request and nothing is kept between them. The low-level Server takes tool schemas as
 // plain JSON Schema, which lets the tools use the domain's TypeBox schemas unchanged.
 // JSON responses (not SSE) because every answer is a single reply, the inbox wait included.
-export async function answerMcp(request: Request, body: unknown, ctx: ToolContext, log: Logger): Promise<Response> {
+export async function answerMcp(request: Request, rawBody: string, ctx: ToolContext, log: Logger): Promise<Response> {
+  let message: unknown;
+  try {
+    message = JSON.parse(rawBody);
+  } catch {
+    return jsonRpcError(400, null, ErrorCode.ParseError, 'Parse error: the request body is not valid JSON.');
+  }
+  const bad = badToolCall(message);
+  if (bad) return jsonRpcError(200, (message as { id?: unknown }).id, ErrorCode.InvalidParams, `Invalid params: ${bad}`);
   const server = new Server(
-    { name: 'agent-messaging-service', version: '1.0.0' },
+    { name: 'agent-messaging-service', title: 'Agent Messaging Service', version: '1.0.0' },
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolList }));
-  server.setRequestHandler(CallToolRequestSchema, (call) => callTool(ctx, log, call.params.name, call.params.arguments));
+  server.setRequestHandler(CallToolRequestSchema, (call) => callTool(ctx, log, request, call.params.name, call.params.arguments));
   const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
   await server.connect(transport);
   try {
-    return await transport.handleRequest(request, { parsedBody: body });
+    return await transport.handleRequest(request, { parsedBody: message });
   } finally {
     await server.close();
   }

@@ -5,18 +5,39 @@ import { asActor, type Agent } from '../domain/agents';
 import { acknowledgeMessage } from '../domain/deliveries';
 import { waitForInbox, waitSeconds } from '../domain/inbox-wait';
 import { listLimit } from '../domain/limit';
-import { listMessages, postMessage, readMessage } from '../domain/messages';
-import { LIMITS, NewMessage, NewParticipant, NewThread } from '../domain/schemas';
+import { listMessagesWithin, postMessage, readMessage } from '../domain/messages';
+import {
+  Acknowledgement,
+  InboxEntry,
+  LIMITS,
+  MessageRecord,
+  NewMessage,
+  NewParticipant,
+  NewThread,
+  PostedMessage,
+  ThreadRecord,
+} from '../domain/schemas';
 import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
 import { validate } from '../domain/validate';
 import type { Logger } from '../log';
 
 export type ToolContext = { sql: Sql; log: Logger; inboxSignal: InboxSignal; agent: Agent; abort: AbortSignal };
 
+// What a host may assume of a tool (MCP's tool annotations), stated for each one below.
+type Hints = { readOnlyHint: boolean; idempotentHint: boolean; destructiveHint: boolean; openWorldHint: boolean };
+const reads: Hints = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false };
+// Records something (a read, an acknowledgement, a participant, a close request); a repeat
+// changes nothing more, and nothing is removed that the agent could want back.
+const records: Hints = { readOnlyHint: false, idempotentHint: true, destructiveHint: false, openWorldHint: false };
+
 type Tool = {
+  title: string;
   description: string;
   input: TSchema;
-  run: (ctx: ToolContext, args: Record<string, unknown>) => Promise<unknown>;
+  // MCP's structured results are objects: a list is returned under a name.
+  output: TSchema;
+  hints: Hints;
+  run: (ctx: ToolContext, args: Record<string, unknown>) => Promise<Record<string, unknown>>;
 };
 
 const ThreadRef = T.Object({ threadId: T.String({ description: 'Thread id' }) });
@@ -28,67 +49,124 @@ const Limit = T.Integer({ minimum: 1, maximum: LIMITS.listCap, description: `Def
 const threadId = (args: Record<string, unknown>) => validate(ThreadRef, args, 'arguments').threadId;
 const messageId = (args: Record<string, unknown>) => validate(MessageRef, args, 'arguments').messageId;
 
+const MessageList = T.Object({
+  messages: T.Array(MessageRecord, { description: 'Oldest first' }),
+  omittedMessageIds: T.Array(T.String(), {
+    description: 'Older messages of the requested page left out to keep the result small, newest first; read each with read_message.',
+  }),
+  note: T.Optional(T.String({ description: 'Present when messages were left out: what to do about it.' })),
+});
+
 // Descriptions are short on purpose: every agent pays for them in tokens on every session.
 export const tools: Record<string, Tool> = {
   check_inbox: {
-    description: `Your unacknowledged messages, oldest first, without bodies. wait: seconds (0-${LIMITS.inboxWaitSeconds}) to hold while the inbox is empty; answers as soon as a message arrives, else [].`,
+    title: 'Check inbox',
+    description: `Your unacknowledged messages, oldest first, without bodies. wait: seconds (0-${LIMITS.toolInboxWaitSeconds}) to hold while the inbox is empty; answers as soon as a message arrives, else no entries.`,
     input: T.Object({
       limit: T.Optional(Limit),
-      wait: T.Optional(T.Number({ minimum: 0, maximum: LIMITS.inboxWaitSeconds, description: 'Seconds, default 0' })),
+      wait: T.Optional(T.Number({ minimum: 0, maximum: LIMITS.toolInboxWaitSeconds, description: 'Seconds, default 0' })),
     }),
-    run: (ctx, args) =>
-      waitForInbox(ctx.sql, ctx.inboxSignal, ctx.agent, listLimit(args.limit), waitSeconds(args.wait), ctx.abort),
+    output: T.Object({ entries: T.Array(InboxEntry) }),
+    hints: reads,
+    run: async (ctx, args) => ({
+      entries: await waitForInbox(
+        ctx.sql,
+        ctx.inboxSignal,
+        ctx.agent,
+        listLimit(args.limit),
+        waitSeconds(args.wait, LIMITS.toolInboxWaitSeconds),
+        ctx.abort,
+      ),
+    }),
   },
   read_message: {
+    title: 'Read a message',
     description: 'Read one message with its body; records that you read it.',
     input: MessageRef,
+    output: MessageRecord,
+    hints: records,
     run: (ctx, args) => readMessage(ctx.sql, asActor(ctx.agent), messageId(args)),
   },
   acknowledge: {
+    title: 'Acknowledge a message',
     description: 'Remove a message from your inbox once handled. Idempotent.',
     input: MessageRef,
+    output: Acknowledgement,
+    hints: records,
     run: (ctx, args) => acknowledgeMessage(ctx.sql, ctx.agent, messageId(args)),
   },
   send_message: {
+    title: 'Send a message',
     description: 'Post a message to a thread. Refused while a close is pending. Check recipients in the result.',
     input: T.Composite([ThreadRef, NewMessage]),
+    output: PostedMessage,
+    // Every call posts anew, and the message reaches other agents and their webhooks.
+    hints: { readOnlyHint: false, idempotentHint: false, destructiveHint: false, openWorldHint: true },
     run: (ctx, args) => postMessage(ctx.sql, ctx.log, asActor(ctx.agent), threadId(args), args),
   },
   list_threads: {
+    title: 'List threads',
     description: 'Threads you participate in, newest first.',
     input: T.Object({}),
-    run: (ctx) => listThreads(ctx.sql, asActor(ctx.agent)),
+    output: T.Object({ threads: T.Array(ThreadRecord) }),
+    hints: reads,
+    run: async (ctx) => ({ threads: await listThreads(ctx.sql, asActor(ctx.agent)) }),
   },
   open_thread: {
+    title: 'Open a thread',
     description: 'Open a thread; you are added as a participant.',
     input: NewThread,
+    output: ThreadRecord,
+    hints: { readOnlyHint: false, idempotentHint: false, destructiveHint: false, openWorldHint: false },
     run: (ctx, args) => openThread(ctx.sql, asActor(ctx.agent), args),
   },
   get_thread: {
+    title: 'Get a thread',
     description: 'One thread with its state and participants.',
     input: ThreadRef,
+    output: ThreadRecord,
+    hints: reads,
     run: (ctx, args) => getThread(ctx.sql, asActor(ctx.agent), threadId(args)),
   },
   add_participant: {
+    title: 'Add a participant',
     description: 'Add an agent to a thread; it sees the history and receives new messages.',
     input: T.Composite([ThreadRef, NewParticipant]),
+    output: ThreadRecord,
+    hints: records,
     run: (ctx, args) => addParticipant(ctx.sql, asActor(ctx.agent), threadId(args), args),
   },
   request_close: {
+    title: 'Request close',
     description: 'Ask a person to close a thread you opened. Sending is refused while pending.',
     input: ThreadRef,
+    output: ThreadRecord,
+    hints: records,
     run: (ctx, args) => requestClose(ctx.sql, asActor(ctx.agent), threadId(args)),
   },
   list_messages: {
-    description: 'Newest messages of a thread with bodies, oldest first. Marks all returned as read; prefer read_message.',
+    title: 'List messages',
+    description: `Newest messages of a thread with bodies, oldest first, at most ${LIMITS.toolResultCharacters} characters; older ones past that are listed by id. Marks those returned as read; prefer read_message.`,
     input: T.Object({ threadId: ThreadRef.properties.threadId, limit: T.Optional(Limit) }),
-    run: (ctx, args) => listMessages(ctx.sql, asActor(ctx.agent), threadId(args), listLimit(args.limit)),
+    output: MessageList,
+    hints: records,
+    run: async (ctx, args) => {
+      const page = await listMessagesWithin(ctx.sql, asActor(ctx.agent), threadId(args), listLimit(args.limit), LIMITS.toolResultCharacters);
+      if (page.omittedMessageIds.length === 0) return page;
+      const note = `${page.omittedMessageIds.length} older messages were left out to keep this result under ${LIMITS.toolResultCharacters} characters; they are not marked read. Read each with read_message, or ask for a smaller limit.`;
+      return { ...page, note };
+    },
   },
 };
 
 // The JSON Schema a client sees: TypeBox's own, without the examples the OpenAPI document shows.
+const jsonSchema = (schema: TSchema) => JSON.parse(JSON.stringify(schema, (key, value) => (key === 'examples' ? undefined : value)));
+
 export const toolList = Object.entries(tools).map(([name, tool]) => ({
   name,
+  title: tool.title,
   description: tool.description,
-  inputSchema: JSON.parse(JSON.stringify(tool.input, (key, value) => (key === 'examples' ? undefined : value))),
+  inputSchema: jsonSchema(tool.input),
+  outputSchema: jsonSchema(tool.output),
+  annotations: { title: tool.title, ...tool.hints },
 }));
