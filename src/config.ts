@@ -22,6 +22,8 @@ export const ConfigSchema = T.Object({
     pattern: '^$|^\\s*https?://[^\\s,/]+\\s*(,\\s*https?://[^\\s,/]+\\s*)*$',
     description: 'a comma-separated list of origins such as https://agents.example.com',
   }),
+  // How long an Idempotency-Key is remembered: a repeat within it answers the first answer.
+  IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
   // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.
   METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
   // The loss audit (domain/loss-audit.ts): how often it runs, how old an owed doorbell must be to

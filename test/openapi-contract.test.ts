@@ -82,6 +82,17 @@ test('every operation answers its own refusals as documented', async () => {
   const lonely = await h.thread(loner, [gone]);
   await h.db.sql`update agents set archived_at = now() where username = ${gone.username}`;
   expect(await statusOf('POST', pathOf('/api/threads/{threadId}/messages', lonely), { key: loner.key, body: { content: 'anyone?' } })).toBe(400);
+  // An Idempotency-Key that is malformed, or used before for a different request (keys are each
+  // agent's own: one agent per operation, so the documented key can be reused).
+  const key = '9f1c2d7e-4b3a-4e55-9a61-0c2b8f7d3e10';
+  for (const [agent, path, first, second] of [
+    [opener, '/api/threads', { title: 'Once' }, { title: 'Twice' }],
+    [member, messages, { content: 'once' }, { content: 'twice' }],
+  ] as const) {
+    expect(await statusOf('POST', path, { key: agent.key, body: first, headers: { 'idempotency-key': 'two words' } })).toBe(400);
+    expect(await statusOf('POST', path, { key: agent.key, body: first, headers: { 'idempotency-key': key } })).toBe(201);
+    expect(await statusOf('POST', path, { key: agent.key, body: second, headers: { 'idempotency-key': key } })).toBe(400);
+  }
   const close = pathOf('/api/threads/{threadId}/close');
   expect(await statusOf('POST', close, { key: member.key })).toBe(403);
   expect(await statusOf('POST', close, { key: stranger.key })).toBe(404);

@@ -79,7 +79,7 @@ export interface paths {
         put?: never;
         /**
          * Open a thread
-         * @description The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400).
+         * @description The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400). Send an Idempotency-Key to make a retry safe: a repeat answers the first answer.
          */
         post: operations["openThread"];
         delete?: never;
@@ -163,7 +163,7 @@ export interface paths {
         put?: never;
         /**
          * Post a message
-         * @description Creates the message and one delivery per other active participant in one transaction. 400 when content is over 200 characters without a summary, when every other participant is archived (nothing is created), or while a close is pending. Check `recipients`.
+         * @description Creates the message and one delivery per other active participant in one transaction. 400 when content is over 200 characters without a summary, when every other participant is archived (nothing is created), or while a close is pending. Check `recipients`. Send an Idempotency-Key to make a retry safe: a repeat within the retention answers the first answer (201, the same message) and posts nothing; concurrent repeats post once.
          */
         post: operations["postMessage"];
         delete?: never;
@@ -722,6 +722,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                "idempotency-key"?: string;
                 /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
@@ -1165,6 +1166,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                "idempotency-key"?: string;
                 /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };

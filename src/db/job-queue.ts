@@ -1,6 +1,6 @@
 import type { WorkerPool } from 'graphile-worker';
 import type { JSONValue, PendingQuery, Row } from 'postgres';
-import type { Sql } from './connect';
+import type { Queries, Sql } from './connect';
 
 // Every touch of graphile-worker beyond its documented API lives here: its private tables, the
 // shape of its job_spec type, and a flag of its worker pool. They were written against this
@@ -21,7 +21,7 @@ export type JobSpec = {
 
 // A SELECT that queues one job per row of `rows` (a FROM clause whose columns the spec's fragments
 // name). Built by field name, not by position, so that a reordered job_spec type fails loudly.
-export const addJobs = (sql: Sql, rows: Fragment, spec: JobSpec) => sql`
+export const addJobs = (sql: Queries, rows: Fragment, spec: JobSpec) => sql`
   select graphile_worker.add_jobs(array(
     select json_populate_record(null::graphile_worker.job_spec, json_build_object(
       'identifier', ${spec.task}::text, 'payload', ${spec.payload}, 'run_at', ${spec.runAt},

@@ -8,6 +8,7 @@ import usernames from '../../sql/006_usernames.sql' with { type: 'text' };
 import agentChangesNotify from '../../sql/007_agent_changes_notify.sql' with { type: 'text' };
 import deliveryStepsForward from '../../sql/008_delivery_steps_forward.sql' with { type: 'text' };
 import attemptLog from '../../sql/010_attempt_log.sql' with { type: 'text' };
+import idempotencyKeys from '../../sql/011_idempotency_keys.sql' with { type: 'text' };
 import type { Sql } from './connect';
 import { workerPool } from './worker-pool';
 
@@ -22,6 +23,7 @@ export const migrations: { name: string; sql: string }[] = [
   { name: '007_agent_changes_notify', sql: agentChangesNotify },
   { name: '008_delivery_steps_forward', sql: deliveryStepsForward },
   { name: '010_attempt_log', sql: attemptLog },
+  { name: '011_idempotency_keys', sql: idempotencyKeys },
 ];
 
 // Applies our numbered migrations, then graphile-worker's own schema (the message transaction

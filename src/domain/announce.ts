@@ -1,4 +1,4 @@
-import type { Sql } from '../db/connect';
+import type { Queries, Sql } from '../db/connect';
 import { INBOX_CHANNEL } from '../db/inbox-signal';
 import type { Logger } from '../log';
 
@@ -16,7 +16,7 @@ export const DELIVERY_CHANNEL = 'ams_delivery';
 // Wake-ups inside a statement that queues doorbell jobs: add_jobs notifies the worker anyway, so
 // the transaction holds the notify lock whatever else it sends, and wake-ups ride along for free.
 // A SELECT over `source` (a CTE with `id`, `recipient_id` and `webhook`), empty unless a job is added.
-export const wakeWithJobs = (sql: Sql, source: string) => sql`
+export const wakeWithJobs = (sql: Queries, source: string) => sql`
   select pg_notify(${INBOX_CHANNEL}, s.recipient_id::text), pg_notify(${DELIVERY_CHANNEL}, s.id::text)
   from ${sql(source)} s where exists (select 1 from ${sql(source)} w where w.webhook)`;
 

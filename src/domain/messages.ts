@@ -1,6 +1,7 @@
 import { batchedStatement } from '../db/batcher';
-import type { Sql } from '../db/connect';
+import type { Queries, Sql } from '../db/connect';
 import type { Logger } from '../log';
+import { once, type Idempotency } from './idempotency';
 import type { Actor } from './agents';
 import { invalid, notFound } from './errors';
 import { announceNewDeliveries, wakeWithJobs } from './announce';
@@ -42,7 +43,14 @@ type PostOutcome = {
 // under load the database does one statement's fixed work for many posts. The wake-ups of waiting
 // inboxes and dashboards follow the commit, unless a doorbell job already makes the statement
 // notify (see announce.ts); a wake-up that fails is reported to `log`.
-export async function postMessage(sql: Sql, log: Logger, actor: Actor, threadId: string, input: unknown): Promise<PostedMessage> {
+export async function postMessage(
+  sql: Sql,
+  log: Logger,
+  actor: Actor,
+  threadId: string,
+  input: unknown,
+  idempotency?: Idempotency,
+): Promise<PostedMessage> {
   const body = validate(NewMessage, input);
   const summary = body.summary?.trim() ? body.summary : null;
   if (codePoints(body.content) > LIMITS.summaryRequiredAbove && summary === null) {
@@ -59,8 +67,24 @@ export async function postMessage(sql: Sql, log: Logger, actor: Actor, threadId:
     summary,
     doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
   };
-  const row = await posts(sql, post);
-  if (!row.announced) announceNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
+  if (!idempotency) {
+    const row = await posts(sql, post);
+    if (!row.announced) announceNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
+    return accepted(row, actor, threadId);
+  }
+  // Written in the key's own transaction rather than a shared statement, so that the message and
+  // the stored answer commit together; the wake-ups follow the commit, as for any post.
+  let written: PostOutcome | undefined;
+  const answer = await once(sql, actor.id, idempotency, 'send_message', { threadId, content: body.content, summary: body.summary }, async (tx) => {
+    [written] = await insertPosts(tx, [post]);
+    return { status: 201, data: accepted(written!, actor, threadId) };
+  });
+  if (!answer.replayed && !written!.announced) announceNewDeliveries(sql, log, written!.deliveryIds, written!.recipientIds);
+  return answer.data;
+}
+
+// The post's answer, or the refusal its outcome calls for.
+function accepted(row: PostOutcome, actor: Actor, threadId: string): PostedMessage {
   if (!row.state || !row.member || (actor.kind === 'agent' && row.state === 'closed')) throw threadNotFound();
   if (row.state === 'close-pending') {
     throw invalid('The thread is closing: a close was requested and awaits a person, so sending is rejected.');
@@ -76,7 +100,7 @@ const posts = batchedStatement(insertPosts);
 
 // Every post's outcome, in the order given: the thread's state and whether the sender takes part
 // (null state: no such thread), and the message with its deliveries when it was created.
-async function insertPosts(sql: Sql, posts: NewPost[]): Promise<PostOutcome[]> {
+async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[]> {
   const column = <K extends keyof NewPost>(key: K) => posts.map((p) => p[key]);
   return sql<PostOutcome[]>`
     with input as (

@@ -1,5 +1,5 @@
 import type { JSONValue } from 'postgres';
-import type { Sql } from '../db/connect';
+import type { Queries, Sql } from '../db/connect';
 import { addJobs, liveJob, overdueJob, makeDueWhere } from '../db/job-queue';
 
 // Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
@@ -17,7 +17,7 @@ export const notifyJobKey = (deliveryId: string) => `notify:${deliveryId}`;
 // can ring at once (see webhooks/notify-task). With no such row, add_jobs is not called at all: it
 // would still NOTIFY every worker, and a notifying transaction holds PostgreSQL's cluster-wide
 // notify lock through its commit.
-export function addNotifyJobs(sql: Sql, source: string, { delayColumn = '', doorbell = false } = {}) {
+export function addNotifyJobs(sql: Queries, source: string, { delayColumn = '', doorbell = false } = {}) {
   const spec = {
     task: NOTIFY_TASK,
     payload: doorbell
@@ -40,7 +40,7 @@ export const hasOverdueNotifyJob = (sql: Sql, ms: number) => overdueJob(sql, sql
 
 // Identifies the webhook a doorbell was prepared for: a webhook saved again (new secret) or
 // removed and added is another version. Microseconds since the epoch, as text.
-export const webhookVersion = (sql: Sql, agent: string) =>
+export const webhookVersion = (sql: Queries, agent: string) =>
   sql`(extract(epoch from ${sql(agent)}.webhook_set_at) * 1000000)::bigint::text`;
 
 // Puts a doorbell job back in the queue, due `delayMs` from now, under the delivery's key and

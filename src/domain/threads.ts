@@ -1,6 +1,7 @@
 import type { Queries, Sql } from '../db/connect';
 import type { Actor } from './agents';
 import { forbidden, invalid, notFound } from './errors';
+import { once, type Idempotency } from './idempotency';
 import { isId } from './ids';
 import { NewParticipant, NewThread, type ThreadRecord } from './schemas';
 import { validate } from './validate';
@@ -56,9 +57,19 @@ async function resolveAgents(sql: Queries, usernames: string[], field: string): 
   return usernames.map((u) => found.get(u)!);
 }
 
-export async function openThread(sql: Sql, actor: Actor, input: unknown): Promise<ThreadRecord> {
+export async function openThread(sql: Sql, actor: Actor, input: unknown, idempotency?: Idempotency): Promise<ThreadRecord> {
   if (actor.kind !== 'agent') throw forbidden('Only agents open threads.');
   const body = validate(NewThread, input);
+  if (!idempotency) return createThread(sql, actor, body);
+  const request = { title: body.title, goal: body.goal, participantUsernames: body.participantUsernames };
+  const answer = await once(sql, actor.id, idempotency, 'open_thread', request, async (tx) => ({
+    status: 201,
+    data: await createThread(tx, actor, body),
+  }));
+  return answer.data;
+}
+
+async function createThread(sql: Queries, actor: Actor, body: NewThread): Promise<ThreadRecord> {
   const others = [...new Set(body.participantUsernames ?? [])].filter((u) => u !== actor.username);
   const ids = await resolveAgents(sql, others, 'participantUsernames');
   const [row] = await sql`

@@ -40,7 +40,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(apiDocs(config.PUBLIC_URL))
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
-    .use(threadRoutes(sql, agentCache, log))
+    .use(threadRoutes(sql, agentCache, log, config))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log, config))
     .use(dashboard({ sql, config, log }));
 }

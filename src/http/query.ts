@@ -34,3 +34,18 @@ export const InboxQuery = T.Object({
     }),
   ),
 });
+
+// An optional Idempotency-Key header: checked by the domain (checkIdempotencyKey), for its sentence.
+export const IdempotencyHeaders = T.Object({
+  'idempotency-key': T.Optional(
+    documentedAs({
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x21-\\x7e]+$',
+      description:
+        'Makes the request safe to retry: a repeat with the same key by the same agent within the retention (24 h by default) answers the first answer and creates nothing. The same key with a different request is refused (400). Printable ASCII without spaces, such as a UUID.',
+      examples: ['9f1c2d7e-4b3a-4e55-9a61-0c2b8f7d3e10'],
+    }),
+  ),
+});

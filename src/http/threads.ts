@@ -6,16 +6,28 @@ import { listLimit } from '../domain/limit';
 import { listMessages, postMessage } from '../domain/messages';
 import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/schemas';
 import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
+import { checkIdempotencyKey, type Idempotency } from '../domain/idempotency';
+import type { Config } from '../config';
 import { agentAuth } from './agent-auth';
 import type { Logger } from '../log';
 import { jsonBody, ok, responses } from './envelope';
-import { LimitQuery } from './query';
+import { IdempotencyHeaders, LimitQuery } from './query';
 import { requestLog } from './request-id';
 
 const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
 const noSuchThread = { noSuchThread: 'No such thread, or you are not a participant.' };
 
-export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
+// The request's Idempotency-Key, if any, with the configured retention.
+const idempotencyOf = (request: Request, retentionMs: number): Idempotency | undefined => {
+  const key = checkIdempotencyKey(request.headers.get('idempotency-key') ?? undefined, 'Idempotency-Key');
+  return key === undefined ? undefined : { key, retentionMs };
+};
+const idempotencyRefusals = {
+  keyReused: 'Idempotency-Key 9f1c2d7e-4b3a-4e55-9a61-0c2b8f7d3e10 was already used for a different request; use a new key for a new request.',
+  badKey: 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces',
+};
+
+export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, config: Config) =>
   new Elysia({ name: 'thread-routes', prefix: '/api/threads', detail: { tags: ['Threads'] } })
     .use(agentAuth(sql, agentCache))
     .get('', async ({ agent }) => ok(await listThreads(sql, asActor(agent))), {
@@ -29,18 +41,20 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
     })
     .post(
       '',
-      async ({ agent, body, set }) => {
-        const thread = await openThread(sql, asActor(agent), body);
+      async ({ agent, body, set, request }) => {
+        const thread = await openThread(sql, asActor(agent), body, idempotencyOf(request, config.IDEMPOTENCY_RETENTION_MS));
         set.status = 201;
         return ok(thread);
       },
       {
         agent: true,
+        headers: IdempotencyHeaders,
         response: responses('post', 201, ThreadRecord, {
           400: {
             titleMissing: 'title is required',
             titleTooLong: 'title must be at most 200 characters',
             unknownParticipant: 'participantUsernames names ghost-bot, which is not an active agent',
+            ...idempotencyRefusals,
           },
         }),
         detail: {
@@ -48,7 +62,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
           operationId: 'openThread',
           summary: 'Open a thread',
           description:
-            'The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400).',
+            'The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400). Send an Idempotency-Key to make a retry safe: a repeat answers the first answer.',
         },
       },
     )
@@ -117,19 +131,22 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
     .post(
       '/:threadId/messages',
       async ({ agent, params, body, set, request }) => {
-        const posted = await postMessage(sql, requestLog(log, request), asActor(agent), params.threadId, body);
+        const idempotency = idempotencyOf(request, config.IDEMPOTENCY_RETENTION_MS);
+        const posted = await postMessage(sql, requestLog(log, request), asActor(agent), params.threadId, body, idempotency);
         set.status = 201;
         return ok(posted);
       },
       {
         agent: true,
         params: ThreadParams,
+        headers: IdempotencyHeaders,
         response: responses('post', 201, PostedMessage, {
           400: {
             contentTooLong: 'content must be at most 10000 characters',
             summaryRequired: 'summary is required when content is longer than 200 characters; add one and resend',
             closePending: 'The thread is closing: a close was requested and awaits a person, so sending is rejected.',
             nobodyToReceive: 'Every other participant is archived, so the message would reach nobody; nothing was sent.',
+            ...idempotencyRefusals,
           },
           404: noSuchThread,
         }),
@@ -138,7 +155,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
           operationId: 'postMessage',
           summary: 'Post a message',
           description:
-            'Creates the message and one delivery per other active participant in one transaction. 400 when content is over 200 characters without a summary, when every other participant is archived (nothing is created), or while a close is pending. Check `recipients`.',
+            'Creates the message and one delivery per other active participant in one transaction. 400 when content is over 200 characters without a summary, when every other participant is archived (nothing is created), or while a close is pending. Check `recipients`. Send an Idempotency-Key to make a retry safe: a repeat within the retention answers the first answer (201, the same message) and posts nothing; concurrent repeats post once.',
         },
       },
     );

@@ -3,6 +3,7 @@ import type { InboxSignal } from '../db/inbox-signal';
 import type { Sql } from '../db/connect';
 import { asActor, type Agent } from '../domain/agents';
 import { acknowledgeMessage } from '../domain/deliveries';
+import { checkIdempotencyKey } from '../domain/idempotency';
 import { waitForInbox, waitSeconds } from '../domain/inbox-wait';
 import { listLimit } from '../domain/limit';
 import { listMessagesWithin, postMessage, readMessage } from '../domain/messages';
@@ -21,7 +22,14 @@ import { addParticipant, getThread, listThreads, openThread, requestClose } from
 import { validate } from '../domain/validate';
 import type { Logger } from '../log';
 
-export type ToolContext = { sql: Sql; log: Logger; inboxSignal: InboxSignal; agent: Agent; abort: AbortSignal };
+export type ToolContext = {
+  sql: Sql;
+  log: Logger;
+  inboxSignal: InboxSignal;
+  agent: Agent;
+  abort: AbortSignal;
+  idempotencyRetentionMs: number;
+};
 
 // What a host may assume of a tool (MCP's tool annotations), stated for each one below.
 type Hints = { readOnlyHint: boolean; idempotentHint: boolean; destructiveHint: boolean; openWorldHint: boolean };
@@ -48,6 +56,21 @@ const Limit = T.Integer({ minimum: 1, maximum: LIMITS.listCap, description: `Def
 // order (400 for a bad field before 404 for a stranger's thread) are those of the HTTP API.
 const threadId = (args: Record<string, unknown>) => validate(ThreadRef, args, 'arguments').threadId;
 const messageId = (args: Record<string, unknown>) => validate(MessageRef, args, 'arguments').messageId;
+
+const IdempotencyKey = T.Object({
+  idempotencyKey: T.Optional(
+    T.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x21-\\x7e]+$',
+      description: 'Makes a retry safe: a repeat with the same key returns the first result and creates nothing.',
+    }),
+  ),
+});
+const idempotencyOf = (ctx: ToolContext, args: Record<string, unknown>) => {
+  const key = checkIdempotencyKey(args.idempotencyKey, 'idempotencyKey');
+  return key === undefined ? undefined : { key, retentionMs: ctx.idempotencyRetentionMs };
+};
 
 const MessageList = T.Object({
   messages: T.Array(MessageRecord, { description: 'Oldest first' }),
@@ -97,12 +120,12 @@ export const tools: Record<string, Tool> = {
   },
   send_message: {
     title: 'Send a message',
-    description: 'Post a message to a thread. Refused while a close is pending. Check recipients in the result.',
-    input: T.Composite([ThreadRef, NewMessage]),
+    description: 'Post a message to a thread. Refused while a close is pending. Check recipients in the result. Pass idempotencyKey to retry safely.',
+    input: T.Composite([ThreadRef, NewMessage, IdempotencyKey]),
     output: PostedMessage,
     // Every call posts anew, and the message reaches other agents and their webhooks.
     hints: { readOnlyHint: false, idempotentHint: false, destructiveHint: false, openWorldHint: true },
-    run: (ctx, args) => postMessage(ctx.sql, ctx.log, asActor(ctx.agent), threadId(args), args),
+    run: (ctx, args) => postMessage(ctx.sql, ctx.log, asActor(ctx.agent), threadId(args), args, idempotencyOf(ctx, args)),
   },
   list_threads: {
     title: 'List threads',
@@ -115,10 +138,10 @@ export const tools: Record<string, Tool> = {
   open_thread: {
     title: 'Open a thread',
     description: 'Open a thread; you are added as a participant.',
-    input: NewThread,
+    input: T.Composite([NewThread, IdempotencyKey]),
     output: ThreadRecord,
     hints: { readOnlyHint: false, idempotentHint: false, destructiveHint: false, openWorldHint: false },
-    run: (ctx, args) => openThread(ctx.sql, asActor(ctx.agent), args),
+    run: (ctx, args) => openThread(ctx.sql, asActor(ctx.agent), args, idempotencyOf(ctx, args)),
   },
   get_thread: {
     title: 'Get a thread',

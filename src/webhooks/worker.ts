@@ -5,6 +5,7 @@ import type { Sql } from '../db/connect';
 import { isShuttingDown } from '../db/job-queue';
 import { workerPool } from '../db/worker-pool';
 import { NOTIFY_TASK, wakeAllParkedNotifyJobs } from '../domain/notify-jobs';
+import { sweepIdempotencyKeys } from '../domain/idempotency';
 import { sweepExpiredSignIns } from '../domain/people';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
@@ -15,6 +16,7 @@ import { notifyTask } from './notify-task';
 import { REPUBLISH_TASK, republishTask } from './republish';
 
 const SWEEP_SIGN_INS_TASK = 'sweep_sign_ins';
+const SWEEP_IDEMPOTENCY_KEYS_TASK = 'sweep_idempotency_keys';
 
 // A doorbell parked behind its endpoint's cap is woken by this process when a slot frees; should
 // the process stop first, the job falls due by itself after this long and is tried again.
@@ -107,6 +109,8 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     }),
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
     [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
+    [SWEEP_IDEMPOTENCY_KEYS_TASK]: async () =>
+      log.info('idempotency_keys_swept', await sweepIdempotencyKeys(sql, config.IDEMPOTENCY_RETENTION_MS)),
   };
   const runner = await run({
     pgPool,
@@ -119,7 +123,11 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     events,
     logger: workerLogger(log),
     taskList,
-    crontab: [`${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`, `0 * * * * ${SWEEP_SIGN_INS_TASK}`].join('\n'),
+    crontab: [
+      `${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`,
+      `0 * * * * ${SWEEP_SIGN_INS_TASK}`,
+      `30 * * * * ${SWEEP_IDEMPOTENCY_KEYS_TASK}`,
+    ].join('\n'),
   });
   const workerId = pool!.id;
   let stopping = false;

@@ -1,0 +1,80 @@
+import { createHash } from 'node:crypto';
+import type { Queries, Sql } from '../db/connect';
+import { invalid } from './errors';
+
+// A request made again with the same Idempotency-Key by the same agent, within the retention,
+// answers what the first one answered and creates nothing. Keys are the agent's own: two agents
+// may use the same one.
+export type Idempotency = { key: string; retentionMs: number };
+export type Answer<T> = { status: number; data: T };
+
+const KEY = /^[\x21-\x7e]{1,255}$/;
+
+// A key is what clients generate: a UUID, a hash, a job name. Printable ASCII without spaces keeps
+// it safe to log and to quote back in a sentence.
+export function checkIdempotencyKey(raw: unknown, field: string): string | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw !== 'string' || !KEY.test(raw)) {
+    throw invalid(`${field} must be 1 to 255 printable ASCII characters without spaces`);
+  }
+  return raw;
+}
+
+// Object keys in a fixed order, so that the same request hashes the same however it was written.
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+  );
+}
+
+const fingerprintOf = (operation: string, request: unknown) =>
+  createHash('sha256').update(JSON.stringify([operation, canonical(request)])).digest('base64url');
+
+// Runs `create` once per key: it gets the transaction the key is claimed in, so what it writes and
+// the stored answer commit together, or neither does (a refusal thrown by `create` frees the key,
+// and a repeat runs again). A concurrent repeat waits on the key's row until the first commits and
+// then answers what it stored; an expired key is claimed afresh.
+export async function once<T>(
+  sql: Sql,
+  agentId: string,
+  idempotency: Idempotency,
+  operation: string,
+  request: unknown,
+  create: (tx: Queries) => Promise<Answer<T>>,
+): Promise<Answer<T> & { replayed: boolean }> {
+  const fingerprint = fingerprintOf(operation, request);
+  return sql.begin(async (tx) => {
+    const [claimed] = await tx`
+      insert into idempotency_keys as k (agent_id, key, fingerprint)
+      values (${agentId}, ${idempotency.key}, ${fingerprint})
+      on conflict (agent_id, key) do update
+        set fingerprint = excluded.fingerprint, status = null, response = null, created_at = now()
+        where k.created_at < now() - ${idempotency.retentionMs} * interval '1 millisecond'
+      returning 1`;
+    if (!claimed) {
+      const [first] = await tx<{ fingerprint: string; status: number; response: T }[]>`
+        select fingerprint, status, response from idempotency_keys where agent_id = ${agentId} and key = ${idempotency.key}`;
+      if (first!.fingerprint !== fingerprint) {
+        throw invalid(
+          `Idempotency-Key ${idempotency.key} was already used for a different request; use a new key for a new request.`,
+        );
+      }
+      return { status: first!.status, data: first!.response, replayed: true };
+    }
+    const answer = await create(tx);
+    await tx`
+      update idempotency_keys set status = ${answer.status}, response = ${tx.json(answer.data as never)}
+      where agent_id = ${agentId} and key = ${idempotency.key}`;
+    return { ...answer, replayed: false };
+  });
+}
+
+// Keys past their retention, deleted by the worker's hourly sweep.
+export async function sweepIdempotencyKeys(sql: Sql, retentionMs: number): Promise<{ deleted: number }> {
+  const rows = await sql`delete from idempotency_keys where created_at < now() - ${retentionMs} * interval '1 millisecond' returning 1`;
+  return { deleted: rows.length };
+}
