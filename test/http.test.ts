@@ -129,6 +129,7 @@ describe('OpenAPI', () => {
         'POST /api/threads/{threadId}/close',
         'GET /api/threads/{threadId}/messages',
         'POST /api/threads/{threadId}/messages',
+        'GET /api/messages/{messageId}/deliveries',
       ].sort(),
     );
     expect(doc.security).toEqual([{ agentKey: [] }]);
@@ -150,7 +151,22 @@ describe('OpenAPI', () => {
     expect(failure.properties.success.const).toBe(false);
     expect(failure.required).toEqual(['success', 'error']);
     expect(Object.keys(doc.components.schemas).sort()).toEqual(
-      ['Acknowledgement', 'DeliveredReport', 'Error', 'InboxEntry', 'Message', 'MessageCreatedEvent', 'NewMessage', 'NewParticipant', 'NewThread', 'Participant', 'PostedMessage', 'Thread'].sort(),
+      [
+        'Acknowledgement',
+        'DeliveredReport',
+        'Error',
+        'InboxEntry',
+        'Message',
+        'MessageCreatedEvent',
+        'MessageReceipts',
+        'NewMessage',
+        'NewParticipant',
+        'NewThread',
+        'Participant',
+        'PostedMessage',
+        'RecipientStatus',
+        'Thread',
+      ].sort(),
     );
     expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/NewMessage' });
     const body = doc.components.schemas.NewMessage;

@@ -90,7 +90,7 @@ describe('authentication at the HTTP level', () => {
 });
 
 describe('tool list', () => {
-  test('lists the ten tools with JSON schemas taken from the domain', async () => {
+  test('lists the eleven tools with JSON schemas taken from the domain', async () => {
     const { tools } = await alice.client.listTools();
     expect(tools.map((t) => t.name)).toEqual([
       'check_inbox',
@@ -102,6 +102,7 @@ describe('tool list', () => {
       'get_thread',
       'add_participant',
       'request_close',
+      'message_status',
       'list_messages',
     ]);
     for (const tool of tools) {
@@ -137,6 +138,7 @@ describe('tool list', () => {
       get_thread: ['Get a thread', { title: 'Get a thread', ...reads }],
       add_participant: ['Add a participant', { title: 'Add a participant', ...records }],
       request_close: ['Request close', { title: 'Request close', ...records }],
+      message_status: ['Message status', { title: 'Message status', ...reads }],
       list_messages: ['List messages', { title: 'List messages', ...records }],
     });
     for (const tool of tools) expect([tool.name, tool.outputSchema?.type]).toEqual([tool.name, 'object']);
@@ -156,8 +158,9 @@ describe('tool list', () => {
       ['add_participant', { threadId: thread.id, username: 'carol' }],
       ['acknowledge', { messageId }],
       ['request_close', { threadId: thread.id }],
+      ['message_status', { messageId }],
     ] as const) {
-      const result = await (name === 'request_close' ? alice : bob).client.callTool({ name, arguments: args });
+      const result = await (name === 'request_close' || name === 'message_status' ? alice : bob).client.callTool({ name, arguments: args });
       expect([name, result.isError ?? false, typeof result.structuredContent]).toEqual([name, false, 'object']);
     }
   });

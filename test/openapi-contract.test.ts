@@ -17,6 +17,7 @@ let member: TestAgent;
 let stranger: TestAgent;
 let threadId: string;
 let deliveryId: string;
+let messageId: string;
 
 type Opts = { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> };
 async function call(method: string, path: string, opts: Opts = {}): Promise<Reply> {
@@ -27,7 +28,10 @@ async function call(method: string, path: string, opts: Opts = {}): Promise<Repl
 
 // A path for an operation, its ids those of the thread and delivery made below (or `id`).
 const pathOf = (template: string, id?: string) =>
-  template.replace('{threadId}', id ?? threadId).replace('{deliveryId}', id ?? deliveryId);
+  template
+    .replace('{threadId}', id ?? threadId)
+    .replace('{deliveryId}', id ?? deliveryId)
+    .replace('{messageId}', id ?? messageId);
 
 beforeAll(async () => {
   const doc = await h.call('GET', '/openapi/json');
@@ -36,7 +40,7 @@ beforeAll(async () => {
   member = await h.agent(uniqueName('member'));
   stranger = await h.agent(uniqueName('stranger'));
   threadId = await h.thread(opener, [member]);
-  await h.post(opener, threadId, 'first');
+  messageId = (await h.post(opener, threadId, 'first')).id;
   const inbox = await h.call('GET', '/api/deliveries', { key: member.key });
   deliveryId = inbox.body.data[0].deliveryId;
 });
@@ -55,11 +59,16 @@ test('every operation answers its documented success', async () => {
   expect((await call('GET', `/api/threads/${threadId}/messages?limit=1`, { key: opener.key })).status).toBe(200);
   expect((await call('POST', `/api/deliveries/${deliveryId}/acknowledge`, { key: member.key })).status).toBe(200);
   expect((await call('POST', `/api/threads/${opened.body.data.id}/close`, { key: opener.key })).status).toBe(200);
+  expect((await call('GET', `/api/messages/${messageId}/deliveries?waitFor=fetched&wait=0.1`, { key: opener.key })).status).toBe(200);
 });
 
 test('every operation answers its own refusals as documented', async () => {
   const statusOf = async (method: string, path: string, opts: Opts) => (await call(method, path, opts)).status;
   expect(await statusOf('GET', '/api/deliveries?wait=61', { key: member.key })).toBe(400);
+  const receipts = pathOf('/api/messages/{messageId}/deliveries');
+  expect(await statusOf('GET', `${receipts}?waitFor=read`, { key: opener.key })).toBe(400);
+  expect(await statusOf('GET', `${receipts}?waitFor=fetched&wait=61`, { key: opener.key })).toBe(400);
+  expect(await statusOf('GET', receipts, { key: member.key })).toBe(404);
   for (const template of ['/api/deliveries/{deliveryId}/delivered', '/api/deliveries/{deliveryId}/acknowledge']) {
     expect(await statusOf('POST', pathOf(template), { key: stranger.key })).toBe(404);
   }
@@ -149,6 +158,7 @@ test('the document publishes no operation this file does not drive', () => {
     [
       'acknowledgeDelivery',
       'addParticipant',
+      'getMessageDeliveries',
       'getThread',
       'listInbox',
       'listMessages',

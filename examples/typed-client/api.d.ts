@@ -172,6 +172,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/messages/{messageId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Delivery receipts
+         * @description For a message the caller sent: each recipient's step (accepted, notified, delivered, fetched, failed with the step it had reached), whether it is retrying or stalled, and when it reached each step. Only the sender sees them: 404 for anyone else. With `waitFor` and `wait`, the request is held until every recipient has reached that step or failed, or the wait ends; `reached` says which.
+         */
+        get: operations["getMessageDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.created": {
@@ -355,6 +375,71 @@ export interface components {
             createdAt: string;
             /** @description Number of agents that will actually receive the message; check it. */
             recipients: number;
+        };
+        /** RecipientStatus */
+        RecipientStatus: {
+            /** @description The recipient */
+            username: string;
+            /** @enum {string} */
+            step: "accepted" | "notified" | "delivered" | "fetched" | "failed";
+            /**
+             * @description When failed, the step it had reached
+             * @enum {string|null}
+             */
+            failedStep: "accepted" | "notified" | "delivered" | "fetched" | "failed" | null;
+            /** @description Whether a doorbell is rung for it (the recipient had a webhook when the message was accepted) */
+            webhook: boolean;
+            /** @description At Accepted, with a doorbell retry scheduled after a failed attempt */
+            retrying: boolean;
+            /** @description Notified, but the handler has not reported it delivered in time */
+            stalled: boolean;
+            /**
+             * Format: date-time
+             * @description When the delivery was created
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            acceptedAt: string;
+            /**
+             * Format: date-time
+             * @description When the doorbell was answered 2xx
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            notifiedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the handler reported it delivered
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the recipient read the message
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            fetchedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the recipient acknowledged it
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            acknowledgedAt: string | null;
+        };
+        /** MessageReceipts */
+        MessageReceipts: {
+            /**
+             * @description Message id
+             * @example 01a1ff80-d963-77fb-8efa-675ab5c7dfaa
+             */
+            messageId: string;
+            /**
+             * @description Thread id
+             * @example 01a1ff80-d963-77fb-8efa-675ab5c7dfaa
+             */
+            threadId: string;
+            /** @description One per recipient, by username */
+            recipients: components["schemas"]["RecipientStatus"][];
+            /** @description With waitFor: whether every recipient reached that step (or failed); null without waitFor */
+            reached: boolean | null;
         };
         /** MessageCreatedEvent */
         MessageCreatedEvent: {
@@ -1228,6 +1313,90 @@ export interface operations {
             };
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMessageDeliveries: {
+        parameters: {
+            query?: {
+                waitFor?: "delivered" | "fetched";
+                wait?: number;
+            };
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["MessageReceipts"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown or archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record, or it is not visible to the caller. */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

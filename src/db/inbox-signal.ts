@@ -3,17 +3,23 @@ import type { Sql } from './connect';
 
 // Every new delivery is announced on this channel with its recipient's id (domain/announce.ts).
 export const INBOX_CHANNEL = 'ams_inbox';
+// Every change to a delivery (a step, an attempt) is announced here with the delivery's id.
+export const DELIVERY_CHANNEL = 'ams_delivery';
 
 // Wakes whoever waits on an agent's inbox. `subscribe` answers null once the process is
 // shutting down, so that a waiting request answers at once instead of holding up the stop.
 export type InboxSignal = {
   subscribe(agentId: string, wake: () => void): (() => void) | null;
+  // Wakes when any of the deliveries changes (a sender waiting on its receipts).
+  watchDeliveries(deliveryIds: string[], wake: () => void): (() => void) | null;
 };
 
 export type InboxListener = InboxSignal & {
   start(): Promise<void>;
   stop(): Promise<void>;
   waiting(): number;
+  // Deliveries being watched by waiting senders.
+  watching(): number;
   // Times the LISTEN connection was established: above 1, it dropped and came back.
   connects(): number;
 };
@@ -25,6 +31,8 @@ export type InboxListener = InboxSignal & {
 // wakes every waiter to look again.
 export function listenForInbox(sql: Sql, log: Logger): InboxListener {
   const waiters = new Map<string, Set<() => void>>();
+  const watchers = new Map<string, Set<() => void>>();
+  let unlistenDeliveries: (() => Promise<void>) | null = null;
   let listens = 0;
   let stopped = false;
   let unlisten: (() => Promise<void>) | null = null;
@@ -33,19 +41,27 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
     if (set) for (const fn of [...set]) fn();
   };
   const wakeAll = () => {
-    for (const set of [...waiters.values()]) wake(set);
+    for (const set of [...waiters.values(), ...watchers.values()]) wake(set);
+  };
+  const register = (registry: Map<string, Set<() => void>>, key: string, fn: () => void) => {
+    let set = registry.get(key);
+    if (!set) registry.set(key, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && registry.get(key) === set) registry.delete(key);
+    };
   };
 
   return {
     subscribe(agentId, fn) {
       if (stopped) return null;
-      let set = waiters.get(agentId);
-      if (!set) waiters.set(agentId, (set = new Set()));
-      set.add(fn);
-      return () => {
-        set.delete(fn);
-        if (set.size === 0 && waiters.get(agentId) === set) waiters.delete(agentId);
-      };
+      return register(waiters, agentId, fn);
+    },
+    watchDeliveries(deliveryIds, fn) {
+      if (stopped) return null;
+      const unwatch = deliveryIds.map((id) => register(watchers, id, fn));
+      return () => unwatch.forEach((undo) => undo());
     },
     async start() {
       const listening = await sql.listen(
@@ -58,14 +74,20 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
         },
       );
       unlisten = listening.unlisten;
+      // The same connection (postgres.js keeps one per pool for every channel), so one reconnect
+      // above covers both.
+      unlistenDeliveries = (await sql.listen(DELIVERY_CHANNEL, (deliveryId) => wake(watchers.get(deliveryId)))).unlisten;
     },
     async stop() {
       stopped = true;
       wakeAll();
       await unlisten?.().catch(() => {});
+      await unlistenDeliveries?.().catch(() => {});
       unlisten = null;
+      unlistenDeliveries = null;
     },
     waiting: () => [...waiters.values()].reduce((n, set) => n + set.size, 0),
     connects: () => listens,
+    watching: () => watchers.size,
   };
 }

@@ -1,5 +1,5 @@
 import type { Queries, Sql } from '../db/connect';
-import { INBOX_CHANNEL } from '../db/inbox-signal';
+import { DELIVERY_CHANNEL, INBOX_CHANNEL } from '../db/inbox-signal';
 import type { Logger } from '../log';
 
 // Changes to deliveries wake whoever listens: an agent's waiting inbox requests (channel
@@ -11,7 +11,7 @@ import type { Logger } from '../log';
 // through a trigger; see sql/004.) The cost of the split: a process that dies between the two
 // statements leaves a waiter to find the message when its wait ends, and a dashboard to show the
 // change on its next one or on reload.
-export const DELIVERY_CHANNEL = 'ams_delivery';
+export { DELIVERY_CHANNEL };
 
 // Wake-ups inside a statement that queues doorbell jobs: add_jobs notifies the worker anyway, so
 // the transaction holds the notify lock whatever else it sends, and wake-ups ride along for free.

@@ -43,7 +43,7 @@ export async function waitForInbox(
 }
 
 // True when `promise` settles first; false when the time runs out or the caller goes away.
-function settlesWithin(promise: Promise<void>, ms: number, abort?: AbortSignal): Promise<boolean> {
+export function settlesWithin(promise: Promise<void>, ms: number, abort?: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
     const done = (settled: boolean) => {
       clearTimeout(timer);

@@ -117,3 +117,37 @@ export const DeliveredReport = T.Object(
 );
 
 export const Acknowledgement = T.Object({ message: T.String({ examples: ['Delivery acknowledged.'] }) }, { title: 'Acknowledgement' });
+
+const Step = T.Union([T.Literal('accepted'), T.Literal('notified'), T.Literal('delivered'), T.Literal('fetched'), T.Literal('failed')]);
+const When = (description: string) => T.Union([Timestamp(description), T.Null()]);
+
+export const RecipientStatus = T.Object(
+  {
+    username: T.String({ description: 'The recipient' }),
+    step: Step,
+    failedStep: T.Union([Step, T.Null()], { description: 'When failed, the step it had reached' }),
+    webhook: T.Boolean({ description: 'Whether a doorbell is rung for it (the recipient had a webhook when the message was accepted)' }),
+    retrying: T.Boolean({ description: 'At Accepted, with a doorbell retry scheduled after a failed attempt' }),
+    stalled: T.Boolean({ description: 'Notified, but the handler has not reported it delivered in time' }),
+    acceptedAt: Timestamp('When the delivery was created'),
+    notifiedAt: When('When the doorbell was answered 2xx'),
+    deliveredAt: When('When the handler reported it delivered'),
+    fetchedAt: When('When the recipient read the message'),
+    acknowledgedAt: When('When the recipient acknowledged it'),
+  },
+  { title: 'RecipientStatus' },
+);
+export type RecipientStatus = Static<typeof RecipientStatus>;
+
+export const MessageReceipts = T.Object(
+  {
+    messageId: Id('Message id'),
+    threadId: Id('Thread id'),
+    recipients: T.Array(RecipientStatus, { description: 'One per recipient, by username' }),
+    reached: T.Union([T.Boolean(), T.Null()], {
+      description: 'With waitFor: whether every recipient reached that step (or failed); null without waitFor',
+    }),
+  },
+  { title: 'MessageReceipts' },
+);
+export type MessageReceipts = Static<typeof MessageReceipts>;

@@ -16,6 +16,7 @@ import { metricsRoutes } from './metrics';
 import { nulGuard } from './nul-guard';
 import { requestIds } from './request-id';
 import { apiDocs } from './openapi';
+import { receiptRoutes } from './receipts';
 import { threadRoutes } from './threads';
 
 export type AppDeps = {
@@ -41,6 +42,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
     .use(threadRoutes(sql, agentCache, log, config))
+    .use(receiptRoutes(sql, inboxSignal, agentCache, config))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log, config))
     .use(dashboard({ sql, config, log }));
 }

@@ -108,6 +108,7 @@ const info = {
 const tags = [
   { name: 'Deliveries', description: 'Inbox, delivered report and acknowledge' },
   { name: 'Threads', description: 'Threads, participants and messages' },
+  { name: 'Messages', description: "A sender's delivery receipts" },
   { name: 'Webhooks', description: "What the service posts to an agent's registered webhook URL" },
 ];
 
@@ -160,6 +161,11 @@ function publishTitled(node: unknown, schemas: Json): unknown {
   const copy: Json = {};
   for (const [key, value] of Object.entries(node)) {
     copy[key] = key === 'example' || key === 'examples' ? value : publishTitled(value, schemas);
+  }
+  // The generator folds a nullable union of literals into one enum, keeping "null" in the type but
+  // dropping it from the enum, which then refuses the null it means to allow.
+  if (Array.isArray(copy.type) && copy.type.includes('null') && Array.isArray(copy.enum) && !copy.enum.includes(null)) {
+    copy.enum = [...copy.enum, null];
   }
   if (typeof copy.title !== 'string' || !('type' in copy)) return copy;
   const name = copy.title;

@@ -49,3 +49,23 @@ export const IdempotencyHeaders = T.Object({
     }),
   ),
 });
+
+export const ReceiptsQuery = T.Object({
+  waitFor: T.Optional(
+    documentedAs({
+      type: 'string',
+      enum: ['delivered', 'fetched'],
+      description: 'Hold the request until every recipient has reached this step (or failed). Any other value is refused (400).',
+    }),
+  ),
+  wait: T.Optional(
+    documentedAs({
+      type: 'number',
+      minimum: 0,
+      maximum: LIMITS.inboxWaitSeconds,
+      default: 0,
+      description: `With waitFor: seconds to hold the request, from 0 to ${LIMITS.inboxWaitSeconds}. Any other value is refused (400).`,
+      examples: [30],
+    }),
+  ),
+});

@@ -37,7 +37,7 @@ export const mcpRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
       ({ agent, body, request, server }) => {
         holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS };
+        const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
         return answerMcp(request, body as string, ctx, requestLogger);
       },
       { agentWithRawBody: true, detail: { hide: true } },

@@ -4,6 +4,7 @@ import type { Sql } from '../db/connect';
 import { asActor, type Agent } from '../domain/agents';
 import { acknowledgeMessage } from '../domain/deliveries';
 import { checkIdempotencyKey } from '../domain/idempotency';
+import { messageReceipts, waitForStep } from '../domain/receipts';
 import { waitForInbox, waitSeconds } from '../domain/inbox-wait';
 import { listLimit } from '../domain/limit';
 import { listMessagesWithin, postMessage, readMessage } from '../domain/messages';
@@ -11,6 +12,7 @@ import {
   Acknowledgement,
   InboxEntry,
   LIMITS,
+  MessageReceipts,
   MessageRecord,
   NewMessage,
   NewParticipant,
@@ -29,6 +31,7 @@ export type ToolContext = {
   agent: Agent;
   abort: AbortSignal;
   idempotencyRetentionMs: number;
+  stalledAfterMs: number;
 };
 
 // What a host may assume of a tool (MCP's tool annotations), stated for each one below.
@@ -166,6 +169,24 @@ export const tools: Record<string, Tool> = {
     output: ThreadRecord,
     hints: records,
     run: (ctx, args) => requestClose(ctx.sql, asActor(ctx.agent), threadId(args)),
+  },
+  message_status: {
+    title: 'Message status',
+    description: `For a message you sent: each recipient's step (accepted, notified, delivered, fetched, failed). waitFor + wait (0-${LIMITS.toolInboxWaitSeconds} s) holds until all reach it.`,
+    input: T.Object({
+      messageId: T.String({ description: 'The id send_message returned' }),
+      waitFor: T.Optional(T.Union([T.Literal('delivered'), T.Literal('fetched')])),
+      wait: T.Optional(T.Number({ minimum: 0, maximum: LIMITS.toolInboxWaitSeconds, description: 'Seconds, default 0' })),
+    }),
+    output: MessageReceipts,
+    hints: reads,
+    run: (ctx, args) =>
+      messageReceipts(ctx.sql, ctx.inboxSignal, ctx.agent, messageId(args), {
+        waitFor: waitForStep(args.waitFor),
+        seconds: waitSeconds(args.wait, LIMITS.toolInboxWaitSeconds),
+        stalledAfterMs: ctx.stalledAfterMs,
+        abort: ctx.abort,
+      }),
   },
   list_messages: {
     title: 'List messages',

@@ -1,0 +1,48 @@
+import { Elysia, t } from 'elysia';
+import type { Config } from '../config';
+import type { AgentCache } from '../db/agent-cache';
+import type { Sql } from '../db/connect';
+import type { InboxSignal } from '../db/inbox-signal';
+import { waitSeconds } from '../domain/inbox-wait';
+import { messageReceipts, waitForStep } from '../domain/receipts';
+import { MessageReceipts } from '../domain/schemas';
+import { agentAuth } from './agent-auth';
+import { ok, responses } from './envelope';
+import { holdOpen } from './hold-open';
+import { ReceiptsQuery } from './query';
+
+const MessageParams = t.Object({ messageId: t.String({ description: 'The id of a message the caller sent' }) });
+
+export const receiptRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, config: Config) =>
+  new Elysia({ name: 'receipt-routes', prefix: '/api/messages', detail: { tags: ['Messages'] } })
+    .use(agentAuth(sql, agentCache))
+    .get(
+      '/:messageId/deliveries',
+      async ({ agent, params, query, request, server }) => {
+        const waitFor = waitForStep(query.waitFor);
+        const seconds = waitSeconds(query.wait);
+        if (waitFor && seconds > 0) holdOpen(server, request, seconds);
+        const receipts = await messageReceipts(sql, inboxSignal, agent, params.messageId, {
+          waitFor,
+          seconds,
+          stalledAfterMs: config.STALLED_AFTER_MS,
+          abort: request.signal,
+        });
+        return ok(receipts);
+      },
+      {
+        agent: true,
+        params: MessageParams,
+        query: ReceiptsQuery,
+        response: responses('get', 200, MessageReceipts, {
+          400: { badWaitFor: 'waitFor must be delivered or fetched', badWait: 'wait must be a number of seconds from 0 to 60' },
+          404: { noSuchMessage: 'No such message sent by you.' },
+        }),
+        detail: {
+          operationId: 'getMessageDeliveries',
+          summary: 'Delivery receipts',
+          description:
+            "For a message the caller sent: each recipient's step (accepted, notified, delivered, fetched, failed with the step it had reached), whether it is retrying or stalled, and when it reached each step. Only the sender sees them: 404 for anyone else. With `waitFor` and `wait`, the request is held until every recipient has reached that step or failed, or the wait ends; `reached` says which.",
+        },
+      },
+    );
