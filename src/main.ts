@@ -1,4 +1,5 @@
 import { runCommand, usage } from './cli/commands';
+import { parseWaitOptions, waitForMail, WAIT_USAGE } from './cli/wait';
 import { loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
 import { EmbeddedPostgresFailed } from './db/embedded';
@@ -17,12 +18,14 @@ try {
   else if (argv[0] === 'worker') await workerOnly(config);
   else if (argv[0] === 'migrate') await migrateOnly(config);
   else if (argv[0] === 'healthcheck') await healthcheck(config);
+  else if (argv[0] === 'wait') await waitCommand(argv.slice(1));
   else if (argv[0] === 'help' || argv[0] === '--help') {
     console.log(`Usage:
   serve
   worker
   migrate
   healthcheck
+  ${WAIT_USAGE}
 ${usage()}`);
   } else await cli(config, argv);
 } catch (error) {
@@ -126,6 +129,18 @@ async function cli(config: Config, args: string[]) {
   } catch (error) {
     console.error(error instanceof DomainError ? error.message : `Error: ${(error as Error).message}`);
     await db?.close().catch(() => {});
+    process.exit(1);
+  }
+}
+
+// `ams wait`: an HTTP client of a running service; it needs no database. Exit 0 with the new
+// entries printed, 2 with nothing printed when the timeout passed, 1 with a sentence on stderr.
+async function waitCommand(args: string[]) {
+  try {
+    const code = await waitForMail(parseWaitOptions(args, process.env), (text) => console.log(text));
+    process.exit(code);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
     process.exit(1);
   }
 }

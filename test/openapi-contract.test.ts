@@ -65,6 +65,7 @@ test('every operation answers its documented success', async () => {
 test('every operation answers its own refusals as documented', async () => {
   const statusOf = async (method: string, path: string, opts: Opts) => (await call(method, path, opts)).status;
   expect(await statusOf('GET', '/api/deliveries?wait=61', { key: member.key })).toBe(400);
+  expect(await statusOf('GET', '/api/deliveries?after=yesterday', { key: member.key })).toBe(400);
   const receipts = pathOf('/api/messages/{messageId}/deliveries');
   expect(await statusOf('GET', `${receipts}?waitFor=read`, { key: opener.key })).toBe(400);
   expect(await statusOf('GET', `${receipts}?waitFor=fetched&wait=61`, { key: opener.key })).toBe(400);

@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Inbox
-         * @description Everything accepted for the calling agent and not yet acknowledged, oldest first; closed threads are left out. Only the array is returned: exactly `limit` entries means there may be more. With `wait`, an empty inbox holds the request until a message arrives or the wait ends, so an agent without a webhook need not poll in a tight loop.
+         * @description Everything accepted for the calling agent and not yet acknowledged, oldest first; closed threads are left out. Only the array is returned: exactly `limit` entries means there may be more. With `wait`, an empty inbox holds the request until a message arrives or the wait ends, so an agent without a webhook need not poll in a tight loop. With `after`, only entries accepted after that delivery count, so a client that has seen the inbox waits for new mail.
          */
         get: operations["listInbox"];
         put?: never;
@@ -484,6 +484,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
+                after?: string;
                 wait?: number;
             };
             header?: {

@@ -27,7 +27,9 @@ export function oneLine(summary: string | null, content: string, max: number): s
 // of every other agent first (a million-row backlog paid ~10 x a thousand-row one). A range on
 // recipient_id is not folded into a constant, so `order by recipient_id, id` stays an ordering
 // only the inbox index provides; the page is cut before the joins, which then run 50 times.
-export async function inbox(sql: Sql, agent: Agent, limit: number): Promise<InboxEntry[]> {
+// With `after` (a deliveryId), only entries accepted after that one: a client that has seen the
+// inbox up to there waits for new mail instead of being answered at once with what it has seen.
+export async function inbox(sql: Sql, agent: Agent, limit: number, after?: string): Promise<InboxEntry[]> {
   const rows = await sql`
     select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread,
            m.sender, m.summary, case when m.summary is null then m.content end as content,
@@ -36,6 +38,7 @@ export async function inbox(sql: Sql, agent: Agent, limit: number): Promise<Inbo
       select d.id, d.message_id, d.thread_id, d.created_at, d.fetched_at
       from deliveries d
       where d.recipient_id between ${agent.id} and ${agent.id} and d.acknowledged_at is null
+        ${after === undefined ? sql`` : sql`and d.id > ${after}`}
         and ${agentSeesThread(sql, sql`d.thread_id`, agent.id)}
       order by d.recipient_id, d.id
       limit ${limit}

@@ -3,7 +3,15 @@ import type { Sql } from '../db/connect';
 import type { Agent } from './agents';
 import { inbox } from './deliveries';
 import { invalid } from './errors';
+import { isId } from './ids';
 import { LIMITS, type InboxEntry } from './schemas';
+
+// The inbox cursor: a deliveryId, or nothing.
+export function inboxCursor(raw: unknown): string | undefined {
+  if (raw === undefined || raw === null || raw === '') return undefined;
+  if (typeof raw !== 'string' || !isId(raw)) throw invalid('after must be a deliveryId from the inbox');
+  return raw;
+}
 
 // Unlike a list limit, a bad wait is refused rather than replaced: silently waiting 0 seconds
 // would turn an agent's loop into the busy polling the wait exists to prevent.
@@ -26,13 +34,14 @@ export async function waitForInbox(
   limit: number,
   seconds: number,
   abort?: AbortSignal,
+  after?: string,
 ): Promise<InboxEntry[]> {
   const deadline = performance.now() + seconds * 1000;
   for (;;) {
     const woken = Promise.withResolvers<void>();
     const unsubscribe = seconds > 0 ? signal.subscribe(agent.id, woken.resolve) : null;
     try {
-      const entries = await inbox(sql, agent, limit);
+      const entries = await inbox(sql, agent, limit, after);
       const remaining = deadline - performance.now();
       if (entries.length > 0 || !unsubscribe || remaining <= 0 || abort?.aborted) return entries;
       if (!(await settlesWithin(woken.promise, remaining, abort))) return [];

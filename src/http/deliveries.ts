@@ -3,7 +3,7 @@ import type { InboxSignal } from '../db/inbox-signal';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import { acknowledge, reportDelivered } from '../domain/deliveries';
-import { waitForInbox, waitSeconds } from '../domain/inbox-wait';
+import { inboxCursor, waitForInbox, waitSeconds } from '../domain/inbox-wait';
 import { listLimit } from '../domain/limit';
 import { Acknowledgement, DeliveredReport, InboxEntry } from '../domain/schemas';
 import { agentAuth } from './agent-auth';
@@ -20,21 +20,22 @@ export const deliveryRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: A
     .get(
       '',
       async ({ agent, query, request, server }) => {
+        const after = inboxCursor(query.after);
         const wait = waitSeconds(query.wait);
         if (wait > 0) holdOpen(server, request, wait);
-        return ok(await waitForInbox(sql, inboxSignal, agent, listLimit(query.limit), wait, request.signal));
+        return ok(await waitForInbox(sql, inboxSignal, agent, listLimit(query.limit), wait, request.signal, after));
       },
       {
         agent: true,
         query: InboxQuery,
         response: responses('get', 200, t.Array(InboxEntry), {
-          400: { badWait: 'wait must be a number of seconds from 0 to 60' },
+          400: { badWait: 'wait must be a number of seconds from 0 to 60', badAfter: 'after must be a deliveryId from the inbox' },
         }),
         detail: {
           operationId: 'listInbox',
           summary: 'Inbox',
           description:
-            'Everything accepted for the calling agent and not yet acknowledged, oldest first; closed threads are left out. Only the array is returned: exactly `limit` entries means there may be more. With `wait`, an empty inbox holds the request until a message arrives or the wait ends, so an agent without a webhook need not poll in a tight loop.',
+            'Everything accepted for the calling agent and not yet acknowledged, oldest first; closed threads are left out. Only the array is returned: exactly `limit` entries means there may be more. With `wait`, an empty inbox holds the request until a message arrives or the wait ends, so an agent without a webhook need not poll in a tight loop. With `after`, only entries accepted after that delivery count, so a client that has seen the inbox waits for new mail.',
         },
       },
     )

@@ -23,6 +23,13 @@ export const LimitQuery = T.Object({
 
 export const InboxQuery = T.Object({
   ...LimitQuery.properties,
+  after: T.Optional(
+    documentedAs({
+      type: 'string',
+      description: 'A deliveryId: only entries accepted after it are listed (and waited for). Not a delivery id: refused (400).',
+      examples: ['01a1ff80-d963-77fb-8efa-675ab5c7dfaa'],
+    }),
+  ),
   wait: T.Optional(
     documentedAs({
       type: 'number',

@@ -1,0 +1,84 @@
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { invalid } from '../domain/errors';
+import type { InboxEntry } from '../domain/schemas';
+
+// `ams wait`: blocks until mail arrives for an agent, for agents that run as local programs and
+// have no public URL for a webhook. It re-waits on the bounded-wait inbox until there is mail or
+// the timeout passes; prints the new entries and exits 0, or prints nothing and exits 2.
+export const WAIT_USAGE =
+  'wait [--base-url <url>] [--timeout <seconds>] [--format json|text] [--since-file <path>]   (the key from AMS_AGENT_KEY)';
+
+export const MAIL = 0;
+export const TIMED_OUT = 2;
+
+export type WaitOptions = {
+  baseUrl: string;
+  key: string;
+  timeoutSeconds: number | null;
+  format: 'json' | 'text';
+  sinceFile: string | null;
+};
+
+export function parseWaitOptions(argv: string[], env: Record<string, string | undefined>): WaitOptions {
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!;
+    const value = argv[i + 1];
+    if (!['--base-url', '--timeout', '--format', '--since-file'].includes(flag)) throw invalid(`Unknown argument ${flag}. Usage: ${WAIT_USAGE}`);
+    if (value === undefined) throw invalid(`${flag} needs a value. Usage: ${WAIT_USAGE}`);
+    flags[flag.slice(2)] = value;
+    i++;
+  }
+  const key = env.AMS_AGENT_KEY;
+  if (!key) throw invalid('Set AMS_AGENT_KEY to the agent key (agt_…).');
+  const timeout = flags.timeout === undefined ? null : Number(flags.timeout);
+  if (timeout !== null && !(timeout > 0)) throw invalid('--timeout must be a number of seconds above 0');
+  const format = flags.format ?? 'json';
+  if (format !== 'json' && format !== 'text') throw invalid('--format must be json or text');
+  return {
+    baseUrl: (flags['base-url'] ?? env.AMS_URL ?? 'http://localhost:3000').replace(/\/+$/, ''),
+    key,
+    timeoutSeconds: timeout,
+    format,
+    sinceFile: flags['since-file'] ?? null,
+  };
+}
+
+// The last delivery already printed, kept between runs so that a hook does not nag with the same
+// mail: the next run waits for what came after it.
+async function readCursor(path: string | null): Promise<string | undefined> {
+  if (!path) return undefined;
+  const text = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return '';
+    throw error;
+  });
+  return text.trim() || undefined;
+}
+
+async function writeCursor(path: string, deliveryId: string) {
+  // Whole or not at all: a run killed mid-write must not leave half an id behind.
+  await writeFile(`${path}.tmp`, `${deliveryId}\n`);
+  await rename(`${path}.tmp`, path);
+}
+
+const asText = (entries: InboxEntry[]) =>
+  entries.map((e) => `[${e.thread}] ${e.sender}: ${e.summary} (message ${e.messageId})`).join('\n');
+
+export async function waitForMail(options: WaitOptions, print: (text: string) => void): Promise<number> {
+  const deadline = options.timeoutSeconds === null ? Infinity : performance.now() + options.timeoutSeconds * 1000;
+  const after = await readCursor(options.sinceFile);
+  for (;;) {
+    const remaining = (deadline - performance.now()) / 1000;
+    if (remaining <= 0) return TIMED_OUT;
+    const query = new URLSearchParams({ wait: String(Math.min(60, Math.max(1, Math.floor(remaining)))) });
+    if (after) query.set('after', after);
+    const res = await fetch(`${options.baseUrl}/api/deliveries?${query}`, { headers: { authorization: `Bearer ${options.key}` } });
+    const body = (await res.json().catch(() => null)) as { success?: boolean; data?: InboxEntry[]; error?: string } | null;
+    if (!res.ok || !body?.success) throw invalid(body?.error ?? `The service answered HTTP ${res.status}.`);
+    const entries = body.data!;
+    if (entries.length === 0) continue;
+    print(options.format === 'json' ? JSON.stringify(entries) : asText(entries));
+    if (options.sinceFile) await writeCursor(options.sinceFile, entries.at(-1)!.deliveryId);
+    return MAIL;
+  }
+}
