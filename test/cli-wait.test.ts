@@ -77,3 +77,22 @@ test('a wrong key or none is exit 1 with a sentence on stderr', async () => {
   const bad = await wait(['--format', 'yaml'], 'agt_x');
   expect([bad.code, bad.stderr]).toEqual([1, '--format must be json or text\n']);
 });
+
+test('the example hook prints new mail as text and exits 0 either way', async () => {
+  const { agent, threadId } = await recipientWithThread();
+  const dir = await mkdtemp(join(tmpdir(), 'ams-hook-'));
+  const hook = async () => {
+    const child = Bun.spawn([join(import.meta.dir, '..', 'examples/hooks/check-mail.sh'), '1'], {
+      cwd: dir,
+      env: { ...process.env, AMS: `bun ${main}`, AMS_URL: base, AMS_AGENT_KEY: agent.key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    return { stdout, code };
+  };
+  expect(await hook()).toEqual({ stdout: '', code: 0 });
+  const posted = await h.post(sender, threadId, 'review please');
+  expect(await hook()).toEqual({ stdout: `[Local work] ${sender.username}: review please (message ${posted.id})\n`, code: 0 });
+  expect(await hook()).toEqual({ stdout: '', code: 0 });
+});
