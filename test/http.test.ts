@@ -175,7 +175,7 @@ describe('OpenAPI', () => {
     const inbox = doc.paths['/api/deliveries'].get.parameters.map((p: { name?: string; schema?: { type: string }; $ref?: string }) =>
       p.$ref ?? [p.name, p.schema!.type],
     );
-    expect(inbox).toEqual([['limit', 'integer'], ['wait', 'number'], '#/components/parameters/RequestId']);
+    expect(inbox).toEqual([['limit', 'integer'], ['after', 'string'], ['wait', 'number'], '#/components/parameters/RequestId']);
     expect(post.responses['201'].headers).toEqual({ 'X-Request-Id': { $ref: '#/components/headers/RequestId' } });
   });
 
