@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { batcher } from '../src/db/batcher';
+import { batcher, Overloaded } from '../src/db/batcher';
 
 // A stand-in statement that records the batches it was given and answers when told to.
 function statement() {
@@ -64,5 +64,19 @@ describe('batcher', () => {
     const answers = await Promise.all([1, 2, 3].map((i) => send(i).catch((error: Error) => error.message)));
     expect(answers).toEqual(['database away', 'database away', 'database away']);
     expect(batches).toEqual([[1], [2, 3]]);
+  });
+
+  test('beyond maxQueued an item is refused at once, and a place frees as the queue drains', async () => {
+    const db = statement();
+    const send = batcher(db.run, { maxInFlight: 1, maxBatch: 2, maxQueued: 3, sharedFailure: () => false });
+    const sent = [1, 2, 3, 4].map((i) => send(i));
+    const refused = await send(5).catch((error) => error);
+    expect(refused).toBeInstanceOf(Overloaded);
+    expect(db.batches).toEqual([[1]]);
+    await db.answerAll();
+    expect(await Promise.all(sent)).toEqual([10, 20, 30, 40]);
+    const later = send(6);
+    await db.answerAll();
+    expect(await later).toBe(60);
   });
 });

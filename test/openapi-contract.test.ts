@@ -6,6 +6,8 @@ import { buildApp } from '../src/http/app';
 import { silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
 import { openApiValidator } from './support/openapi-validator';
+import { eventually } from './support/receiver';
+import { MAX_QUEUED_POSTS } from '../src/domain/messages';
 
 // Every route driven through a validator built from the published document: any status, body or
 // header the document does not describe fails, and so does any documented status or example
@@ -123,6 +125,33 @@ test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or 
     if (method !== 'POST') continue;
     expect((await call(method, path, { key: opener.key, raw: '{"content": ' })).status).toBe(400);
     expect((await call(method, path, { key: opener.key, raw: 'x'.repeat(h.config.BODY_LIMIT_BYTES + 1) })).status).toBe(413);
+  }
+});
+
+test('a post beyond the queue of posts waiting for the database is 503 with Retry-After', async () => {
+  const busyThread = await h.thread(opener, [member]);
+  const path = pathOf('/api/threads/{threadId}/messages', busyThread);
+  const lock = await h.db.sql.reserve();
+  try {
+    await lock`begin`;
+    await lock`lock table messages in access exclusive mode`;
+    // Two statements in flight take up to 64 posts each; the queue holds the next MAX_QUEUED_POSTS.
+    const waiting = Array.from({ length: MAX_QUEUED_POSTS + 200 }, () => h.call('POST', path, { key: member.key, body: { content: 'queued' } }));
+    await eventually(async () => (await h.db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)[0]!.n >= 2);
+    const refused = await call('POST', path, { key: member.key, body: { content: 'one too many' } });
+    expect([refused.status, refused.headers.get('retry-after'), refused.body]).toEqual([
+      503,
+      '1',
+      { success: false, error: 'The service is busy: too many writes are waiting for the database. Retry in a moment.' },
+    ]);
+    await lock`rollback`;
+    const statuses = (await Promise.all(waiting)).map((r) => r.status);
+    const [stored] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${busyThread}`;
+    expect(statuses.filter((s) => s !== 201 && s !== 503)).toEqual([]);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(stored!.n);
+    expect(stored!.n).toBeGreaterThanOrEqual(MAX_QUEUED_POSTS);
+  } finally {
+    lock.release();
   }
 });
 

@@ -12,9 +12,18 @@ import { isDatabaseUnavailable } from './unavailable';
 export type BatchOptions = {
   maxInFlight: number;
   maxBatch: number;
+  // Items waiting for a statement, at most: beyond it an item is refused at once (Overloaded)
+  // rather than held in memory while the database falls further behind.
+  maxQueued?: number;
   // Errors that would fail each item alone just the same (the database is unavailable, say).
   sharedFailure: (error: unknown) => boolean;
 };
+
+export class Overloaded extends Error {
+  constructor() {
+    super('The service is busy: too many writes are waiting for the database. Retry in a moment.');
+  }
+}
 
 type Waiting<I, O> = { item: I; resolve: (value: O) => void; reject: (error: unknown) => void };
 
@@ -43,8 +52,10 @@ export function batcher<I, O>(run: (items: I[]) => Promise<O[]>, options: BatchO
     }
   };
 
+  const maxQueued = options.maxQueued ?? Number.POSITIVE_INFINITY;
   return (item) =>
     new Promise<O>((resolve, reject) => {
+      if (queue.length >= maxQueued) return reject(new Overloaded());
       queue.push({ item, resolve, reject });
       flush();
     });
@@ -54,12 +65,15 @@ export function batcher<I, O>(run: (items: I[]) => Promise<O[]>, options: BatchO
 // let one commit's WAL flush overlap the next statement's work and leave the rest of the pool to
 // reads; more in flight made smaller batches and fewer posts per second (bench: 4 827/s with
 // two, 3 871/s with four, same machine).
-export function batchedStatement<I, O>(run: (sql: Sql, items: I[]) => Promise<O[]>): (sql: Sql, item: I) => Promise<O> {
+export function batchedStatement<I, O>(
+  run: (sql: Sql, items: I[]) => Promise<O[]>,
+  { maxQueued }: { maxQueued?: number } = {},
+): (sql: Sql, item: I) => Promise<O> {
   const perPool = new WeakMap<Sql, (item: I) => Promise<O>>();
   return (sql, item) => {
     let send = perPool.get(sql);
     if (!send) {
-      send = batcher((items: I[]) => run(sql, items), { maxInFlight: 2, maxBatch: 64, sharedFailure: isDatabaseUnavailable });
+      send = batcher((items: I[]) => run(sql, items), { maxInFlight: 2, maxBatch: 64, maxQueued, sharedFailure: isDatabaseUnavailable });
       perPool.set(sql, send);
     }
     return send(item);

@@ -96,7 +96,10 @@ function accepted(row: PostOutcome, actor: Actor, threadId: string): PostedMessa
   return { id: row.id, threadId, createdAt: row.createdAt!.toISOString(), recipients: row.deliveryIds.length };
 }
 
-const posts = batchedStatement(insertPosts);
+// Posts waiting for their statement, at most (each holds up to 10 000 characters in memory): under
+// a burst the database works through a queue this long in well under a second.
+export const MAX_QUEUED_POSTS = 2_000;
+const posts = batchedStatement(insertPosts, { maxQueued: MAX_QUEUED_POSTS });
 
 // Every post's outcome, in the order given: the thread's state and whether the sender takes part
 // (null state: no such thread), and the message with its deliveries when it was created.

@@ -74,7 +74,7 @@ export function responses<S extends TSchema>(
   method: 'get' | 'post',
   status: 200 | 201,
   data: S,
-  own: Partial<Record<400 | 403 | 404, Examples>> = {},
+  own: Partial<Record<400 | 403 | 404 | 503, Examples>> = {},
 ) {
   const post = method === 'post' ? everyPost : { 400: {}, 413: undefined };
   const failures: Partial<Record<FailureStatus, Examples>> = {
@@ -84,7 +84,7 @@ export function responses<S extends TSchema>(
     404: own[404],
     413: post[413],
     500: everyRoute[500],
-    503: everyRoute[503],
+    503: { ...own[503], ...everyRoute[503] },
   };
   const out: Record<number, TSchema> = { [status]: Success(data) };
   for (const [code, examples] of Object.entries(failures)) {

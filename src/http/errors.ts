@@ -1,4 +1,5 @@
 import { Elysia, ValidationError } from 'elysia';
+import { Overloaded } from '../db/batcher';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
 import { DomainError } from '../domain/errors';
 import { describeValueError } from '../domain/validate';
@@ -29,6 +30,11 @@ export const errorHandling = (log: Logger) =>
     }
     if (cause instanceof BodyTooLarge) {
       set.status = 413;
+      return fail(cause.message);
+    }
+    if (cause instanceof Overloaded) {
+      set.status = 503;
+      set.headers['retry-after'] = '1';
       return fail(cause.message);
     }
     if (isDatabaseUnavailable(cause)) {

@@ -145,6 +145,7 @@ function addRequestIds(paths: Json) {
       (answer as Json).headers = {
         'X-Request-Id': { $ref: '#/components/headers/RequestId' },
         ...(status === '401' ? { 'WWW-Authenticate': { $ref: '#/components/headers/BearerChallenge' } } : {}),
+        ...(status === '503' ? { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } : {}),
       };
     }
   }
@@ -203,6 +204,11 @@ function buildDocument(app: AnyElysia, publicUrl: string | undefined) {
       parameters: { RequestId: { name: 'X-Request-Id', in: 'header', required: false, description: requestIdDescription, schema: requestIdSchema } },
       headers: {
         RequestId: { required: true, description: requestIdDescription, schema: requestIdSchema },
+        RetryAfter: {
+          required: false,
+          description: 'Seconds to wait before retrying, when the service is busy rather than its database away.',
+          schema: { type: 'string', pattern: '^[0-9]+$' },
+        },
         BearerChallenge: {
           required: true,
           description: 'RFC 6750: `Bearer realm="agent-messaging-service"`, with `error="invalid_token"` when a key was sent.',

@@ -8,6 +8,7 @@ import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, Th
 import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
 import { checkIdempotencyKey, type Idempotency } from '../domain/idempotency';
 import type { Config } from '../config';
+import { Overloaded } from '../db/batcher';
 import { agentAuth } from './agent-auth';
 import type { Logger } from '../log';
 import { jsonBody, ok, responses } from './envelope';
@@ -149,6 +150,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, conf
             ...idempotencyRefusals,
           },
           404: noSuchThread,
+          503: { busy: new Overloaded().message },
         }),
         detail: {
           ...jsonBody(NewMessage),

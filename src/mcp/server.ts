@@ -1,6 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Overloaded } from '../db/batcher';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
 import { DomainError } from '../domain/errors';
 import { internalError, statusOf } from '../http/envelope';
@@ -37,6 +38,7 @@ async function callTool(ctx: ToolContext, log: Logger, request: Request, name: s
     return success(await tool.run(ctx, input));
   } catch (error) {
     if (error instanceof DomainError) return refusal(error.message, statusOf[error.kind]);
+    if (error instanceof Overloaded) return refusal(error.message, 503);
     if (isDatabaseUnavailable(error)) {
       log.warn('database_unavailable', { door: 'mcp', tool: name, error: (error as Error).message });
       return refusal(DATABASE_UNAVAILABLE, 503);
