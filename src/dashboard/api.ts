@@ -117,7 +117,7 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
         ),
       { person: true },
     )
-    .get('/deliveries/events', ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request), { person: true })
+    .get('/deliveries/events', ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request, { log }), { person: true })
     .post('/deliveries/:deliveryId/resend', async ({ params }) => ok(await resendDelivery(sql, params.deliveryId)), {
       person: true,
     });

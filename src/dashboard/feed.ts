@@ -57,47 +57,68 @@ const SESSION_ENDED: Record<SessionEnd, string> = {
   'signed-out': 'You signed out; sign in again.',
 };
 
+// Bytes of events a browser may leave unread before its stream is closed. A page that stopped
+// reading (a sleeping laptop, a stalled connection) would otherwise hold every later change in the
+// server's memory; closed, its EventSource reconnects when it can and the page reloads its view.
+export const STREAM_BACKLOG_BYTES = 1_048_576;
+const HIGH_WATER_BYTES = 16 * 1024;
+
 // A server-sent event stream of delivery changes, with a comment every 20 s so that proxies keep
-// an idle stream open. Ends when the browser goes away, or when the session it was opened with
-// ends: then a last `session-ended` event says why, so that the page stops instead of reconnecting.
-export async function deliveryEvents(feed: DeliveryFeed, sessions: SessionStreams, token: string, request: Request): Promise<Response> {
+// an idle stream open. Ends when the browser goes away, when it falls too far behind, or when the
+// session it was opened with ends: then a last `session-ended` event says why, so that the page
+// stops instead of reconnecting.
+export async function deliveryEvents(
+  feed: DeliveryFeed,
+  sessions: SessionStreams,
+  token: string,
+  request: Request,
+  { backlogBytes = STREAM_BACKLOG_BYTES, log }: { backlogBytes?: number; log?: Logger } = {},
+): Promise<Response> {
   const encoder = new TextEncoder();
   let stop = () => {};
-  const stream = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      const send = (text: string) => {
-        try {
-          controller.enqueue(encoder.encode(text));
-        } catch {
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async start(controller) {
+        const finish = () => {
           stop();
-        }
-      };
-      const finish = () => {
+          try {
+            controller.close();
+          } catch {}
+        };
+        const send = (text: string) => {
+          // The bytes queued and not yet taken by the connection.
+          if (HIGH_WATER_BYTES - (controller.desiredSize ?? 0) > backlogBytes) {
+            log?.warn('dashboard_stream_dropped', { reason: 'the browser stopped reading', backlogBytes });
+            return finish();
+          }
+          try {
+            controller.enqueue(encoder.encode(text));
+          } catch {
+            stop();
+          }
+        };
+        const unsubscribe = await feed.subscribe((rows) => {
+          for (const row of rows) send(`event: delivery\ndata: ${JSON.stringify(row)}\n\n`);
+        });
+        const heartbeat = setInterval(() => send(': keep-alive\n\n'), 20_000);
+        const unwatch = sessions.watch(token, (why) => {
+          send(`event: session-ended\ndata: ${JSON.stringify({ error: SESSION_ENDED[why] })}\n\n`);
+          finish();
+        });
+        stop = () => {
+          clearInterval(heartbeat);
+          unsubscribe();
+          unwatch();
+        };
+        request.signal.addEventListener('abort', finish);
+        send('retry: 2000\nevent: ready\ndata: {}\n\n');
+      },
+      cancel() {
         stop();
-        try {
-          controller.close();
-        } catch {}
-      };
-      const unsubscribe = await feed.subscribe((rows) => {
-        for (const row of rows) send(`event: delivery\ndata: ${JSON.stringify(row)}\n\n`);
-      });
-      const heartbeat = setInterval(() => send(': keep-alive\n\n'), 20_000);
-      const unwatch = sessions.watch(token, (why) => {
-        send(`event: session-ended\ndata: ${JSON.stringify({ error: SESSION_ENDED[why] })}\n\n`);
-        finish();
-      });
-      stop = () => {
-        clearInterval(heartbeat);
-        unsubscribe();
-        unwatch();
-      };
-      request.signal.addEventListener('abort', finish);
-      send('retry: 2000\nevent: ready\ndata: {}\n\n');
+      },
     },
-    cancel() {
-      stop();
-    },
-  });
+    new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_BYTES }),
+  );
   return new Response(stream, {
     headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' },
   });
