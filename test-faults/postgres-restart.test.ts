@@ -52,13 +52,22 @@ async function doorbellLatency(key: string, threadId: string): Promise<number> {
   return at - started;
 }
 
-// Connections sitting in LISTEN: graphile-worker's own, and the one postgres.js shares between the
-// inbox wait and the dashboard feed (its last statement is whichever channel it listened to last).
+// Connections sitting in LISTEN: graphile-worker's own (its statement listens to two channels at
+// once), and the one postgres.js shares between the inbox wait, receipts, the agent cache, the
+// dashboard feed and the worker's nudges (its statement is whichever channel it listened to last).
 const listeners = () =>
   sql<{ query: string }[]>`
     select query from pg_stat_activity
     where datname = current_database() and state = 'idle' and query ilike 'listen%'`.then((rows) =>
-    rows.map((r) => (r.query.includes('jobs:insert') ? 'graphile-worker' : /^listen "ams_(inbox|delivery|agents)"$/.test(r.query) ? 'ams' : r.query)).sort(),
+    rows
+      .map((r) =>
+        r.query.startsWith('LISTEN "jobs:insert"; LISTEN "worker:migrate"')
+          ? 'graphile-worker'
+          : /^listen "(ams_(inbox|delivery|agents)|jobs:insert)"$/.test(r.query)
+            ? 'ams'
+            : r.query,
+      )
+      .sort(),
   );
 
 test('the server rides out a database restart: 503s while it is away, then LISTEN, doorbells and waits recover', async () => {

@@ -19,17 +19,36 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
     await embedded?.stop();
   };
   try {
-    await sql`select 1`.catch((error: unknown) => {
-      const which = embedded ? 'the embedded PostgreSQL' : 'DATABASE_URL';
-      throw new Error(`Could not connect to PostgreSQL at ${address(url)} (${which}): ${unreachable(error, config)}.`);
-    });
-    await migrate(sql, url);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await sql`select 1`.catch((error: unknown) => {
+          if (isBusy(error)) throw error;
+          const which = embedded ? 'the embedded PostgreSQL' : 'DATABASE_URL';
+          throw new Error(`Could not connect to PostgreSQL at ${address(url)} (${which}): ${unreachable(error, config)}.`);
+        });
+        await migrate(sql, url);
+        break;
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        const retryInMs = Math.min(BUSY_RETRY_FIRST_MS * 2 ** (attempt - 1), BUSY_RETRY_MAX_MS);
+        log.warn('database_busy', { attempt, error: (error as Error).message, retryInMs });
+        await Bun.sleep(retryInMs);
+      }
+    }
   } catch (error) {
     await close().catch(() => {});
     throw error;
   }
   return { sql, url, close };
 }
+
+// PostgreSQL out of connections (too_many_connections) or still starting (cannot_connect_now):
+// both pass by themselves, as other clients let go or the server comes up, so a starting instance
+// waits for them, saying so, rather than exiting to be restarted into the same refusal.
+const BUSY = new Set(['53300', '57P03']);
+const isBusy = (error: unknown) => BUSY.has((error as { code?: unknown } | null)?.code as string);
+const BUSY_RETRY_FIRST_MS = 250;
+const BUSY_RETRY_MAX_MS = 5_000;
 
 // Host and port only: the URL may hold a password.
 function address(url: string): string {

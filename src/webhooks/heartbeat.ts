@@ -1,5 +1,6 @@
 import type { Sql } from '../db/connect';
 import { releaseDeadWorkers, releaseLostJobs } from '../db/job-queue';
+import { isDatabaseUnavailable } from '../db/unavailable';
 import type { Logger } from '../log';
 
 export type HeartbeatOptions = {
@@ -27,7 +28,9 @@ export function startHeartbeat(sql: Sql, workerId: string, options: HeartbeatOpt
       if (lost > 0) log.warn('lost_jobs_released', { workerId, jobs: lost });
       if (released.length > 0 || lost > 0) options.onReleased();
     } catch (error) {
-      log.error('heartbeat_failed', { workerId, message: (error as Error).message });
+      // A beat missed while the database is away is the outage, logged as such by every part; the
+      // next beat that gets through releases what the outage left behind.
+      log[isDatabaseUnavailable(error) ? 'warn' : 'error']('heartbeat_failed', { workerId, message: (error as Error).message });
     }
   };
   let running = tick();

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Logger as WorkerLogger, run, type Runner, type WorkerEvents, type WorkerPool } from 'graphile-worker';
 import { retryDelays, type Config } from '../config';
 import type { Sql } from '../db/connect';
+import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown } from '../db/job-queue';
 import { workerPool } from '../db/worker-pool';
 import { NOTIFY_TASK, wakeAllParkedNotifyJobs } from '../domain/notify-jobs';
@@ -213,8 +214,15 @@ const replaceExitedWorkers: GraphileConfig.Plugin = {
 const levels = { error: 'error', warning: 'warn', info: 'debug', debug: 'debug' } as const;
 
 // graphile-worker's chatter goes to our log at debug level; its warnings and errors stay visible.
+// graphile-worker reports a lost or refused connection as an error; while the database is away
+// (or out of connections) that is the outage the other parts log as a warning, not a fault. node-pg
+// gives a dropped connection no code, only these messages.
+const OUTAGE = /Connection terminated unexpectedly|connection error and is not queryable/;
+
 function workerLogger(log: Logger) {
-  return new WorkerLogger((scope) => (level, message) => {
-    log[levels[level as keyof typeof levels] ?? 'debug']('graphile_worker', { message, ...scope });
+  return new WorkerLogger((scope) => (level, message, meta) => {
+    const error = (meta as { error?: unknown } | undefined)?.error;
+    const outage = level === 'error' && (isDatabaseUnavailable(error) || OUTAGE.test(message));
+    log[outage ? 'warn' : (levels[level as keyof typeof levels] ?? 'debug')]('graphile_worker', { message, ...scope });
   });
 }

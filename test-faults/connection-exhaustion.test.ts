@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { uniqueName, useHarness } from '../test/support/harness';
+import { pgGate } from '../test/support/pg-gate';
+import { eventually, receiver } from '../test/support/receiver';
+import { call, startService, type Service } from './support/service';
+
+// PostgreSQL out of connections while doorbells are owed, under the real server process: requests
+// get 503 in the envelope meanwhile, the process stays up, and once connections free up every
+// doorbell is rung without anyone stepping in.
+const h = useHarness();
+let gate: ReturnType<typeof pgGate>;
+let server: Service | undefined;
+beforeAll(() => {
+  gate = pgGate({ host: new URL(h.db.url).hostname, port: Number(new URL(h.db.url).port || 5432) });
+});
+afterAll(async () => {
+  await server?.stop();
+  gate?.stop();
+});
+// The handler takes its time, so that doorbells are in flight when the connections go.
+const hook = receiver(async () => {
+  await Bun.sleep(200);
+  return new Response('ok');
+});
+
+test('doorbells owed when PostgreSQL runs out of connections are all rung once it has some again', async () => {
+  gate.open();
+  const through = new URL(h.db.url);
+  through.hostname = '127.0.0.1';
+  through.port = String(gate.port);
+  server = await startService({ DATABASE_URL: through.toString(), DB_POOL_SIZE: '4', DB_CONNECT_TIMEOUT_S: '2' });
+  const sender = await h.agent(uniqueName('sender'));
+  const hooked = await h.agent(uniqueName('hooked'), { webhookUrl: hook.url('/exhausted') });
+  const threadId = await h.thread(sender, [hooked]);
+  const post = (content: string) => call(server!.base, 'POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content } });
+  for (let i = 0; i < 40; i++) expect((await post(`owed ${i}`)).status).toBe(201);
+
+  // Every connection the service holds is cut, and PostgreSQL refuses new ones.
+  gate.close();
+  gate.cutAll();
+  const refused = await post('while full');
+  expect([refused.status, refused.body]).toEqual([503, { success: false, error: 'The database is unavailable right now; try again in a moment.' }]);
+  await Bun.sleep(8_000);
+  const [waiting] = await h.db.sql`
+    select count(*)::int as n from deliveries d join messages m on m.id = d.message_id
+    where m.thread_id = ${threadId} and d.step = 'accepted'`;
+  expect(waiting!.n).toBeGreaterThan(0);
+
+  gate.open();
+  await eventually(async () => {
+    const [left] = await h.db.sql`
+      select count(*)::int as n from deliveries d join messages m on m.id = d.message_id
+      where m.thread_id = ${threadId} and d.step <> 'notified'`;
+    return left!.n === 0;
+  }, 60_000);
+  expect(server.proc.exitCode).toBeNull();
+  // The outage is logged as warnings; nothing in it is a fault.
+  expect(server.lines.filter((l) => l.level === 'error')).toEqual([]);
+  expect(server.lines.some((l) => l.event === 'database_unavailable')).toBe(true);
+}, 120_000);
