@@ -22,6 +22,11 @@ export const ConfigSchema = T.Object({
     pattern: '^$|^\\s*https?://[^\\s,/]+\\s*(,\\s*https?://[^\\s,/]+\\s*)*$',
     description: 'a comma-separated list of origins such as https://agents.example.com',
   }),
+  // History kept (domain/retention.ts): the attempt log and dead queue jobs are pruned after these
+  // many days; messages, with their deliveries, only if MESSAGE_RETENTION_DAYS is set.
+  ATTEMPT_LOG_RETENTION_DAYS: Int(30, 1),
+  DEAD_JOB_RETENTION_DAYS: Int(7, 1),
+  MESSAGE_RETENTION_DAYS: T.Optional(T.Integer({ minimum: 1 })),
   // How long an Idempotency-Key is remembered: a repeat within it answers the first answer.
   IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
   // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.

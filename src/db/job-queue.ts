@@ -108,3 +108,16 @@ export async function owedJobs(sql: Sql, task: string): Promise<{ owed: number; 
     where t.identifier = ${task} and j.attempts < j.max_attempts`;
   return { owed: row!.owed, oldestDueSeconds: Math.max(0, row!.oldest ?? 0) };
 }
+
+// Jobs graphile-worker gave up on (attempts used up, not running), last touched before `cutoff`:
+// a doorbell's job that died this way is long since re-published or failed by the domain.
+// Deleted a batch at a time, oldest first. Answers how many went.
+export async function deleteDeadJobs(sql: Sql, cutoff: Date, batch: number): Promise<number> {
+  const rows = await sql`
+    delete from graphile_worker._private_jobs where id in (
+      select id from graphile_worker._private_jobs
+      where attempts >= max_attempts and locked_at is null and updated_at < ${cutoff}
+      order by id limit ${batch})
+    returning 1`;
+  return rows.length;
+}

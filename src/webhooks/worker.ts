@@ -8,6 +8,7 @@ import { workerPool } from '../db/worker-pool';
 import { NOTIFY_TASK, wakeAllParkedNotifyJobs } from '../domain/notify-jobs';
 import { sweepIdempotencyKeys } from '../domain/idempotency';
 import { sweepExpiredSignIns } from '../domain/people';
+import { pruneHistory } from '../domain/retention';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { startHeartbeat } from './heartbeat';
@@ -18,6 +19,7 @@ import { REPUBLISH_TASK, republishTask } from './republish';
 
 const SWEEP_SIGN_INS_TASK = 'sweep_sign_ins';
 const SWEEP_IDEMPOTENCY_KEYS_TASK = 'sweep_idempotency_keys';
+const PRUNE_HISTORY_TASK = 'prune_history';
 
 // A doorbell parked behind its endpoint's cap is woken by this process when a slot frees; should
 // the process stop first, the job falls due by itself after this long and is tried again.
@@ -112,6 +114,15 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
     [SWEEP_IDEMPOTENCY_KEYS_TASK]: async () =>
       log.info('idempotency_keys_swept', await sweepIdempotencyKeys(sql, config.IDEMPOTENCY_RETENTION_MS)),
+    [PRUNE_HISTORY_TASK]: async () =>
+      log.info(
+        'history_pruned',
+        await pruneHistory(sql, {
+          attemptLogDays: config.ATTEMPT_LOG_RETENTION_DAYS,
+          deadJobDays: config.DEAD_JOB_RETENTION_DAYS,
+          messageDays: config.MESSAGE_RETENTION_DAYS ?? null,
+        }),
+      ),
   };
   const runner = await run({
     pgPool,
@@ -128,6 +139,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       `${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`,
       `0 * * * * ${SWEEP_SIGN_INS_TASK}`,
       `30 * * * * ${SWEEP_IDEMPOTENCY_KEYS_TASK}`,
+      `45 * * * * ${PRUNE_HISTORY_TASK}`,
     ].join('\n'),
   });
   const workerId = pool!.id;

@@ -1,0 +1,41 @@
+import { expect, test } from 'bun:test';
+import { pruneHistory } from '../src/domain/retention';
+import { uniqueName, useHarness } from './support/harness';
+
+// Pruning keeps what is recent and removes exactly what is past its period, on this file's own
+// database (no worker: jobs stay where the test puts them).
+const h = useHarness();
+
+test('the attempt log and dead jobs are pruned by age; messages only when a period is set', async () => {
+  const sender = await h.agent(uniqueName('sender'));
+  const hooked = await h.agent(uniqueName('hooked'), { webhookUrl: 'http://127.0.0.1:9/hook' });
+  const threadId = await h.thread(sender, [hooked]);
+  const old = await h.post(sender, threadId, 'from last year');
+  const recent = await h.post(sender, threadId, 'from today');
+  const [oldDelivery] = await h.db.sql`select id from deliveries where message_id = ${old.id}`;
+  const [recentDelivery] = await h.db.sql`select id from deliveries where message_id = ${recent.id}`;
+  for (const [delivery, age] of [[oldDelivery!.id, '40 days'], [oldDelivery!.id, '35 days'], [recentDelivery!.id, '1 day']] as const) {
+    await h.db.sql`
+      insert into delivery_attempts (delivery_id, publish, attempt, attempted_at, duration_ms, status)
+      values (${delivery}, 1, 1, now() - ${age}::interval, 12, 500)`;
+  }
+  await h.db.sql`update messages set created_at = now() - interval '400 days' where id = ${old.id}`;
+  // The old doorbell's job died long ago; the recent one is still queued.
+  await h.db.sql`
+    update graphile_worker._private_jobs set attempts = max_attempts, updated_at = now() - interval '10 days'
+    where key = ${`notify:${oldDelivery!.id}`}`;
+
+  const kept = { attemptLogDays: 30, deadJobDays: 7, messageDays: null };
+  expect(await pruneHistory(h.db.sql, kept)).toEqual({ attempts: 2, deadJobs: 1, messages: 0 });
+  const attempts = await h.db.sql`select delivery_id from delivery_attempts where delivery_id in (${oldDelivery!.id}, ${recentDelivery!.id})`;
+  expect(attempts.map((a) => a.delivery_id)).toEqual([recentDelivery!.id]);
+  const jobs = await h.db.sql`select key from graphile_worker._private_jobs where key in (${`notify:${oldDelivery!.id}`}, ${`notify:${recentDelivery!.id}`})`;
+  expect(jobs.map((j) => j.key)).toEqual([`notify:${recentDelivery!.id}`]);
+  expect((await h.db.sql`select id from messages where thread_id = ${threadId} order by id`).map((m) => m.id)).toEqual([old.id, recent.id]);
+
+  // With a message retention of a year: the old message goes, its delivery with it.
+  expect(await pruneHistory(h.db.sql, { ...kept, messageDays: 365 })).toEqual({ attempts: 0, deadJobs: 0, messages: 1 });
+  expect((await h.db.sql`select id from messages where thread_id = ${threadId}`).map((m) => m.id)).toEqual([recent.id]);
+  expect(await h.db.sql`select 1 from deliveries where id = ${oldDelivery!.id}`).toHaveLength(0);
+  expect(await h.db.sql`select 1 from deliveries where id = ${recentDelivery!.id}`).toHaveLength(1);
+});
