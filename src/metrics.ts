@@ -78,42 +78,29 @@ export function createMetrics() {
       if (figures) for (const [step, n] of Object.entries(figures.counts.byStep)) this.set({ step }, n);
     },
   });
-  new Gauge({
-    name: 'ams_deliveries_stalled',
-    help: 'Deliveries notified but not reported delivered within STALLED_AFTER_MS.',
-    registers: [registry],
-    async collect() {
-      const figures = await read();
-      if (figures) this.set(figures.counts.stalled);
-    },
-  });
-  new Gauge({
-    name: 'ams_deliveries_retrying',
-    help: 'Deliveries at Accepted whose last doorbell attempt failed and whose next one is scheduled.',
-    registers: [registry],
-    async collect() {
-      const figures = await read();
-      if (figures) this.set(figures.counts.retrying);
-    },
-  });
-  new Gauge({
-    name: 'ams_doorbell_jobs_owed',
-    help: 'Doorbell jobs still to run: queued, scheduled for a retry, parked or running.',
-    registers: [registry],
-    async collect() {
-      const figures = await read();
-      if (figures) this.set(figures.jobs.owed);
-    },
-  });
-  new Gauge({
-    name: 'ams_doorbell_oldest_due_seconds',
-    help: 'How long the oldest doorbell job that is due has waited to run (0 when none is due).',
-    registers: [registry],
-    async collect() {
-      const figures = await read();
-      if (figures) this.set(figures.jobs.oldestDueSeconds);
-    },
-  });
+  // A gauge of one figure from the shared database read, kept at its last value when the read fails.
+  const databaseFigure = (name: string, help: string, pick: (figures: NonNullable<Awaited<ReturnType<typeof read>>>) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        const figures = await read();
+        if (figures) this.set(pick(figures));
+      },
+    });
+  databaseFigure('ams_deliveries_stalled', 'Deliveries notified but not reported delivered within STALLED_AFTER_MS.', (f) => f.counts.stalled);
+  databaseFigure(
+    'ams_deliveries_retrying',
+    'Deliveries at Accepted whose last doorbell attempt failed and whose next one is scheduled.',
+    (f) => f.counts.retrying,
+  );
+  databaseFigure('ams_doorbell_jobs_owed', 'Doorbell jobs still to run: queued, scheduled for a retry, parked or running.', (f) => f.jobs.owed);
+  databaseFigure(
+    'ams_doorbell_oldest_due_seconds',
+    'How long the oldest doorbell job that is due has waited to run (0 when none is due).',
+    (f) => f.jobs.oldestDueSeconds,
+  );
   new Gauge({
     name: 'ams_database_connections',
     help: 'Connections the service holds on its database, all instances together, by state (active, idle, …).',

@@ -32,31 +32,30 @@ function caller(sql: Sql, cache: AgentCache, request: Request, set: Set): Promis
 // caller without a valid key always gets 401 and never learns what a valid request looks like.
 // `agentWithRawBody: true` does the same but hands the route the body as text, for a route that
 // answers a malformed body in its own protocol (MCP's JSON-RPC parse error).
-export const agentAuth = (sql: Sql, cache: AgentCache) =>
-  new Elysia({ name: 'agent-auth' }).macro({
+export const agentAuth = (sql: Sql, cache: AgentCache) => {
+  const checked = {
+    async transform({ request, set }: { request: Request; set: Set }) {
+      await caller(sql, cache, request, set);
+    },
+    async resolve({ request, set }: { request: Request; set: Set }) {
+      return { agent: await caller(sql, cache, request, set) };
+    },
+  };
+  return new Elysia({ name: 'agent-auth' }).macro({
     agent: {
       detail: { security: [{ agentKey: [] }] },
       async parse({ request, set }) {
         await caller(sql, cache, request, set);
         return readJsonBody(request);
       },
-      async transform({ request, set }) {
-        await caller(sql, cache, request, set);
-      },
-      async resolve({ request, set }) {
-        return { agent: await caller(sql, cache, request, set) };
-      },
+      ...checked,
     },
     agentWithRawBody: {
       async parse({ request, set }) {
         await caller(sql, cache, request, set);
         return readTextBody(request);
       },
-      async transform({ request, set }) {
-        await caller(sql, cache, request, set);
-      },
-      async resolve({ request, set }) {
-        return { agent: await caller(sql, cache, request, set) };
-      },
+      ...checked,
     },
   });
+};

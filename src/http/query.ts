@@ -9,6 +9,10 @@ TypeRegistry.Set(READ_BY_THE_DOMAIN, () => true);
 
 const documentedAs = (schema: Record<string, unknown>) => T.Unsafe<string | undefined>({ [Kind]: READ_BY_THE_DOMAIN, ...schema });
 
+// A bounded wait in seconds, read by the domain's waitSeconds().
+const waitParameter = (description: string) =>
+  T.Optional(documentedAs({ type: 'number', minimum: 0, maximum: LIMITS.inboxWaitSeconds, default: 0, description, examples: [30] }));
+
 export const LimitQuery = T.Object({
   limit: T.Optional(
     documentedAs({
@@ -30,15 +34,8 @@ export const InboxQuery = T.Object({
       examples: ['01a1ff80-d963-77fb-8efa-675ab5c7dfaa'],
     }),
   ),
-  wait: T.Optional(
-    documentedAs({
-      type: 'number',
-      minimum: 0,
-      maximum: LIMITS.inboxWaitSeconds,
-      default: 0,
-      description: `Seconds to hold the request while the inbox is empty, from 0 to ${LIMITS.inboxWaitSeconds}. It answers as soon as a message arrives, or with [] when the wait ends. Any other value is refused (400).`,
-      examples: [30],
-    }),
+  wait: waitParameter(
+    `Seconds to hold the request while the inbox is empty, from 0 to ${LIMITS.inboxWaitSeconds}. It answers as soon as a message arrives, or with [] when the wait ends. Any other value is refused (400).`,
   ),
 });
 
@@ -65,14 +62,5 @@ export const ReceiptsQuery = T.Object({
       description: 'Hold the request until every recipient has reached this step (or failed). Any other value is refused (400).',
     }),
   ),
-  wait: T.Optional(
-    documentedAs({
-      type: 'number',
-      minimum: 0,
-      maximum: LIMITS.inboxWaitSeconds,
-      default: 0,
-      description: `With waitFor: seconds to hold the request, from 0 to ${LIMITS.inboxWaitSeconds}. Any other value is refused (400).`,
-      examples: [30],
-    }),
-  ),
+  wait: waitParameter(`With waitFor: seconds to hold the request, from 0 to ${LIMITS.inboxWaitSeconds}. Any other value is refused (400).`),
 });
