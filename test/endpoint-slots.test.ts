@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { endpointOf, endpointSlots, SLOW_MS } from '../src/webhooks/endpoint-slots';
+import { endpointSlots, SLOW_MS } from '../src/webhooks/endpoint-slots';
 
 // The per-endpoint cap in isolation: small for an endpoint not yet heard from or slow, larger for
 // one that answers quickly (its extra slots from a shared reserve), and a quick endpoint's next

@@ -1,5 +1,4 @@
 import { beforeAll, expect, test } from 'bun:test';
-import { loadConfig } from '../src/config';
 import { cacheAgents } from '../src/db/agent-cache';
 import { connect } from '../src/db/connect';
 import { buildApp } from '../src/http/app';

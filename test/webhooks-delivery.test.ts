@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { eventually, receiver, sleep } from './support/receiver';
-import { attemptRows, deliveryRow, post, rewind, untilStep, useWorkerHarness, sign } from './support/webhooks';
+import { attemptRows, post, rewind, untilStep, useWorkerHarness, sign } from './support/webhooks';
 
 const { h } = useWorkerHarness();
 const hook = receiver();

@@ -3,7 +3,7 @@ import { setWebhook } from '../src/domain/agents';
 import { createLogger } from '../src/log';
 import { startWorker, type RunningWorker } from '../src/webhooks/worker';
 import { useHarness } from './support/harness';
-import { eventually, receiver } from './support/receiver';
+import { receiver } from './support/receiver';
 import { FAST_WEBHOOKS, post, sign, untilStep } from './support/webhooks';
 
 // A post puts the doorbell, as it stands, into its job; a worker that already holds the webhook's

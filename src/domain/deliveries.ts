@@ -1,6 +1,6 @@
 import type { Sql } from '../db/connect';
 import type { Agent } from './agents';
-import { invalid, notFound } from './errors';
+import { notFound } from './errors';
 import { isId } from './ids';
 import { toDelivered } from './delivery-steps';
 import { LIMITS, type InboxEntry } from './schemas';
