@@ -154,7 +154,7 @@ describe('agents', () => {
     expect(Buffer.from(row!.key_hash)).toEqual(sha256(res.body.data.apiKey));
     expect([row!.webhook_url, row!.signing_secret]).toEqual([null, null]);
     const list = await as('GET', '/agents');
-    const listed = list.body.data.find((a: any) => a.username === 'drafter');
+    const listed = list.body.data.items.find((a: any) => a.username === 'drafter');
     expect(listed).toEqual({ username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String) });
     expect(JSON.stringify(list.body)).not.toContain('agt_');
   });
@@ -232,12 +232,35 @@ describe('agents', () => {
   });
 });
 
+describe('lists a page at a time', () => {
+  test('agents and threads, newest first, with the cursor of the next page until the last', async () => {
+    for (let i = 0; i < 5; i++) await as('POST', '/agents', { username: `paged-${i}` });
+    const opened: string[] = [];
+    for (let i = 0; i < 3; i++) opened.push(await openThread(`Paged ${i}`));
+    const first = await as('GET', '/agents?limit=2');
+    expect(first.body.data.items.map((a: any) => a.username)).toEqual(['paged-4', 'paged-3']);
+    expect(first.body.data.next).toBe('paged-3');
+    const second = await as('GET', `/agents?limit=2&after=${first.body.data.next}`);
+    expect(second.body.data.items.map((a: any) => a.username)).toEqual(['paged-2', 'paged-1']);
+    const [count] = await h.db.sql`select count(*)::int as n from agents`;
+    const all = await as('GET', '/agents?limit=200');
+    expect([all.body.data.items.length, all.body.data.next]).toEqual([count!.n, null]);
+    const threads = await as('GET', '/threads?limit=2');
+    expect(threads.body.data.items.map((t: any) => t.id)).toEqual([opened[2], opened[1]]);
+    const rest = await as('GET', `/threads?limit=2&after=${threads.body.data.next}`);
+    expect(rest.body.data.items[0].id).toBe(opened[0]);
+    // A cursor that names nothing is an empty page, not an error.
+    expect((await as('GET', '/threads?after=not-an-id')).body.data).toEqual({ items: [], next: null });
+    expect((await as('GET', '/agents?after=nobody')).body.data).toEqual({ items: [], next: null });
+  });
+});
+
 describe('threads', () => {
   test('lists every thread with participants and state, closed ones included', async () => {
     const id = await openThread('Listed');
     await h.db.sql`update threads set state = 'closed' where id = ${id}`;
     const res = await as('GET', '/threads');
-    const thread = res.body.data.find((t: any) => t.id === id);
+    const thread = res.body.data.items.find((t: any) => t.id === id);
     expect(thread).toEqual({
       id,
       title: 'Listed',

@@ -213,6 +213,24 @@ test('the post form takes emoji up to the bounds the server counts in code point
   expect([...stored]).toEqual([{ content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]);
 }, 20_000);
 
+// The threads page pages with the same code (pagedList in dashboard.js).
+test('the agents page shows 50 at a time, the next page on "Show more agents"', async () => {
+  for (let i = 0; i < 55; i++) await h.agent(uniqueName('many'));
+  const [count] = await h.db.sql`select count(*)::int as n from agents`;
+  const shown = Math.min(count!.n as number, 100);
+  await page.goto(`${base}/dashboard/sign-in`);
+  await signIn('ada@example.com', 'ada');
+  await page.getByRole('link', { name: 'Agents' }).click();
+  const cards = page.locator('#agents > li');
+  await page.getByRole('button', { name: 'Show more agents' }).waitFor();
+  expect(await cards.count()).toBe(50);
+  await page.getByRole('button', { name: 'Show more agents' }).click();
+  await cards.nth(shown - 1).waitFor();
+  expect(await cards.count()).toBe(shown);
+  expect(await page.getByRole('button', { name: 'Show more agents' }).isVisible()).toBe(count!.n > 100);
+  await screenshot('agents-paged');
+}, 30_000);
+
 test('when the session expires, the live deliveries page says so instead of reconnecting', async () => {
   await page.goto(`${base}/dashboard/sign-in`);
   await signIn('ada@example.com', 'ada');

@@ -8,7 +8,7 @@ import { resendDelivery } from '../domain/delivery-steps';
 import { listLimit } from '../domain/limit';
 import { postMessage } from '../domain/messages';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people';
-import { confirmClose, declineClose, listThreads, removeParticipant } from '../domain/threads';
+import { confirmClose, declineClose, pageThreads, removeParticipant } from '../domain/threads';
 import { ok } from '../http/envelope';
 import type { Logger } from '../log';
 import { requestLog } from '../http/request-id';
@@ -23,6 +23,13 @@ const field = (body: unknown, name: string) =>
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
+// A page of a list: `limit` as every list reads it (default 50, cap 200), `after` the cursor the
+// previous page gave.
+const pageOf = (query: Record<string, string | undefined>) => ({
+  limit: listLimit(query.limit),
+  after: query.after === undefined || query.after === '' ? undefined : query.after,
+});
+
 export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: DashboardDeps) => {
   const policy = { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
   return new Elysia({ name: 'dashboard-api', prefix: '/dashboard/api' })
@@ -55,7 +62,7 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
       { person: true },
     )
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
-    .get('/agents', async () => ok(await listAgents(sql)), { person: true })
+    .get('/agents', async ({ query }) => ok(await listAgents(sql, pageOf(query))), { person: true })
     .post(
       '/agents',
       async ({ body, set }) => {
@@ -81,7 +88,7 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
     .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
       person: true,
     })
-    .get('/threads', async ({ person }) => ok(await listThreads(sql, personActor(person))), { person: true })
+    .get('/threads', async ({ query }) => ok(await pageThreads(sql, pageOf(query))), { person: true })
     .delete(
       '/threads/:threadId/participants/:username',
       async ({ person, params }) => ok(await removeParticipant(sql, personActor(person), params.threadId, params.username)),

@@ -1,5 +1,6 @@
 import type { Sql } from '../db/connect';
 import { notFound } from './errors';
+import type { Page } from './schemas';
 
 export type AgentSummary = {
   username: string;
@@ -10,18 +11,22 @@ export type AgentSummary = {
 };
 
 // Every agent, for the people who run them: newest first, archived ones included.
-export async function listAgents(sql: Sql): Promise<AgentSummary[]> {
+// Every agent, newest first, a page at a time: `after` is the last username of the page before.
+export async function listAgents(sql: Sql, { limit, after }: { limit: number; after?: string }): Promise<Page<AgentSummary>> {
   const rows = await sql`
     select username, archived_at is not null as archived, webhook_url as "webhookUrl",
            webhook_set_at as "webhookSetAt", created_at as "createdAt"
-    from agents order by id desc`;
-  return rows.map((r) => ({
+    from agents
+    ${after === undefined ? sql`` : sql`where id < (select id from agents where username = ${after})`}
+    order by id desc limit ${limit + 1}`;
+  const items = rows.slice(0, limit).map((r) => ({
     username: r.username,
     archived: r.archived,
     webhookUrl: r.webhookUrl,
     webhookSetAt: r.webhookSetAt ? (r.webhookSetAt as Date).toISOString() : null,
     createdAt: (r.createdAt as Date).toISOString(),
   }));
+  return { items, next: rows.length > limit ? items.at(-1)!.username : null };
 }
 
 // The signing secret stays readable by contract, so that a person can copy it into the handler.

@@ -5,6 +5,9 @@ import { Type as T, type Static } from '@sinclair/typebox';
 // A title names the record: the OpenAPI document publishes each titled schema once, under that
 // name, for generated clients to import.
 
+// One page of a list and the cursor of the next, or null when this was the last.
+export type Page<T> = { items: T[]; next: string | null };
+
 export const LIMITS = {
   title: 200,
   goal: 2000,

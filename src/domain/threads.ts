@@ -1,9 +1,9 @@
 import type { Queries, Sql } from '../db/connect';
-import type { Actor } from './agents';
+import type { Actor, Agent } from './agents';
 import { forbidden, invalid, notFound } from './errors';
 import { once, type Idempotency } from './idempotency';
 import { isId } from './ids';
-import { NewParticipant, NewThread, type ThreadRecord } from './schemas';
+import { NewParticipant, NewThread, type Page, type ThreadRecord } from './schemas';
 import { validate } from './validate';
 import { agentHoldsThread, agentSeesThread } from './visibility';
 
@@ -34,16 +34,25 @@ export async function getThread(sql: Queries, actor: Actor, threadId: string): P
   return toRecord(rows[0]);
 }
 
-export async function listThreads(sql: Sql, actor: Actor): Promise<ThreadRecord[]> {
-  const rows =
-    actor.kind === 'agent'
-      ? // The visibility rule as a join, so that the agent's own participations drive the scan.
-        await sql`${selectThreads(sql)}
-          join participants me on me.thread_id = t.id and me.agent_id = ${actor.id}
-          where t.state <> 'closed'
-          order by t.id desc`
-      : await sql`${selectThreads(sql)} order by t.id desc`;
+// The threads an agent sees, newest first: the visibility rule as a join, so that the agent's own
+// participations drive the scan.
+export async function listThreads(sql: Sql, agent: Agent): Promise<ThreadRecord[]> {
+  const rows = await sql`${selectThreads(sql)}
+    join participants me on me.thread_id = t.id and me.agent_id = ${agent.id}
+    where t.state <> 'closed'
+    order by t.id desc`;
   return rows.map(toRecord);
+}
+
+// Every thread, newest first, a page at a time for a person: `after` is the last id of the page
+// before (ids are time-ordered, so this walks the primary key).
+export async function pageThreads(sql: Sql, { limit, after }: { limit: number; after?: string }): Promise<Page<ThreadRecord>> {
+  if (after !== undefined && !isId(after)) return { items: [], next: null };
+  const rows = await sql`
+    ${selectThreads(sql)} ${after === undefined ? sql`` : sql`where t.id < ${after}`}
+    order by t.id desc limit ${limit + 1}`;
+  const items = rows.slice(0, limit).map(toRecord);
+  return { items, next: rows.length > limit ? items.at(-1)!.id : null };
 }
 
 // Usernames that name active agents, or a 400 naming the first that does not.

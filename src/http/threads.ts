@@ -31,7 +31,7 @@ const idempotencyRefusals = {
 export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, config: Config) =>
   new Elysia({ name: 'thread-routes', prefix: '/api/threads', detail: { tags: ['Threads'] } })
     .use(agentAuth(sql, agentCache))
-    .get('', async ({ agent }) => ok(await listThreads(sql, asActor(agent))), {
+    .get('', async ({ agent }) => ok(await listThreads(sql, agent)), {
       agent: true,
       response: responses('get', 200, t.Array(ThreadRecord)),
       detail: {

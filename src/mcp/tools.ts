@@ -136,7 +136,7 @@ export const tools: Record<string, Tool> = {
     input: T.Object({}),
     output: T.Object({ threads: T.Array(ThreadRecord) }),
     hints: reads,
-    run: async (ctx) => ({ threads: await listThreads(ctx.sql, asActor(ctx.agent)) }),
+    run: async (ctx) => ({ threads: await listThreads(ctx.sql, ctx.agent) }),
   },
   open_thread: {
     title: 'Open a thread',

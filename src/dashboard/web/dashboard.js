@@ -199,12 +199,33 @@ function agentCard(agent, reload, freshSecret) {
   return card;
 }
 
+// A list shown a page at a time: the first page on (re)load, the next one appended by the
+// "Show more" button, which is there only while the server has more.
+function pagedList(list, more, path, card) {
+  let next = null;
+  const show = async (first) => {
+    const page = await api('GET', first ? path : `${path}?after=${encodeURIComponent(next)}`);
+    const cards = page.items.map(card);
+    if (first) list.replaceChildren(...cards);
+    else list.append(...cards);
+    next = page.next;
+    more.hidden = next === null;
+    return page;
+  };
+  more.addEventListener('click', () => act(more, () => show(false)));
+  return () => show(true);
+}
+
 function agentsPage() {
   const list = $('#agents');
+  let fresh = { username: null, secret: null };
+  const firstPage = pagedList(list, $('#agents-more'), '/agents', (a) =>
+    agentCard(a, reload, a.username === fresh.username ? fresh.secret : null),
+  );
   async function reload(username, freshSecret) {
-    const agents = await api('GET', '/agents');
-    list.replaceChildren(...agents.map((a) => agentCard(a, reload, a.username === username ? freshSecret : null)));
-    $('#agents-empty').hidden = agents.length > 0;
+    fresh = { username, secret: freshSecret };
+    const page = await firstPage();
+    $('#agents-empty').hidden = page.items.length > 0;
   }
   const form = $('#create-agent');
   form.addEventListener('submit', async (event) => {
@@ -295,11 +316,10 @@ function threadCard(thread, reload) {
 }
 
 function threadsPage() {
-  const list = $('#threads');
+  const firstPage = pagedList($('#threads'), $('#threads-more'), '/threads', (t) => threadCard(t, reload));
   async function reload() {
-    const threads = await api('GET', '/threads');
-    list.replaceChildren(...threads.map((t) => threadCard(t, reload)));
-    $('#threads-empty').hidden = threads.length > 0;
+    const page = await firstPage();
+    $('#threads-empty').hidden = page.items.length > 0;
   }
   reload();
 }
@@ -431,9 +451,14 @@ function deliveriesPage() {
   };
 
   async function fillFilters() {
-    const [agents, threads] = await Promise.all([api('GET', '/agents'), api('GET', '/threads')]);
-    form.agent.append(...agents.map((a) => h('option', { value: a.username }, a.username)));
-    form.thread.append(...threads.map((t) => h('option', { value: t.id }, t.title)));
+    // The newest 200 of each to pick from; one named in the address is offered even if older.
+    const [agents, threads] = await Promise.all([api('GET', '/agents?limit=200'), api('GET', '/threads?limit=200')]);
+    const options = (select, items, chosen) => {
+      select.append(...items);
+      if (chosen && ![...select.options].some((o) => o.value === chosen)) select.append(h('option', { value: chosen }, chosen));
+    };
+    options(form.agent, agents.items.map((a) => h('option', { value: a.username }, a.username)), params.get('agent'));
+    options(form.thread, threads.items.map((t) => h('option', { value: t.id }, t.title)), params.get('thread'));
     form.agent.value = params.get('agent') ?? '';
     form.thread.value = params.get('thread') ?? '';
   }
