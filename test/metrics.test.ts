@@ -98,3 +98,13 @@ test('waiting inbox requests, the listener, the pool and the process', async () 
   expect((await answer).body.data).toHaveLength(1);
   expect((await scrape()).get('ams_inbox_waiting_requests')).toBe(0);
 });
+
+test('every series the Grafana dashboard in docs/ queries is one the service exports', async () => {
+  const dashboard = await Bun.file(new URL('../docs/grafana-dashboard.json', import.meta.url)).json();
+  const queried = new Set<string>();
+  for (const panel of dashboard.panels) for (const target of panel.targets) for (const name of target.expr.match(/ams_[a-z0-9_]+/g)) queried.add(name);
+  const exported = String((await h.call('GET', '/metrics', { key: TOKEN })).body);
+  const missing = [...queried].filter((name) => !new RegExp(`^${name}[{ ]`, 'm').test(exported));
+  expect(missing).toEqual([]);
+  expect(queried.size).toBeGreaterThan(10);
+});
