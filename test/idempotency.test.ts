@@ -60,13 +60,26 @@ describe('over HTTP', () => {
     expect((await postOnce(key, 'the first request', sender, otherThread)).status).toBe(400);
   });
 
-  test('keys are each agent’s own', async () => {
+  test('keys are each agent’s own, for each operation', async () => {
     const key = randomUUID();
     const mine = await postOnce(key, 'same key, two agents');
     const theirs = await postOnce(key, 'same key, two agents', recipient);
     expect([mine.status, theirs.status]).toEqual([201, 201]);
     expect(theirs.body.data.id).not.toBe(mine.body.data.id);
     expect(await messagesWith('same key, two agents')).toBe(2);
+    const opened = await h.call('POST', '/api/threads', { key: sender.key, body: { title: 'Same key, other operation' }, headers: { 'idempotency-key': key } });
+    expect(opened.status).toBe(201);
+  });
+
+  test('a repeat answers the first body exactly as it was written, keys in their order', async () => {
+    const key = randomUUID();
+    const open = () => callApp(h.app, 'POST', '/api/threads', {
+      headers: { authorization: `Bearer ${sender.key}`, 'idempotency-key': key },
+      body: { title: 'Byte for byte', goal: 'the same' },
+    });
+    const first = await open();
+    const again = await open();
+    expect(JSON.stringify(again.body)).toBe(JSON.stringify(first.body));
   });
 
   test('a refused request leaves its key free for the corrected one', async () => {

@@ -7,6 +7,7 @@ import { buildApp } from '../src/http/app';
 import { createLogger, silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
+import { NO_OAUTH } from '../src/mcp/routes';
 
 // The MCP transport as the specification (2025-11-25) and hosts expect it, over raw HTTP where the
 // point is the wire, and with the SDK's own client where the point is what a host sees.
@@ -88,6 +89,12 @@ describe('401 with a bearer challenge', () => {
     ]);
     const api = await h.call('GET', '/api/threads', { key: 'sk_not_ours' });
     expect(api.headers.get('www-authenticate')).toBe('Bearer realm="agent-messaging-service", error="invalid_token"');
+  });
+
+  test('OAuth registration, which mcp-remote tries after any 401, says what to send instead', async () => {
+    const res = await callApp(h.app, 'POST', '/register', { body: { client_name: 'mcp-remote', redirect_uris: ['http://localhost:1/cb'] } });
+    expect([res.status, res.body]).toEqual([404, { success: false, error: NO_OAUTH }]);
+    expect(NO_OAUTH).toContain('Authorization: Bearer agt_');
   });
 
   test('the SDK client shows our sentence', async () => {

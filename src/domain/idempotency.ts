@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import type { Queries, Sql } from '../db/connect';
 import { invalid } from './errors';
 
-// A request made again with the same Idempotency-Key by the same agent, within the retention,
-// answers what the first one answered and creates nothing. Keys are the agent's own: two agents
-// may use the same one.
+// A request made again with the same Idempotency-Key by the same agent for the same operation,
+// within the retention, answers what the first one answered and creates nothing. Keys are the
+// agent's own for each operation: two agents, or one agent's two operations, may use the same one.
 export type Idempotency = { key: string; retentionMs: number };
 export type Answer<T> = { status: number; data: T };
 
@@ -49,15 +49,16 @@ export async function once<T>(
   const fingerprint = fingerprintOf(operation, request);
   return sql.begin(async (tx) => {
     const [claimed] = await tx`
-      insert into idempotency_keys as k (agent_id, key, fingerprint)
-      values (${agentId}, ${idempotency.key}, ${fingerprint})
-      on conflict (agent_id, key) do update
+      insert into idempotency_keys as k (agent_id, operation, key, fingerprint)
+      values (${agentId}, ${operation}, ${idempotency.key}, ${fingerprint})
+      on conflict (agent_id, operation, key) do update
         set fingerprint = excluded.fingerprint, status = null, response = null, created_at = now()
         where k.created_at < now() - ${idempotency.retentionMs} * interval '1 millisecond'
       returning 1`;
     if (!claimed) {
       const [first] = await tx<{ fingerprint: string; status: number; response: T }[]>`
-        select fingerprint, status, response from idempotency_keys where agent_id = ${agentId} and key = ${idempotency.key}`;
+        select fingerprint, status, response from idempotency_keys
+        where agent_id = ${agentId} and operation = ${operation} and key = ${idempotency.key}`;
       if (first!.fingerprint !== fingerprint) {
         throw invalid(
           `Idempotency-Key ${idempotency.key} was already used for a different request; use a new key for a new request.`,
@@ -68,7 +69,7 @@ export async function once<T>(
     const answer = await create(tx);
     await tx`
       update idempotency_keys set status = ${answer.status}, response = ${tx.json(answer.data as never)}
-      where agent_id = ${agentId} and key = ${idempotency.key}`;
+      where agent_id = ${agentId} and operation = ${operation} and key = ${idempotency.key}`;
     return { ...answer, replayed: false };
   });
 }

@@ -12,6 +12,9 @@ import { requestLog } from '../http/request-id';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp } from './server';
 
+export const NO_OAUTH =
+  'This service offers no OAuth sign-in: an MCP client sends the agent key as "Authorization: Bearer agt_…". A 401 from /mcp means that key was missing, malformed, unknown or archived.';
+
 const isMcpPath = (url: string) => {
   const path = url.slice(url.indexOf('/', url.indexOf('//') + 2)).split('?')[0];
   return path === '/mcp';
@@ -31,6 +34,16 @@ export const mcpRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
       set.status = 403;
       return fail(refusal);
     })
+    // mcp-remote answers every 401 by starting OAuth and reports only what registration answered;
+    // until this service offers OAuth, that answer says what to do instead.
+    .post(
+      '/register',
+      ({ set }) => {
+        set.status = 404;
+        return fail(NO_OAUTH);
+      },
+      { detail: { hide: true } },
+    )
     .use(agentAuth(sql, agentCache))
     .post(
       '/mcp',
