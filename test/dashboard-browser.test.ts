@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test';
 import { invitePerson } from '../src/domain/people';
 import { EMOJI } from './support/emoji';
 import { uniqueName } from './support/harness';
-import { inPage, useDashboardBrowser } from './support/dashboard-browser';
+import { pageWidths, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
 
 // End to end in a real headless Chromium against the real server listening on a local port, as a
 // person would use it. Sessions are checked every 200 ms, so that an expired one ends the live view
@@ -142,12 +142,11 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   await page.setViewportSize({ width: 390, height: 844 });
   await row.waitFor();
   await docsShot('deliveries-phone');
-  const scroll = () => page.evaluate(() => [inPage.document.scrollingElement.scrollWidth, inPage.document.scrollingElement.clientWidth]);
-  const [wide, seen] = await scroll();
+  const [wide, seen] = await pageWidths(page);
   expect(wide).toBeLessThanOrEqual(seen!);
   if ((await failingRow.locator('.attempts').getAttribute('open')) === null) await failingRow.locator('.attempts > summary').click();
   const statusCell = failingRow.locator('.attempts tbody tr').first().locator('td[data-label="Status"]');
-  expect(await statusCell.evaluate((td) => inPage.getComputedStyle(td, '::before').content)).toBe('"Status: "');
+  expect(await statusCell.evaluate((td) => (globalThis as unknown as PageGlobals).getComputedStyle(td, '::before').content)).toBe('"Status: "');
   await b.screenshot('attempts-phone');
   await page.setViewportSize({ width: 1100, height: 800 });
 

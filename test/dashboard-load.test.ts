@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
 import { uniqueName, type TestAgent } from './support/harness';
-import { inPage, useDashboardBrowser } from './support/dashboard-browser';
+import { useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
 
 // The dashboard under steady traffic, in a real headless Chromium: what a person sees while
 // agents keep posting. Notified deliveries read as stalled after 3 s here.
@@ -21,16 +21,17 @@ const post = async (writer: TestAgent, threadId: string, content: string) =>
 // the test's are the machine's one clock).
 async function watchArrivals(attribute: string) {
   await b.page.evaluate((name) => {
+    const w = globalThis as unknown as PageGlobals;
     const seen: Record<string, number> = {};
-    inPage.arrivals = seen;
+    w.arrivals = seen;
     const look = () => {
-      for (const el of inPage.document.querySelectorAll(`[${name}]`)) seen[el.getAttribute(name)] ??= Date.now();
+      for (const el of w.document.querySelectorAll(`[${name}]`)) seen[el.getAttribute(name)] ??= Date.now();
     };
-    new inPage.MutationObserver(look).observe(inPage.document.querySelector('#app'), { childList: true, subtree: true, attributes: true });
+    new w.MutationObserver(look).observe(w.document.querySelector('#app'), { childList: true, subtree: true, attributes: true });
     look();
   }, attribute);
 }
-const arrivals = () => b.page.evaluate(() => inPage.arrivals as Record<string, number>);
+const arrivals = () => b.page.evaluate(() => (globalThis as unknown as PageGlobals).arrivals as Record<string, number>);
 
 async function openLive(path: string) {
   await b.page.goto(`${b.base}${path}`);

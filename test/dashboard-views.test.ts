@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import type { Route } from 'playwright-core';
 import { uniqueName, type TestAgent } from './support/harness';
-import { inPage, useDashboardBrowser } from './support/dashboard-browser';
+import { pageWidths, useDashboardBrowser } from './support/dashboard-browser';
 
 // The dashboard's views at hundreds of deliveries, and what each shows when something goes wrong,
 // in a real headless Chromium.
@@ -184,7 +184,7 @@ test('agents and threads a page at a time; a long unbroken goal never pushes a p
     for (const path of ['/dashboard/threads', `/dashboard/threads/${res.data.id}`, '/dashboard/deliveries', '/dashboard/agents']) {
       await openLive(path);
       await page.locator('.placeholder, [data-thread], [data-delivery], [data-agent]').first().waitFor();
-      const [wide, seen] = await page.evaluate(() => [inPage.document.scrollingElement.scrollWidth, inPage.document.scrollingElement.clientWidth]);
+      const [wide, seen] = await pageWidths(page);
       expect([path, wide]).toEqual([path, seen]);
     }
     await b.screenshot('thread-phone');

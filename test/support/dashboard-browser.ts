@@ -100,7 +100,8 @@ export function useDashboardBrowser(env: Record<string, string> = {}, viewport =
   return b;
 }
 
-// Runs in the page; the project's types have no DOM, so the page's globals are spelled out here.
+// The page's globals, for code that runs in the page (page.evaluate): the project's types have no
+// DOM, so they are spelled out here. Such code reaches them as `globalThis as unknown as PageGlobals`.
 export type PageGlobals = {
   document: {
     querySelector(selector: string): any;
@@ -111,4 +112,10 @@ export type PageGlobals = {
   MutationObserver: new (callback: () => void) => { observe(target: unknown, options: Record<string, boolean>): void };
   [name: string]: any;
 };
-export const inPage = globalThis as unknown as PageGlobals;
+
+// How wide the page's content is, and how wide its window: equal when nothing scrolls sideways.
+export const pageWidths = (page: Page) =>
+  page.evaluate(() => {
+    const { scrollWidth, clientWidth } = (globalThis as unknown as PageGlobals).document.scrollingElement;
+    return [scrollWidth, clientWidth];
+  });

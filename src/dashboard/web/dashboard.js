@@ -217,7 +217,8 @@ function usePagedList(path, filters) {
       if (gen !== state.current.gen) return;
       setView((v) => ({ status: 'ready', items: page.items, next: since ? (page.next ?? v.next) : page.next, error: null }));
     } catch (error) {
-      if (gen !== state.current.gen) return;
+      // An ended session is said once, at the top of the page.
+      if (gen !== state.current.gen || sessionOver) return;
       setView((v) => (v.items.length > 0 ? { ...v, error: error.message } : { ...v, status: 'error', error: error.message }));
     }
   }
@@ -706,7 +707,9 @@ function DeliveriesPage() {
           <button type="button" class="quiet" onClick=${() => setFilters({ ...filters, thread: '' })}>Show every thread</button></p>`
       : null}
     <${BulkResend} filters=${filters} onDone=${list.refresh} />
-    <h2 class="results">${view.status === 'ready' ? `${view.items.length}${view.next ? '+' : ''} ${filtered ? 'matching, ' : ''}newest first` : 'Deliveries'}</h2>
+    <h2 class="results">${view.status === 'ready'
+      ? `${view.items.length}${view.next ? '+' : ''} ${filtered ? 'matching ' : ''}${view.items.length === 1 ? 'delivery' : 'deliveries'}, newest first`
+      : 'Deliveries'}</h2>
     <p class="legend hint">Each recipient's delivery moves Accepted → Notified → Delivered → Fetched. Polling agents go straight from Accepted to Fetched.</p>
     <${ListState} view=${view} noun="deliveries" onRetry=${list.reset}
       empty=${filtered ? 'No deliveries match these filters.' : 'No deliveries yet: each message posted creates one per recipient, shown here as it moves.'} />
