@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test';
 import { invitePerson } from '../src/domain/people';
 import { EMOJI } from './support/emoji';
 import { uniqueName } from './support/harness';
-import { pageWidths, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
+import { pageWidths, untilCount, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
 
 // End to end in a real headless Chromium against the real server listening on a local port, as a
 // person would use it. Sessions are checked every 200 ms, so that an expired one ends the live view
@@ -80,7 +80,7 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   const card = page.locator(`[data-thread="${threadId}"]`);
   await card.waitFor();
   await card.getByLabel('Post as yourself').fill('Please confirm the date by Friday.');
-  await card.getByRole('button', { name: 'Post' }).click();
+  await card.getByRole('button', { name: 'Post', exact: true }).click();
   await card.getByText('Posted to 2 recipients.').waitFor();
   const [posted] = await h.db.sql`select id, sender from messages where thread_id = ${threadId}`;
   expect(posted!.sender).toBe('ada');
@@ -127,7 +127,7 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   await failingRow.getByText('Failed at Accepted: Handler answered 500').waitFor();
   await page.locator('[data-count="failed"]', { hasText: 'Failed 1' }).waitFor();
   await page.getByLabel('State').selectOption('failed');
-  await page.waitForFunction("document.querySelectorAll('[data-delivery]').length === 1");
+  await untilCount(page, '[data-delivery]', 1);
   expect(page.url()).toBe(`${base}/dashboard/deliveries?state=failed`);
   await b.screenshot('deliveries-failed');
   await failingRow.getByRole('button', { name: 'Resend' }).click();
@@ -183,13 +183,13 @@ test('the post form takes emoji up to the bounds the server counts in code point
   const card = page.locator(`[data-thread="${threadId}"]`);
   await card.getByLabel('Post as yourself').fill(EMOJI.repeat(10_000));
   await card.getByLabel('Summary').fill(EMOJI.repeat(201));
-  await card.getByRole('button', { name: 'Post' }).click();
+  await card.getByRole('button', { name: 'Post', exact: true }).click();
   const error = page.locator(`#post-error-${threadId}`);
   await error.getByText('summary must be at most 200 characters').waitFor();
   expect(await card.getByLabel('Summary').getAttribute('aria-invalid')).toBe('true');
   expect(await card.getByLabel('Summary').getAttribute('aria-describedby')).toBe(`post-error-${threadId}`);
   await card.getByLabel('Summary').fill(EMOJI.repeat(200));
-  await card.getByRole('button', { name: 'Post' }).click();
+  await card.getByRole('button', { name: 'Post', exact: true }).click();
   await card.getByText('Posted to 2 recipients.').waitFor();
   expect(await error.isVisible()).toBe(false);
   const stored = await h.db.sql`select content, summary from messages where thread_id = ${threadId}`;
@@ -212,7 +212,7 @@ test('when the session expires, the live page says so, keeps what is on it, and 
   await page.getByRole('alert').getByText('Your session expired; sign in again.').waitFor();
   await expect(page.locator('#live').textContent()).resolves.toBe('Signed out');
   // An action now says why it failed, next to it, and the page and its text stay.
-  await card.getByRole('button', { name: 'Post' }).click();
+  await card.getByRole('button', { name: 'Post', exact: true }).click();
   await page.locator(`#post-error-${thread.data.id}`, { hasText: 'Your session expired; sign in again.' }).waitFor();
   expect(await card.getByLabel('Post as yourself').inputValue()).toBe('Typed before the session ended');
   expect(page.url()).toBe(`${base}/dashboard/threads?q=Expiring`);

@@ -114,7 +114,7 @@ test('live updates and refreshes leave an open attempt log open and typed text i
   await h.db.sql`update deliveries set next_attempt_at = now() + interval '1 minute' where id = ${deliveryId}`;
   await row.getByText('Attempt log (2)').waitFor();
   for (let i = 0; i < 3; i++) await post(writer, threadId, `more ${i}`);
-  await page.waitForFunction(`document.querySelectorAll('[data-delivery]').length >= 4`);
+  await page.locator('[data-delivery]').nth(3).waitFor();
   await Bun.sleep(600);
   expect(await row.locator('.attempts').getAttribute('open')).toBe('');
   expect(await row.locator('.attempt-detail').first().getAttribute('open')).toBe('');

@@ -55,6 +55,7 @@ const idAt = (ms: number) => {
 };
 // A delivery's id is written a moment after its created_at (its transaction's start); a minute of
 // room either side lets the time range ride on the primary key and still be decided by created_at.
+// Times are given to the millisecond and stored to the microsecond: `to` takes its whole millisecond.
 const ID_CLOCK_ROOM_MS = 60_000;
 
 function stateSql(sql: Sql, state: DeliveryState, stalledAfterMs: number) {
@@ -85,5 +86,5 @@ export function filterSql(sql: Sql, f: DeliveryFilter, stalledAfterMs: number) {
                  or m.summary ilike ${pattern} or m.content ilike ${pattern})`
       : sql``}
     ${f.from ? sql`and d.id >= ${idAt(f.from.getTime() - ID_CLOCK_ROOM_MS)} and d.created_at >= ${f.from}` : sql``}
-    ${f.to ? sql`and d.id < ${idAt(f.to.getTime() + ID_CLOCK_ROOM_MS)} and d.created_at <= ${f.to}` : sql``}`;
+    ${f.to ? sql`and d.id < ${idAt(f.to.getTime() + ID_CLOCK_ROOM_MS)} and d.created_at < ${new Date(f.to.getTime() + 1)}` : sql``}`;
 }

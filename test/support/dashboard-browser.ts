@@ -119,3 +119,11 @@ export const pageWidths = (page: Page) =>
     const { scrollWidth, clientWidth } = (globalThis as unknown as PageGlobals).document.scrollingElement;
     return [scrollWidth, clientWidth];
   });
+
+// Waits until `selector` matches exactly `count` elements. (A string predicate would be evaluated
+// by the page, which its Content-Security-Policy forbids.)
+export const untilCount = (page: Page, selector: string, count: number) =>
+  page.waitForFunction(
+    ([s, n]) => (globalThis as unknown as PageGlobals).document.querySelectorAll(s as string).length === n,
+    [selector, count] as const,
+  );
