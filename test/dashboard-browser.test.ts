@@ -39,7 +39,7 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   // Only the first form shows (a display rule once overrode `hidden` and showed both).
   expect([await page.locator('#code-form').isVisible(), await page.locator('#verify-form').isVisible()]).toEqual([true, false]);
   await page.getByLabel('Email', { exact: true }).fill('ada@example.com');
-  await docsShot('sign-in');
+  await b.screenshot('sign-in');
   await signInOnPage('ada@example.com', 'ada');
   expect(page.url()).toBe(`${base}/dashboard/deliveries`);
   await page.getByText('No deliveries yet').waitFor();

@@ -226,3 +226,49 @@ test("a thread's own page: its messages with each recipient's step, live, and th
   await second.getByRole('link', { name: reader.username }).click();
   await untilCount(page, '[data-delivery]', 1);
 }, 30_000);
+
+// axe-core, the accessibility engine, run in the page on every view; it reports what breaks WCAG
+// rules it can check (heading order, names, contrast, landmarks …).
+async function axeViolations() {
+  const { page } = b;
+  if (!(await page.evaluate(() => 'axe' in globalThis))) await page.evaluate(await Bun.file(require.resolve('axe-core/axe.min.js')).text());
+  return page.evaluate(async () => {
+    const axe = (globalThis as unknown as PageGlobals).axe;
+    const result = await axe.run((globalThis as unknown as PageGlobals).document, { resultTypes: ['violations'] });
+    return (result.violations as { id: string; nodes: { target: string[] }[] }[]).map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+}
+
+test('no page breaks an accessibility rule axe-core checks, heading order included', async () => {
+  await b.signIn('ada@example.com', 'ada');
+  const { page } = b;
+  const writer = await h.agent(uniqueName('axe-w'));
+  const reader = await h.agent(uniqueName('axe-r'), { webhookUrl: 'http://127.0.0.1:9/axe' });
+  const threadId = await h.thread(writer, [reader], 'Accessible');
+  const { id } = await post(writer, threadId, 'checked by axe');
+  const [delivery] = await h.db.sql`select d.id from deliveries d where d.message_id = ${id}`;
+  await h.db.sql`insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status, response_body) values (${delivery!.id}, 1, 1, 20, 503, 'busy')`;
+  await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'gave up' where id = ${delivery!.id}`;
+  await b.agentCall('POST', `/api/threads/${threadId}/close`, writer.key);
+
+  const views: [string, () => Promise<unknown>][] = [
+    ['/dashboard/deliveries', async () => {
+      const row = page.locator(`[data-delivery="${delivery!.id}"]`);
+      await row.getByRole('button', { name: /^Details/ }).click();
+      await row.locator('.attempts > summary').click();
+      await row.locator('.attempt-detail > summary').click();
+    }],
+    ['/dashboard/deliveries?state=stalled', () => page.getByText('No deliveries match these filters.').waitFor()],
+    ['/dashboard/threads', () => page.locator(`[data-thread="${threadId}"]`).waitFor()],
+    [`/dashboard/threads/${threadId}`, () => page.locator('[data-message]').first().waitFor()],
+    ['/dashboard/agents', () => page.locator(`[data-agent="${reader.username}"]`).waitFor()],
+  ];
+  for (const [path, ready] of views) {
+    await openLive(path);
+    await ready();
+    expect([path, await axeViolations()]).toEqual([path, []]);
+  }
+  await b.context.clearCookies();
+  await page.goto(`${b.base}/dashboard/sign-in`);
+  expect(['sign-in', await axeViolations()]).toEqual(['sign-in', []]);
+}, 40_000);
