@@ -12,6 +12,8 @@ const b = useDashboardBrowser({ SESSION_CHECK_MS: '200' });
 const { h } = b;
 
 async function docsShot(name: string) {
+  // A passing notice would cover part of the picture.
+  await b.page.locator('#toast:not(.show)').waitFor({ state: 'attached' });
   await b.screenshot(name);
   if (process.env.UPDATE_SCREENSHOTS === '1') await b.page.screenshot({ path: `docs/screenshots/${name}.png` });
 }
@@ -140,8 +142,11 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   // log keeps its column names, one value per line.
   await page.getByLabel('State').selectOption('');
   await page.setViewportSize({ width: 390, height: 844 });
+  await page.reload();
   await row.waitFor();
+  expect(await page.getByLabel('Search').isVisible()).toBe(false);
   await docsShot('deliveries-phone');
+  await failingRow.getByRole('button', { name: /^Details/ }).click();
   const [wide, seen] = await pageWidths(page);
   expect(wide).toBeLessThanOrEqual(seen!);
   if ((await failingRow.locator('.attempts').getAttribute('open')) === null) await failingRow.locator('.attempts > summary').click();

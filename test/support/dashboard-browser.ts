@@ -56,7 +56,7 @@ export function useDashboardBrowser(env: Record<string, string> = {}, viewport =
 
   b.signIn = async (email, username) => {
     // Still signed in from an earlier test: nothing to do (each new code counts against the limits).
-    const held = (await b.context.cookies(b.base)).find((c) => c.name === 'ams_session');
+    const held = (await b.context.cookies(`${b.base}/dashboard/`)).find((c) => c.name === 'ams_session');
     if (held && (await fetch(`${b.base}/dashboard/api/me`, { headers: { cookie: `ams_session=${held.value}` } })).status === 200) return;
     const [known] = await h.db.sql`select 1 from people where email = ${email}`;
     if (!known) await invitePerson(h.db.sql, { email, username });

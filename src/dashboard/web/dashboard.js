@@ -624,6 +624,8 @@ function DeliveriesPage() {
   const [filters, setFilters] = useState(filtersFromAddress);
   const [formKey, setFormKey] = useState(0);
   const [expanded, setExpanded] = useState(() => new Set());
+  // On a phone the filters start folded, so that the deliveries are what the screen shows first.
+  const [roomy] = useState(() => matchMedia('(min-width: 601px)').matches);
   const [threadTitle, setThreadTitle] = useState(null);
   const list = usePagedList('/deliveries', filters);
   const { view } = list;
@@ -674,6 +676,8 @@ function DeliveriesPage() {
 
   return html`
     <h1>Deliveries</h1>
+    <details class="filter-box" open=${roomy}>
+    <summary>Filters${filtered ? ' (on)' : ''}</summary>
     <form key=${formKey} class="filters" role="search" aria-label="Filter deliveries" onSubmit=${apply}>
       <div class="field wide">
         <label for="filter-q">Search</label>
@@ -702,6 +706,7 @@ function DeliveriesPage() {
         ${filtered ? html`<button type="button" class="quiet" onClick=${clear}>Clear filters</button>` : null}
       </div>
     </form>
+    </details>
     ${filters.thread
       ? html`<p class="chip">Thread: <a href=${`/dashboard/threads/${filters.thread}`}>${threadTitle ?? filters.thread}</a>
           <button type="button" class="quiet" onClick=${() => setFilters({ ...filters, thread: '' })}>Show every thread</button></p>`
@@ -809,8 +814,7 @@ function ThreadBody({ thread, level }) {
   const Heading = `h${level}`;
   return html`
     ${thread.goal ? html`<p class="goal">${thread.goal}</p>` : null}
-    <p class="hint">Opened by ${thread.openedBy} · <${Time} iso=${thread.createdAt} /> ·
-      <a href=${`/dashboard/deliveries?thread=${thread.id}`}>Delivery progress</a></p>
+    <p class="hint">Opened by ${thread.openedBy} · <${Time} iso=${thread.createdAt} /> · <a href=${`/dashboard/deliveries?thread=${thread.id}`}>Delivery progress</a></p>
     <${Decision} thread=${thread} />
     <${Heading}>Participants<//>
     <${Participants} thread=${thread} />
