@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import type { Route } from 'playwright-core';
 import { uniqueName, type TestAgent } from './support/harness';
-import { pageWidths, untilCount, useDashboardBrowser } from './support/dashboard-browser';
+import { pageWidths, untilCount, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
 
 // The dashboard's views at hundreds of deliveries, and what each shows when something goes wrong,
 // in a real headless Chromium.
