@@ -9,3 +9,17 @@ declare module '*/standalone.js' {
   const path: string;
   export default path;
 }
+
+// The dashboard's vendored modules (Preact, its hooks, htm), imported `with { type: 'text' }`.
+declare module '*/preact.module.js' {
+  const text: string;
+  export default text;
+}
+declare module '*/hooks.module.js' {
+  const text: string;
+  export default text;
+}
+declare module '*/htm.module.js' {
+  const text: string;
+  export default text;
+}

@@ -39,13 +39,18 @@ const ROUTES: [string, string][] = [
   ['PUT', '/agents/alice/webhook'],
   ['DELETE', '/agents/alice/webhook'],
   ['GET', '/agents/bob/webhook/secret'],
+  ['GET', '/attention'],
   ['GET', '/threads'],
+  ['GET', `/threads/${ZERO_ID}`],
+  ['GET', `/threads/${ZERO_ID}/messages`],
   ['DELETE', `/threads/${ZERO_ID}/participants/bob`],
   ['POST', `/threads/${ZERO_ID}/confirm-close`],
   ['POST', `/threads/${ZERO_ID}/decline-close`],
   ['POST', `/threads/${ZERO_ID}/messages`],
   ['GET', '/deliveries'],
   ['GET', '/deliveries/events'],
+  ['GET', '/deliveries/failed-in-view'],
+  ['POST', '/deliveries/resend-failed'],
   ['POST', `/deliveries/${ZERO_ID}/resend`],
 ];
 
@@ -155,7 +160,7 @@ describe('agents', () => {
     expect([row!.webhook_url, row!.signing_secret]).toEqual([null, null]);
     const list = await as('GET', '/agents');
     const listed = list.body.data.items.find((a: any) => a.username === 'drafter');
-    expect(listed).toEqual({ username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String) });
+    expect(listed).toEqual({ id: expect.any(String), username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String) });
     expect(JSON.stringify(list.body)).not.toContain('agt_');
   });
 
@@ -233,25 +238,34 @@ describe('agents', () => {
 });
 
 describe('lists a page at a time', () => {
-  test('agents and threads, newest first, with the cursor of the next page until the last', async () => {
+  test('agents and threads, newest first, by key: the cursor of the next page until the last, and a refresh down to an id', async () => {
     for (let i = 0; i < 5; i++) await as('POST', '/agents', { username: `paged-${i}` });
     const opened: string[] = [];
     for (let i = 0; i < 3; i++) opened.push(await openThread(`Paged ${i}`));
     const first = await as('GET', '/agents?limit=2');
     expect(first.body.data.items.map((a: any) => a.username)).toEqual(['paged-4', 'paged-3']);
-    expect(first.body.data.next).toBe('paged-3');
+    expect(first.body.data.next).toBe(first.body.data.items[1].id);
     const second = await as('GET', `/agents?limit=2&after=${first.body.data.next}`);
     expect(second.body.data.items.map((a: any) => a.username)).toEqual(['paged-2', 'paged-1']);
+    // What a live page reads to refresh the two pages it shows: everything down to the oldest one.
+    const refreshed = await as('GET', `/agents?since=${second.body.data.next}&limit=500`);
+    expect(refreshed.body.data.items.map((a: any) => a.username)).toEqual(['paged-4', 'paged-3', 'paged-2', 'paged-1']);
     const [count] = await h.db.sql`select count(*)::int as n from agents`;
-    const all = await as('GET', '/agents?limit=200');
+    const all = await as('GET', '/agents?limit=500');
     expect([all.body.data.items.length, all.body.data.next]).toEqual([count!.n, null]);
+    expect((await as('GET', '/agents?q=GED-3')).body.data.items.map((a: any) => a.username)).toEqual(['paged-3']);
+    // The search's own wildcards are taken literally.
+    expect((await as('GET', '/agents?q=paged_%25')).body.data.items).toEqual([]);
     const threads = await as('GET', '/threads?limit=2');
     expect(threads.body.data.items.map((t: any) => t.id)).toEqual([opened[2], opened[1]]);
     const rest = await as('GET', `/threads?limit=2&after=${threads.body.data.next}`);
     expect(rest.body.data.items[0].id).toBe(opened[0]);
-    // A cursor that names nothing is an empty page, not an error.
-    expect((await as('GET', '/threads?after=not-an-id')).body.data).toEqual({ items: [], next: null });
-    expect((await as('GET', '/agents?after=nobody')).body.data).toEqual({ items: [], next: null });
+    expect((await as('GET', '/threads?q=paged 1')).body.data.items.map((t: any) => t.id)).toEqual([opened[1]]);
+    // A cursor that is not an id from the list is refused, with a sentence naming it.
+    expect(await as('GET', '/threads?after=not-an-id')).toMatchObject({ status: 400, body: { success: false, error: 'after must be an id taken from the list' } });
+    expect(await as('GET', '/agents?since=nobody')).toMatchObject({ status: 400, body: { success: false, error: 'since must be an id taken from the list' } });
+    expect(await as('GET', '/threads?state=shut')).toMatchObject({ status: 400, body: { error: 'state must be one of open, close-pending, closed' } });
+    expect(await as('GET', `/agents?q=${'x'.repeat(201)}`)).toMatchObject({ status: 400, body: { error: 'q must be at most 200 characters' } });
   });
 });
 
@@ -369,8 +383,9 @@ describe('threads', () => {
 describe('deliveries', () => {
   let threadId: string;
   let messageId: string;
-  const deliveryOf = async (username: string) =>
-    (await h.db.sql`select d.id from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${messageId} and a.username = ${username}`)[0]!.id as string;
+  const deliveryOf = async (username: string, message = messageId) =>
+    (await h.db.sql`select d.id from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${message} and a.username = ${username}`)[0]!.id as string;
+  const ids = (res: { body: any }) => res.body.data.items.map((d: any) => d.id);
 
   beforeAll(async () => {
     threadId = await openThread('Progress');
@@ -378,7 +393,7 @@ describe('deliveries', () => {
     messageId = posted.body.data.id;
   });
 
-  test('per message, each recipient with its step, times and attempt log', async () => {
+  test('one row per delivery, newest first, with its step, times, doorbell payload and attempt log', async () => {
     const bobDelivery = await deliveryOf('bob');
     await h.db.sql`
       insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status, error)
@@ -386,46 +401,92 @@ describe('deliveries', () => {
     await h.db.sql`update deliveries set step = 'notified', notified_at = now() where id = ${bobDelivery}`;
     const res = await as('GET', `/deliveries?thread=${threadId}`);
     expect(res.status).toBe(200);
-    expect(res.body.data).toHaveLength(1);
-    const [message] = res.body.data;
-    expect(message).toMatchObject({ id: messageId, threadId, thread: 'Progress', sender: 'alice', summary: 'Progress check' });
-    expect(message.deliveries.map((d: any) => [d.recipient, d.step, d.stalled, d.webhook])).toEqual([
-      ['bob', 'notified', false, true],
+    expect(res.body.data.next).toBeNull();
+    const rows = res.body.data.items;
+    expect(rows.map((d: any) => [d.recipient, d.step, d.stalled, d.webhook])).toEqual([
       ['carol', 'accepted', false, false],
+      ['bob', 'notified', false, true],
     ]);
+    const bob = rows[1];
+    expect(bob).toMatchObject({ messageId, threadId, thread: 'Progress', sender: 'alice', summary: 'Progress check' });
     const none = { resend: 0, responseBody: null, requestHeaders: null, interrupted: false };
-    expect(message.deliveries[0].attempts).toEqual([
+    expect(bob.attempts).toEqual([
       { attemptedAt: expect.any(String), publish: 1, attempt: 1, status: 503, durationMs: 120, error: 'HTTP 503', ...none },
       { attemptedAt: expect.any(String), publish: 1, attempt: 2, status: 200, durationMs: 35, error: null, ...none },
     ]);
-    expect(message.deliveries[0]).toMatchObject({ retrying: false, nextAttemptAt: null, lastError: null });
-    expect(message.deliveries[0].notifiedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(bob).toMatchObject({ retrying: false, nextAttemptAt: null, lastError: null });
+    expect(bob.notifiedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    // It turns Stalled STALLED_AFTER_MS after it was notified, unless reported first.
+    expect(Date.parse(bob.stallsAt) - Date.parse(bob.notifiedAt)).toBe(h.config.STALLED_AFTER_MS);
+    expect(JSON.parse(bob.payload)).toEqual({
+      event: 'message.created',
+      data: { deliveryId: bobDelivery, messageId, threadId, threadTitle: 'Progress', sender: 'alice', summary: 'Progress check' },
+    });
+    expect(rows[0]).toMatchObject({ payload: null, stallsAt: null });
   });
 
-  test('filters: stalled, failed, by agent, by thread', async () => {
+  test('filters: a state, a recipient, a thread, a search by id or text, a time range; each refusal names its value', async () => {
     const bobDelivery = await deliveryOf('bob');
     const carolDelivery = await deliveryOf('carol');
     await h.db.sql`update deliveries set notified_at = now() - interval '1 hour' where id = ${bobDelivery}`;
     await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'Handler answered 401' where id = ${carolDelivery}`;
 
-    const stalled = await as('GET', '/deliveries?stalled=true');
-    expect(stalled.body.data.flatMap((m: any) => m.deliveries.map((d: any) => [d.id, d.stalled]))).toEqual([[bobDelivery, true]]);
-    const failed = await as('GET', '/deliveries?failed=true');
-    expect(failed.body.data.flatMap((m: any) => m.deliveries.map((d: any) => [d.id, d.failedStep, d.error]))).toEqual([
-      [carolDelivery, 'accepted', 'Handler answered 401'],
-    ]);
-    const byAgent = await as('GET', `/deliveries?agent=bob&thread=${threadId}`);
-    expect(byAgent.body.data.flatMap((m: any) => m.deliveries.map((d: any) => d.recipient))).toEqual(['bob']);
-    expect((await as('GET', '/deliveries?agent=nobody')).body.data).toEqual([]);
+    expect(ids(await as('GET', '/deliveries?state=stalled'))).toEqual([bobDelivery]);
+    const failed = await as('GET', '/deliveries?state=failed');
+    expect(failed.body.data.items.map((d: any) => [d.id, d.failedStep, d.error])).toEqual([[carolDelivery, 'accepted', 'Handler answered 401']]);
+    expect(ids(await as('GET', `/deliveries?agent=bob&thread=${threadId}`))).toEqual([bobDelivery]);
+    expect(ids(await as('GET', '/deliveries?agent=nobody'))).toEqual([]);
+    // By delivery id, by message id, by thread id; by text in the body, the title or a name.
+    expect(ids(await as('GET', `/deliveries?q=${bobDelivery}`))).toEqual([bobDelivery]);
+    expect(ids(await as('GET', `/deliveries?q=${messageId}`))).toEqual([carolDelivery, bobDelivery]);
+    expect(ids(await as('GET', `/deliveries?q=${threadId}&agent=carol`))).toEqual([carolDelivery]);
+    expect(ids(await as('GET', '/deliveries?q=SECOND LINE'))).toEqual([carolDelivery, bobDelivery]);
+    expect(ids(await as('GET', `/deliveries?q=progress&thread=${threadId}&agent=carol`))).toEqual([carolDelivery]);
+    expect(ids(await as('GET', '/deliveries?q=no such words anywhere'))).toEqual([]);
+    const [{ created }] = await h.db.sql`select created_at as created from deliveries where id = ${bobDelivery}` as any;
+    const at = (created as Date).getTime();
+    const iso = (ms: number) => new Date(ms).toISOString();
+    expect(ids(await as('GET', `/deliveries?thread=${threadId}&from=${iso(at - 1000)}&to=${iso(at + 1000)}`))).toEqual([carolDelivery, bobDelivery]);
+    expect(ids(await as('GET', `/deliveries?thread=${threadId}&from=${iso(at + 1000)}`))).toEqual([]);
+    expect(ids(await as('GET', `/deliveries?thread=${threadId}&to=${iso(at - 1000)}`))).toEqual([]);
+
+    for (const [q, error] of [
+      ['state=lost', 'state must be one of failed, retrying, stalled, accepted, notified, delivered, fetched'],
+      ['thread=not-an-id', 'thread must be a thread id'],
+      ['from=yesterday', 'from must be a date and time such as 2026-11-23T09:30:00Z'],
+      ['from=2026-11-23T10:00:00Z&to=2026-11-23T09:00:00Z', 'from must be earlier than to'],
+      ['after=7', 'after must be an id taken from the list'],
+      [`q=${'x'.repeat(201)}`, 'q must be at most 200 characters'],
+    ]) {
+      expect([q, await as('GET', `/deliveries?${q}`)]).toMatchObject([q, { status: 400, body: { success: false, error } }]);
+    }
 
     // Newer deliveries that are Notified but not yet stalled do not crowd the stalled one off the page.
     for (const content of ['newer one', 'newer two']) {
       const posted = await h.call('POST', `/api/threads/${threadId}/messages`, { key: alice.key, body: { content } });
       await h.db.sql`update deliveries set step = 'notified', notified_at = now() where message_id = ${posted.body.data.id}`;
     }
-    const firstPage = await as('GET', '/deliveries?stalled=true&limit=1');
-    expect(firstPage.body.data.flatMap((m: any) => m.deliveries.map((d: any) => d.id))).toEqual([bobDelivery]);
-    expect((await as('GET', '/deliveries?thread=not-an-id')).body.data).toEqual([]);
+    const firstPage = await as('GET', '/deliveries?state=stalled&limit=1');
+    expect([ids(firstPage), firstPage.body.data.next]).toEqual([[bobDelivery], null]);
+    // Paged by key: the second page starts after the cursor whatever arrived meanwhile.
+    const page1 = await as('GET', `/deliveries?thread=${threadId}&limit=3`);
+    await h.call('POST', `/api/threads/${threadId}/messages`, { key: alice.key, body: { content: 'newest' } });
+    const page2 = await as('GET', `/deliveries?thread=${threadId}&limit=3&after=${page1.body.data.next}`);
+    expect([...ids(page1), ...ids(page2)]).toEqual((await h.db.sql`
+      select id from deliveries where thread_id = ${threadId} and id <= ${page1.body.data.items[0].id} order by id desc`).map((r) => r.id));
+  });
+
+  test('what needs a person is counted for the navigation, by the rules the filters use', async () => {
+    const res = await as('GET', '/attention');
+    const [row] = await h.db.sql`
+      select count(*) filter (where step = 'failed')::int as failed,
+             count(*) filter (where step = 'accepted' and next_attempt_at is not null)::int as retrying,
+             count(*) filter (where step = 'notified' and delivered_at is null and notified_at < now() - interval '5 minutes')::int as stalled
+      from deliveries`;
+    const [threads] = await h.db.sql`select count(*) filter (where state = 'close-pending')::int as n from threads`;
+    expect(res.body.data).toEqual({ ...row, closeRequests: threads!.n, nextStallAt: expect.any(String) });
+    expect(row!.failed).toBeGreaterThan(0);
+    expect(row!.stalled).toBeGreaterThan(0);
   });
 
   test('resend a failed delivery: back to Accepted, attempts counted afresh, log kept', async () => {
@@ -440,18 +501,88 @@ describe('deliveries', () => {
     });
     expect(await as('POST', `/deliveries/${ZERO_ID}/resend`)).toMatchObject({ status: 404 });
   });
+
+  test('bulk resend: the Failed deliveries in view, up to the newest counted, each resent or refused by the rule', async () => {
+    const bulkThread = await openThread('Bulk');
+    for (let i = 0; i < 3; i++) await h.call('POST', `/api/threads/${bulkThread}/messages`, { key: alice.key, body: { content: `bulk ${i}` } });
+    await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'gave up' where thread_id = ${bulkThread}`;
+    // Six failed: bob and carol for each of three messages. Carol is archived: hers cannot go out.
+    const view = `thread=${bulkThread}`;
+    const counted = await as('GET', `/deliveries/failed-in-view?${view}`);
+    const [newest] = await h.db.sql`select max(id::text) as id from deliveries where thread_id = ${bulkThread}`;
+    expect(counted.body.data).toEqual({ failed: 6, upTo: newest!.id });
+    // One more fails after the count: it is not resent by the confirmation of six.
+    const late = (await h.call('POST', `/api/threads/${bulkThread}/messages`, { key: alice.key, body: { content: 'bulk late' } })).body.data.id;
+    await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'gave up' where message_id = ${late}`;
+    await h.db.sql`update agents set archived_at = now() where username = 'carol'`;
+    try {
+      expect(await as('POST', '/deliveries/resend-failed', { thread: bulkThread })).toMatchObject({
+        status: 400,
+        body: { error: 'upTo must be the id of the newest Failed delivery counted, as the count answered it' },
+      });
+      const res = await as('POST', '/deliveries/resend-failed', { thread: bulkThread, upTo: counted.body.data.upTo });
+      expect(res.body).toEqual({ success: true, data: { resent: 3, refused: [{ reason: 'its recipient is archived', count: 3 }] } });
+      const steps = await h.db.sql`
+        select a.username, d.message_id = ${late} as late, d.step, d.resends from deliveries d join agents a on a.id = d.recipient_id
+        where d.thread_id = ${bulkThread} order by d.message_id, a.username`;
+      expect(steps.map((r) => [r.username, r.late, r.step, r.resends])).toEqual([
+        ...[0, 1, 2].flatMap(() => [['bob', false, 'accepted', 1], ['carol', false, 'failed', 0]]),
+        ['bob', true, 'failed', 0],
+        ['carol', true, 'failed', 0],
+      ]);
+      // A filter with no Failed deliveries in it counts none and resends none.
+      expect((await as('GET', `/deliveries/failed-in-view?${view}&agent=bob&state=accepted`)).body.data).toEqual({ failed: 0, upTo: null });
+    } finally {
+      await h.db.sql`update agents set archived_at = null where username = 'carol'`;
+    }
+  });
+});
+
+describe('thread view', () => {
+  test("a thread and its messages, newest first, each with its recipients' steps", async () => {
+    const id = await openThread('Viewed');
+    const first = await h.call('POST', `/api/threads/${id}/messages`, { key: alice.key, body: { content: 'one' } });
+    const second = await h.call('POST', `/api/threads/${id}/messages`, { key: alice.key, body: { content: 'two\nlines', summary: 'Two' } });
+    await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'x' where message_id = ${first.body.data.id}
+                   and recipient_id = (select id from agents where username = 'bob')`;
+    expect((await as('GET', `/threads/${id}`)).body.data).toMatchObject({ id, title: 'Viewed', state: 'open', openedBy: 'alice' });
+    const res = await as('GET', `/threads/${id}/messages?limit=1`);
+    expect(res.body.data.items).toEqual([
+      {
+        id: second.body.data.id,
+        sender: 'alice',
+        content: 'two\nlines',
+        summary: 'Two',
+        createdAt: second.body.data.createdAt,
+        deliveries: [
+          { deliveryId: expect.any(String), recipient: 'bob', step: 'accepted', failedStep: null, stalled: false, retrying: false },
+          { deliveryId: expect.any(String), recipient: 'carol', step: 'accepted', failedStep: null, stalled: false, retrying: false },
+        ],
+      },
+    ]);
+    const older = await as('GET', `/threads/${id}/messages?after=${res.body.data.next}`);
+    expect(older.body.data.items.map((m: any) => [m.content, m.deliveries.map((d: any) => d.step)])).toEqual([['one', ['failed', 'accepted']]]);
+    expect(older.body.data.next).toBeNull();
+    expect(await as('GET', `/threads/${ZERO_ID}/messages`)).toMatchObject({ status: 404, body: { error: 'No such thread.' } });
+    expect(await as('GET', '/threads/not-an-id')).toMatchObject({ status: 404 });
+  });
 });
 
 describe('pages', () => {
   test('without a session the pages send you to sign in; with one they are served with a strict policy', async () => {
     const away = await h.send('GET', '/dashboard/deliveries');
-    expect([away.status, away.headers.get('location')]).toEqual([303, '/dashboard/sign-in']);
-    for (const page of ['deliveries', 'threads', 'agents']) {
+    expect([away.status, away.headers.get('location')]).toEqual([303, '/dashboard/sign-in?next=%2Fdashboard%2Fdeliveries']);
+    const deep = await h.send('GET', `/dashboard/threads/${ZERO_ID}?x=1`);
+    expect(deep.headers.get('location')).toBe(`/dashboard/sign-in?next=${encodeURIComponent(`/dashboard/threads/${ZERO_ID}?x=1`)}`);
+    for (const page of ['deliveries', 'threads', 'agents', `threads/${ZERO_ID}`]) {
       const res = await h.send('GET', `/dashboard/${page}`, { cookie });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
-      expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
-      expect(res.body).toContain(`data-page="${page}"`);
+      // Scripts from this server, and the one inline import map by its hash.
+      const map = /<script type="importmap">(.*?)<\/script>/.exec(res.body)![1]!;
+      const hash = createHash('sha256').update(map).digest('base64');
+      expect(res.headers.get('content-security-policy')).toContain(`script-src 'self' 'sha256-${hash}';`);
+      expect(res.body).toContain(`data-page="${page.startsWith('threads/') ? 'thread' : page}"`);
       expect(res.body).toContain('aria-current="page"');
     }
     const signIn = await h.send('GET', '/dashboard/sign-in');
@@ -460,6 +591,12 @@ describe('pages', () => {
     expect((await h.send('GET', '/dashboard')).headers.get('location')).toBe('/dashboard/deliveries');
     const script = await h.send('GET', '/dashboard/assets/dashboard.js');
     expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
+    // Preact and htm are served from here, pinned to the versions package.json installs.
+    const pkg = await Bun.file('package.json').json();
+    for (const [name, version] of [['preact', pkg.dependencies.preact], ['preact-hooks', pkg.dependencies.preact], ['htm', pkg.dependencies.htm]]) {
+      const vendored = await h.send('GET', `/dashboard/assets/${name}-${version}.js`);
+      expect([name, vendored.status, vendored.headers.get('cache-control')]).toEqual([name, 200, 'public, max-age=31536000, immutable']);
+    }
     const css = await h.send('GET', '/dashboard/assets/dashboard.css');
     expect([css.status, css.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);
   });

@@ -5,6 +5,14 @@ import { eventReader } from './support/events';
 
 const h = useDashboardHarness({ SESSION_CHECK_MS: '60000' });
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
+type Next = ReturnType<typeof eventReader>;
+// The next delivery event, past the thread and agent events the same changes bring.
+async function deliveryEvent(next: Next) {
+  for (;;) {
+    const event = await next();
+    if (event.event === 'delivery') return event;
+  }
+}
 
 test('every change to a delivery reaches an open dashboard as an event, whoever made it', async () => {
   await h.invite('ada@example.com', 'ada');
@@ -23,7 +31,7 @@ test('every change to a delivery reaches an open dashboard as an event, whoever 
 
   const thread = await h.call('POST', '/api/threads', { key: alice.key, body: { title: 'Live', participantUsernames: ['bob'] } });
   const posted = await h.call('POST', `/api/threads/${thread.body.data.id}/messages`, { key: alice.key, body: { content: 'watch me' } });
-  const accepted = await next();
+  const accepted = await deliveryEvent(next);
   expect(accepted.event).toBe('delivery');
   expect(accepted.data).toMatchObject({ messageId: posted.body.data.id, recipient: 'bob', step: 'accepted', thread: 'Live', summary: 'watch me' });
   const deliveryId = accepted.data.id;
@@ -31,15 +39,36 @@ test('every change to a delivery reaches an open dashboard as an event, whoever 
   // What the webhook worker does: log an attempt, then move the step.
   await h.db.sql`insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status) values (${deliveryId}, 1, 1, 42, 200)`;
   await h.db.sql`update deliveries set step = 'notified', notified_at = now() where id = ${deliveryId}`;
-  let seen = await next();
-  while (seen.data.step !== 'notified') seen = await next();
+  let seen = await deliveryEvent(next);
+  while (seen.data.step !== 'notified') seen = await deliveryEvent(next);
   expect(seen.data.attempts).toEqual([
     { attemptedAt: expect.any(String), publish: 1, attempt: 1, resend: 0, status: 200, durationMs: 42, error: null, responseBody: null, requestHeaders: null, interrupted: false },
   ]);
 
   await h.call('POST', `/api/deliveries/${deliveryId}/delivered`, { key: bob.key });
-  const delivered = await next();
+  const delivered = await deliveryEvent(next);
   expect(delivered.data).toMatchObject({ id: deliveryId, step: 'delivered', deliveredAt: expect.any(String) });
+  abort.abort();
+});
+
+test('threads and agents that change reach open dashboards too, so that their pages stay live', async () => {
+  await h.invite('tia@example.com', 'tia');
+  const cookie = await h.signIn('tia@example.com');
+  const abort = new AbortController();
+  const next = await openStream(cookie, abort.signal);
+  const opener = await h.agent('opener');
+  expect(await next()).toEqual({ event: 'agent', data: {} });
+  const other = await h.agent('other', { webhookUrl: 'http://127.0.0.1:9/other' });
+  expect(await next()).toEqual({ event: 'agent', data: {} });
+  const thread = await h.call('POST', '/api/threads', { key: opener.key, body: { title: 'Watched', participantUsernames: [other.username] } });
+  const id = thread.body.data.id;
+  expect(await next()).toEqual({ event: 'thread', data: { ids: [id] } });
+  await h.call('POST', `/api/threads/${id}/close`, { key: opener.key });
+  expect(await next()).toEqual({ event: 'thread', data: { ids: [id] } });
+  await h.send('DELETE', `/dashboard/api/threads/${id}/participants/other`, { cookie });
+  expect(await next()).toEqual({ event: 'thread', data: { ids: [id] } });
+  await h.db.sql`update agents set archived_at = now() where username = 'other'`;
+  expect(await next()).toEqual({ event: 'agent', data: {} });
   abort.abort();
 });
 
@@ -70,7 +99,7 @@ describe('a stream ends with its session', () => {
     await h.agent('bob-2');
     const thread = await h.call('POST', '/api/threads', { key: alice.key, body: { title: 'After', participantUsernames: ['bob-2'] } });
     await h.call('POST', `/api/threads/${thread.body.data.id}/messages`, { key: alice.key, body: { content: 'still watching' } });
-    expect(await other()).toMatchObject({ event: 'delivery', data: { thread: 'After', summary: 'still watching' } });
+    expect(await deliveryEvent(other)).toMatchObject({ event: 'delivery', data: { thread: 'After', summary: 'still watching' } });
     abort.abort();
   });
 });
@@ -99,7 +128,7 @@ describe('a stream ends with its session, checked every SESSION_CHECK_MS', () =>
     await s.agent('bob');
     const thread = await s.call('POST', '/api/threads', { key: alice.key, body: { title: 'Kept', participantUsernames: ['bob'] } });
     await s.call('POST', `/api/threads/${thread.body.data.id}/messages`, { key: alice.key, body: { content: 'still here' } });
-    expect(await kept()).toMatchObject({ event: 'delivery', data: { thread: 'Kept', summary: 'still here' } });
+    expect(await deliveryEvent(kept)).toMatchObject({ event: 'delivery', data: { thread: 'Kept', summary: 'still here' } });
 
     // Signed out through another instance: the session is gone from the table, and this process notices.
     await s.db.sql`delete from sessions where token_hash = ${sha256(live.split('=')[1]!)}`;

@@ -10,6 +10,7 @@ import { silentLogger } from '../src/log';
 import { track } from './support/children';
 import { launchChromium } from './support/chromium';
 import { useHarness } from './support/harness';
+import { VENDORED } from '../src/dashboard/pages';
 
 // The API reference page in a real headless Chromium against the real server on a local port,
 // with every request to any other host refused, as on a machine without internet.
@@ -121,7 +122,7 @@ test('the bundle is the pinned version, served for long caching as JavaScript', 
   expect(body).toBe(readFileSync('node_modules/@scalar/api-reference/dist/browser/standalone.js', 'utf8'));
 });
 
-test('the compiled executable, built by the build script, serves the same bundle', async () => {
+test('the compiled executable, built by the build script, serves the same bundle (and the dashboard\'s modules)', async () => {
   const outDir = mkdtempSync(join(tmpdir(), 'ams-build-'));
   try {
     const build = JSON.parse(readFileSync('package.json', 'utf8')).scripts.build.replace('dist/ams', join(outDir, 'ams')).split(' ');
@@ -144,6 +145,9 @@ test('the compiled executable, built by the build script, serves the same bundle
       const bundle = await fetch(`http://127.0.0.1:${port}${SCALAR_PATH}`);
       expect(bundle.status).toBe(200);
       expect(await bundle.text()).toBe(readFileSync('node_modules/@scalar/api-reference/dist/browser/standalone.js', 'utf8'));
+      // The dashboard's vendored modules travel inside the executable too.
+      const preact = await fetch(`http://127.0.0.1:${port}/dashboard/assets/preact-${VENDORED.preact}.js`);
+      expect(await preact.text()).toBe(readFileSync('node_modules/preact/dist/preact.module.js', 'utf8'));
     } finally {
       proc.kill('SIGTERM');
       await proc.exited;

@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { listDeliveryProgress } from '../src/domain/delivery-progress';
+import { deliveryProgress, listDeliveries } from '../src/domain/delivery-progress';
+import { deliveryFilter } from '../src/domain/delivery-query';
+import { pageQuery } from '../src/domain/keyset';
 import { INTERRUPTED, resendDelivery } from '../src/domain/delivery-steps';
 import { eventually, receiver } from './support/receiver';
 import { deliveryRow, post, untilStep, useWorkerHarness } from './support/webhooks';
@@ -9,10 +11,7 @@ import { deliveryRow, post, untilStep, useWorkerHarness } from './support/webhoo
 const { h } = useWorkerHarness({ WEBHOOK_RETRY_DELAYS_MS: '1500,50,50' });
 const hook = receiver();
 
-const progressOf = async (deliveryId: string) => {
-  const messages = await listDeliveryProgress(h.db.sql, {}, 200, 300_000);
-  return messages.flatMap((m) => m.deliveries).find((d) => d.id === deliveryId)!;
-};
+const progressOf = async (deliveryId: string) => (await deliveryProgress(h.db.sql, [deliveryId], 300_000))[0]!;
 
 describe('the attempt log', () => {
   test('keeps the status, the first KiB of the answer, the headers sent (signatures elided) and the time taken', async () => {
@@ -55,8 +54,8 @@ describe('the attempt log', () => {
     const due = Date.parse(retrying.nextAttemptAt!) - Date.parse(first!.attemptedAt);
     expect(due).toBeGreaterThanOrEqual(1_400);
     expect(due).toBeLessThan(3_000);
-    const filtered = await listDeliveryProgress(h.db.sql, { retrying: true }, 200, 300_000);
-    expect(filtered.flatMap((m) => m.deliveries.map((d) => d.id))).toEqual([deliveryId]);
+    const filtered = await listDeliveries(h.db.sql, deliveryFilter({ state: 'retrying' }), pageQuery({}), 300_000);
+    expect(filtered.items.map((d) => d.id)).toEqual([deliveryId]);
 
     await untilStep(h, deliveryId, 'notified', 10_000);
     expect(await progressOf(deliveryId)).toMatchObject({ retrying: false, nextAttemptAt: null, lastError: null });

@@ -3,15 +3,19 @@ import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agent-overview';
 import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents';
-import { listDeliveryProgress } from '../domain/delivery-progress';
-import { resendDelivery } from '../domain/delivery-steps';
-import { listLimit } from '../domain/limit';
+import { attention } from '../domain/attention';
+import { failedInView, listDeliveries } from '../domain/delivery-progress';
+import { deliveryFilter } from '../domain/delivery-query';
+import { resendDelivery, resendFailed } from '../domain/delivery-steps';
+import { pageQuery } from '../domain/keyset';
 import { postMessage } from '../domain/messages';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people';
-import { confirmClose, declineClose, pageThreads, removeParticipant } from '../domain/threads';
+import { searchText } from '../domain/search';
+import { listThreadsPage, threadFilter, threadMessages } from '../domain/thread-overview';
+import { confirmClose, declineClose, getThread, removeParticipant } from '../domain/threads';
 import { ok } from '../http/envelope';
-import type { Logger } from '../log';
 import { requestLog } from '../http/request-id';
+import type { Logger } from '../log';
 import { deliveryEvents, type DeliveryFeed } from './feed';
 import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from './guard';
 import type { SessionStreams } from './session-streams';
@@ -23,13 +27,6 @@ const field = (body: unknown, name: string) =>
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
-// A page of a list: `limit` as every list reads it (default 50, cap 200), `after` the cursor the
-// previous page gave.
-const pageOf = (query: Record<string, string | undefined>) => ({
-  limit: listLimit(query.limit),
-  after: query.after === undefined || query.after === '' ? undefined : query.after,
-});
-
 export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: DashboardDeps) => {
   const policy = { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
   return new Elysia({ name: 'dashboard-api', prefix: '/dashboard/api' })
@@ -62,7 +59,8 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
       { person: true },
     )
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
-    .get('/agents', async ({ query }) => ok(await listAgents(sql, pageOf(query))), { person: true })
+    .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
+    .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query))), { person: true })
     .post(
       '/agents',
       async ({ body, set }) => {
@@ -88,7 +86,13 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
     .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
       person: true,
     })
-    .get('/threads', async ({ query }) => ok(await pageThreads(sql, pageOf(query))), { person: true })
+    .get('/threads', async ({ query }) => ok(await listThreadsPage(sql, threadFilter(query), pageQuery(query))), { person: true })
+    .get('/threads/:threadId', async ({ person, params }) => ok(await getThread(sql, personActor(person), params.threadId)), { person: true })
+    .get(
+      '/threads/:threadId/messages',
+      async ({ params, query }) => ok(await threadMessages(sql, params.threadId, pageQuery(query), config.STALLED_AFTER_MS)),
+      { person: true },
+    )
     .delete(
       '/threads/:threadId/participants/:username',
       async ({ person, params }) => ok(await removeParticipant(sql, personActor(person), params.threadId, params.username)),
@@ -107,21 +111,18 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
     )
     .get(
       '/deliveries',
-      async ({ query }) =>
-        ok(
-          await listDeliveryProgress(
-            sql,
-            {
-              failed: query.failed === 'true',
-              retrying: query.retrying === 'true',
-              stalled: query.stalled === 'true',
-              agent: query.agent || undefined,
-              threadId: query.thread || undefined,
-            },
-            listLimit(query.limit),
-            config.STALLED_AFTER_MS,
-          ),
-        ),
+      async ({ query }) => ok(await listDeliveries(sql, deliveryFilter(query), pageQuery(query), config.STALLED_AFTER_MS)),
+      { person: true },
+    )
+    .get('/deliveries/failed-in-view', async ({ query }) => ok(await failedInView(sql, deliveryFilter(query), config.STALLED_AFTER_MS)), {
+      person: true,
+    })
+    .post(
+      '/deliveries/resend-failed',
+      async ({ body }) => {
+        const filter = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+        return ok(await resendFailed(sql, deliveryFilter(filter), filter.upTo, config.STALLED_AFTER_MS));
+      },
       { person: true },
     )
     .get('/deliveries/events', ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request, { log }), { person: true })

@@ -5,40 +5,71 @@ import type { SessionEnd } from '../domain/people';
 import type { Logger } from '../log';
 import type { SessionStreams } from './session-streams';
 
-type Subscriber = (deliveries: DeliveryProgress[]) => void;
+// What an open page hears: the fresh progress of changed deliveries, or that threads (by id) or
+// agents changed, for the Threads and Agents pages to read their lists again.
+export type FeedEvent = { kind: 'delivery'; rows: DeliveryProgress[] } | { kind: 'thread'; ids: string[] } | { kind: 'agent' };
+type Subscriber = (event: FeedEvent) => void;
+
+// Changes to threads (opened, close requested or decided, participants) and agents, as
+// `thread:<id>` and `agent:<id>`, sent by the triggers of sql/013.
+export const DASHBOARD_CHANNEL = 'ams_dashboard';
 
 // One LISTEN connection per process, fanned out to every open dashboard. Notifications arrive per
-// changed delivery (a trigger fires on every step change and attempt, whoever made it); they are
-// gathered for a moment so that a burst costs one query, and each subscriber gets the fresh rows.
+// changed delivery (a trigger fires on every step change and attempt, whoever made it), thread or
+// agent; they are gathered for a moment so that a burst costs one query and one event of each kind.
 export function deliveryFeed(sql: Sql, stalledAfterMs: number, log: Logger, gatherMs = 50) {
   const subscribers = new Set<Subscriber>();
   const pending = new Set<string>();
+  const threads = new Set<string>();
+  let agents = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
   let listening: Promise<unknown> | null = null;
+
+  const tell = (event: FeedEvent) => {
+    for (const subscriber of subscribers) subscriber(event);
+  };
 
   async function flush() {
     timer = null;
     const ids = [...pending];
+    const threadIds = [...threads];
+    const agentsChanged = agents;
     pending.clear();
+    threads.clear();
+    agents = false;
     if (subscribers.size === 0) return;
+    if (threadIds.length > 0) tell({ kind: 'thread', ids: threadIds });
+    if (agentsChanged) tell({ kind: 'agent' });
+    if (ids.length === 0) return;
     try {
-      const rows = await deliveryProgress(sql, ids, stalledAfterMs);
-      for (const subscriber of subscribers) subscriber(rows);
+      tell({ kind: 'delivery', rows: await deliveryProgress(sql, ids, stalledAfterMs) });
     } catch (error) {
       log.error('delivery_feed_failed', { error: (error as Error).message });
     }
   }
 
-  function heard(id: string) {
-    pending.add(id);
+  const soon = () => {
     timer ??= setTimeout(flush, gatherMs);
+  };
+
+  function heardDelivery(id: string) {
+    pending.add(id);
+    soon();
+  }
+
+  function heardListing(payload: string) {
+    const [kind, id] = payload.split(':');
+    if (kind === 'thread' && id) threads.add(id);
+    else if (kind === 'agent') agents = true;
+    else return;
+    soon();
   }
 
   return {
-    // Resolves once the LISTEN is in place, so a change made after it is never missed.
+    // Resolves once the LISTENs are in place, so a change made after it is never missed.
     async subscribe(subscriber: Subscriber): Promise<() => void> {
       // A failed LISTEN is forgotten, so that the next subscriber tries again.
-      listening ??= sql.listen(DELIVERY_CHANNEL, heard).catch((error) => {
+      listening ??= Promise.all([sql.listen(DELIVERY_CHANNEL, heardDelivery), sql.listen(DASHBOARD_CHANNEL, heardListing)]).catch((error) => {
         listening = null;
         throw error;
       });
@@ -97,8 +128,9 @@ export async function deliveryEvents(
             stop();
           }
         };
-        const unsubscribe = await feed.subscribe((rows) => {
-          for (const row of rows) send(`event: delivery\ndata: ${JSON.stringify(row)}\n\n`);
+        const unsubscribe = await feed.subscribe((event) => {
+          if (event.kind === 'delivery') for (const row of event.rows) send(`event: delivery\ndata: ${JSON.stringify(row)}\n\n`);
+          else send(`event: ${event.kind}\ndata: ${JSON.stringify(event.kind === 'thread' ? { ids: event.ids } : {})}\n\n`);
         });
         const heartbeat = setInterval(() => send(': keep-alive\n\n'), 20_000);
         const unwatch = sessions.watch(token, (why) => {

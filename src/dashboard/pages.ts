@@ -1,20 +1,44 @@
+import { createHash } from 'node:crypto';
 import { Elysia } from 'elysia';
 import type { Sql } from '../db/connect';
 import { sessionPerson } from '../domain/people';
 import { refuseAgentKeys, sessionToken } from './guard';
+import htmModule from '../../node_modules/htm/dist/htm.module.js' with { type: 'text' };
+import preactModule from '../../node_modules/preact/dist/preact.module.js' with { type: 'text' };
+import hooksModule from '../../node_modules/preact/hooks/dist/hooks.module.js' with { type: 'text' };
 import agentsHtml from './web/agents.html' with { type: 'text' };
 import css from './web/dashboard.css' with { type: 'text' };
 import script from './web/dashboard.js' with { type: 'text' };
 import deliveriesHtml from './web/deliveries.html' with { type: 'text' };
 import layoutHtml from './web/layout.html' with { type: 'text' };
 import signInHtml from './web/sign-in.html' with { type: 'text' };
+import threadHtml from './web/thread.html' with { type: 'text' };
 import threadsHtml from './web/threads.html' with { type: 'text' };
 
-// The pages are plain HTML, CSS and one script, embedded as text so that the compiled executable
-// serves them with no build step and nothing fetched from elsewhere. (Bun's types describe an
-// .html import as a bundle; imported as text it is the file's text.)
+// The pages are plain HTML, CSS and one script module, embedded as text so that the compiled
+// executable serves them with no build step and nothing fetched from elsewhere. (Bun's types
+// describe an .html import as a bundle; imported as text it is the file's text.) The script draws
+// with Preact and htm, pinned in package.json and served from here under their versions.
 const text = (imported: unknown) => imported as string;
-const layout = text(layoutHtml);
+
+export const VENDORED = { preact: '10.29.8', htm: '3.1.1' } as const;
+const vendored = {
+  [`preact-${VENDORED.preact}.js`]: text(preactModule),
+  [`preact-hooks-${VENDORED.preact}.js`]: text(hooksModule),
+  [`htm-${VENDORED.htm}.js`]: text(htmModule),
+};
+// The one inline script: it tells the browser where the bare names the modules import live. Its
+// hash is in the Content-Security-Policy, so nothing else inline can run.
+const IMPORT_MAP = JSON.stringify({
+  imports: {
+    preact: `/dashboard/assets/preact-${VENDORED.preact}.js`,
+    'preact/hooks': `/dashboard/assets/preact-hooks-${VENDORED.preact}.js`,
+    htm: `/dashboard/assets/htm-${VENDORED.htm}.js`,
+  },
+});
+const importMapHash = createHash('sha256').update(IMPORT_MAP).digest('base64');
+
+const layout = text(layoutHtml).replace('{{importMap}}', IMPORT_MAP);
 const sections = [
   { page: 'deliveries', title: 'Deliveries', main: text(deliveriesHtml) },
   { page: 'threads', title: 'Threads', main: text(threadsHtml) },
@@ -23,10 +47,10 @@ const sections = [
 
 const escape = (text: string) => text.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function render(page: string, title: string, main: string, signedIn: boolean): string {
+function render(page: string, section: string, title: string, main: string, signedIn: boolean): string {
   const nav = signedIn
     ? sections
-        .map((s) => `<a href="/dashboard/${s.page}"${s.page === page ? ' aria-current="page"' : ''}>${s.title}</a>`)
+        .map((s) => `<a href="/dashboard/${s.page}"${s.page === section ? ' aria-current="page"' : ''}>${s.title}</a>`)
         .join('')
     : '';
   return layout
@@ -37,23 +61,30 @@ function render(page: string, title: string, main: string, signedIn: boolean): s
 }
 
 const rendered = new Map<string, string>([
-  ['sign-in', render('sign-in', 'Sign in', text(signInHtml), false)],
-  ...sections.map((s) => [s.page, render(s.page, s.title, s.main, true)] as [string, string]),
+  ['sign-in', render('sign-in', '', 'Sign in', text(signInHtml), false)],
+  ['thread', render('thread', 'threads', 'Thread', text(threadHtml), true)],
+  ...sections.map((s) => [s.page, render(s.page, s.page, s.title, s.main, true)] as [string, string]),
 ]);
 
-// Scripts and styles only from this server; no framing, no inline code.
+// Scripts and styles only from this server (and the import map above); no framing, no eval.
 const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'content-security-policy': `default-src 'none'; script-src 'self' 'sha256-${importMapHash}'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
 };
 
 const html = (body: string) =>
   new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS } });
-const asset = (body: string, type: string) =>
-  new Response(body, { headers: { 'content-type': `${type}; charset=utf-8`, 'cache-control': 'no-cache', ...SECURITY_HEADERS } });
+const asset = (body: string, type: string, cache = 'no-cache') =>
+  new Response(body, { headers: { 'content-type': `${type}; charset=utf-8`, 'cache-control': cache, ...SECURITY_HEADERS } });
 const redirect = (to: string) => new Response(null, { status: 303, headers: { location: to } });
+
+// Without a session a page sends the person to sign in, and back to it afterwards.
+async function page(sql: Sql, request: Request, name: string) {
+  if (await sessionPerson(sql, sessionToken(request))) return html(rendered.get(name)!);
+  const url = new URL(request.url);
+  return redirect(`/dashboard/sign-in?next=${encodeURIComponent(url.pathname + url.search)}`);
+}
 
 export const dashboardPages = (sql: Sql) => {
   const app = new Elysia({ name: 'dashboard-pages', prefix: '/dashboard' })
@@ -63,11 +94,12 @@ export const dashboardPages = (sql: Sql) => {
     .get('/', () => redirect('/dashboard/deliveries'))
     .get('/sign-in', () => html(rendered.get('sign-in')!))
     .get('/assets/dashboard.css', () => asset(css, 'text/css'))
-    .get('/assets/dashboard.js', () => asset(script, 'text/javascript'));
-  for (const { page } of sections) {
-    app.get(`/${page}`, async ({ request }) =>
-      (await sessionPerson(sql, sessionToken(request))) ? html(rendered.get(page)!) : redirect('/dashboard/sign-in'),
-    );
+    .get('/assets/dashboard.js', () => asset(script, 'text/javascript'))
+    .get('/threads/:threadId', ({ request }) => page(sql, request, 'thread'));
+  // The version is in the name, so a cached copy is never stale.
+  for (const [name, body] of Object.entries(vendored)) {
+    app.get(`/assets/${name}`, () => asset(body, 'text/javascript', 'public, max-age=31536000, immutable'));
   }
+  for (const { page: name } of sections) app.get(`/${name}`, ({ request }) => page(sql, request, name));
   return app;
 };

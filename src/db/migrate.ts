@@ -9,6 +9,7 @@ import agentChangesNotify from '../../sql/007_agent_changes_notify.sql' with { t
 import deliveryStepsForward from '../../sql/008_delivery_steps_forward.sql' with { type: 'text' };
 import attemptLog from '../../sql/010_attempt_log.sql' with { type: 'text' };
 import idempotencyKeys from '../../sql/011_idempotency_keys.sql' with { type: 'text' };
+import dashboardAtScale from '../../sql/013_dashboard_at_scale.sql' with { type: 'text' };
 import type { Sql } from './connect';
 import { workerPool } from './worker-pool';
 
@@ -24,6 +25,7 @@ export const migrations: { name: string; sql: string }[] = [
   { name: '008_delivery_steps_forward', sql: deliveryStepsForward },
   { name: '010_attempt_log', sql: attemptLog },
   { name: '011_idempotency_keys', sql: idempotencyKeys },
+  { name: '013_dashboard_at_scale', sql: dashboardAtScale },
 ];
 
 // Applies our numbered migrations, then graphile-worker's own schema (the message transaction

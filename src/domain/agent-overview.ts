@@ -1,8 +1,11 @@
 import type { Sql } from '../db/connect';
 import { notFound } from './errors';
+import { keyBounds, pageOf, type PageQuery } from './keyset';
 import type { Page } from './schemas';
+import { containing } from './search';
 
 export type AgentSummary = {
+  id: string;
   username: string;
   archived: boolean;
   webhookUrl: string | null;
@@ -10,23 +13,25 @@ export type AgentSummary = {
   createdAt: string;
 };
 
-// Every agent, for the people who run them: newest first, archived ones included.
-// Every agent, newest first, a page at a time: `after` is the last username of the page before.
-export async function listAgents(sql: Sql, { limit, after }: { limit: number; after?: string }): Promise<Page<AgentSummary>> {
+// The agents, for the people who run them: newest first, archived ones included, a page at a
+// time, optionally only those whose name contains `search`.
+export async function listAgents(sql: Sql, search: string | null, page: PageQuery): Promise<Page<AgentSummary>> {
   const rows = await sql`
-    select username, archived_at is not null as archived, webhook_url as "webhookUrl",
+    select id, username, archived_at is not null as archived, webhook_url as "webhookUrl",
            webhook_set_at as "webhookSetAt", created_at as "createdAt"
     from agents
-    ${after === undefined ? sql`` : sql`where id < (select id from agents where username = ${after})`}
-    order by id desc limit ${limit + 1}`;
-  const items = rows.slice(0, limit).map((r) => ({
-    username: r.username,
-    archived: r.archived,
-    webhookUrl: r.webhookUrl,
+    where true ${search ? sql`and username ilike ${containing(search)}` : sql``} ${keyBounds(sql, sql`id`, page)}
+    order by id desc
+    limit ${page.limit + 1}`;
+  const agents = rows.map((r) => ({
+    id: r.id as string,
+    username: r.username as string,
+    archived: r.archived as boolean,
+    webhookUrl: r.webhookUrl as string | null,
     webhookSetAt: r.webhookSetAt ? (r.webhookSetAt as Date).toISOString() : null,
     createdAt: (r.createdAt as Date).toISOString(),
   }));
-  return { items, next: rows.length > limit ? items.at(-1)!.username : null };
+  return pageOf(agents, page.limit, (a) => a.id);
 }
 
 // The signing secret stays readable by contract, so that a person can copy it into the handler.

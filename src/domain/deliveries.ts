@@ -116,3 +116,6 @@ export function isStalled(
 ): boolean {
   return d.step === 'notified' && !d.deliveredAt && !!d.notifiedAt && now - new Date(d.notifiedAt).getTime() > thresholdMs;
 }
+
+// "Retrying" is a display condition too: the last attempt failed and the next one is queued.
+export const isRetrying = (d: { step: string; nextAttemptAt: Date | string | null }) => d.step === 'accepted' && d.nextAttemptAt !== null;

@@ -1,7 +1,10 @@
 import type { Sql } from '../db/connect';
-import { isStalled, oneLine, stalledSql } from './deliveries';
+import { isRetrying, isStalled, oneLine } from './deliveries';
+import { filterSql, type DeliveryFilter } from './delivery-query';
+import { doorbellBody } from './doorbell-body';
 import { isId } from './ids';
-import { LIMITS } from './schemas';
+import { keyBounds, pageOf, type PageQuery } from './keyset';
+import { LIMITS, type Page } from './schemas';
 
 // How far each delivery got, for the people watching: its step, whether it reads as stalled,
 // where and why it failed, and every notification attempt.
@@ -37,6 +40,9 @@ export type DeliveryProgress = {
   error: string | null;
   webhook: boolean;
   stalled: boolean;
+  // When a Notified delivery will read as stalled if no delivered report comes first, so that a
+  // page can look again then rather than on a timer of its own.
+  stallsAt: string | null;
   // Between two attempts: the last one failed and the next is queued for `nextAttemptAt`.
   retrying: boolean;
   nextAttemptAt: string | null;
@@ -46,20 +52,10 @@ export type DeliveryProgress = {
   deliveredAt: string | null;
   fetchedAt: string | null;
   acknowledgedAt: string | null;
+  // The doorbell's body, the same bytes on every attempt; null for a polling recipient.
+  payload: string | null;
   attempts: Attempt[];
 };
-
-export type MessageProgress = {
-  id: string;
-  threadId: string;
-  thread: string;
-  sender: string;
-  summary: string;
-  createdAt: string;
-  deliveries: Omit<DeliveryProgress, 'messageId' | 'threadId' | 'thread' | 'sender' | 'summary' | 'messageCreatedAt'>[];
-};
-
-export type ProgressFilter = { failed?: boolean; retrying?: boolean; stalled?: boolean; agent?: string; threadId?: string };
 
 const iso = (value: unknown) => (value ? new Date(value as string).toISOString() : null);
 
@@ -80,6 +76,7 @@ const selectProgress = (sql: Sql) => sql`
   join agents a on a.id = d.recipient_id`;
 
 function toProgress(r: Record<string, any>, stalledAfterMs: number): DeliveryProgress {
+  const notifiedAt = iso(r.notifiedAt);
   const delivery = {
     id: r.id,
     messageId: r.messageId,
@@ -95,55 +92,61 @@ function toProgress(r: Record<string, any>, stalledAfterMs: number): DeliveryPro
     webhook: r.webhook,
     nextAttemptAt: iso(r.nextAttemptAt),
     createdAt: iso(r.createdAt)!,
-    notifiedAt: iso(r.notifiedAt),
+    notifiedAt,
     deliveredAt: iso(r.deliveredAt),
     fetchedAt: iso(r.fetchedAt),
     acknowledgedAt: iso(r.acknowledgedAt),
-    attempts: (r.attempts as Attempt[]).map((a) => ({ ...a, attemptedAt: iso(a.attemptedAt)! })),
   };
-  const last = delivery.attempts.at(-1);
-  const retrying = delivery.step === 'accepted' && delivery.nextAttemptAt !== null;
+  const attempts = (r.attempts as Attempt[]).map((a) => ({ ...a, attemptedAt: iso(a.attemptedAt)! }));
+  const last = attempts.at(-1);
   const lastError = last && !(last.status !== null && last.status >= 200 && last.status < 300)
     ? (last.error ?? `the handler answered HTTP ${last.status}`)
     : null;
-  return { ...delivery, stalled: isStalled(delivery, stalledAfterMs), retrying, lastError };
+  const awaitingReport = delivery.step === 'notified' && !delivery.deliveredAt && notifiedAt !== null;
+  const payload = delivery.webhook
+    ? doorbellBody({ deliveryId: r.id, messageId: r.messageId, threadId: r.threadId, threadTitle: r.thread, sender: r.sender, summary: r.summary, content: r.content })
+    : null;
+  return {
+    ...delivery,
+    stalled: isStalled(delivery, stalledAfterMs),
+    stallsAt: awaitingReport ? new Date(Date.parse(notifiedAt) + stalledAfterMs).toISOString() : null,
+    retrying: isRetrying(delivery),
+    lastError,
+    payload,
+    attempts,
+  };
 }
 
-// The newest `limit` messages with at least one delivery matching the filter, newest first, each
-// with its matching deliveries.
-export async function listDeliveryProgress(
+// One page of the deliveries matching the filter, one per row, newest first.
+export async function listDeliveries(
   sql: Sql,
-  filter: ProgressFilter,
-  limit: number,
+  filter: DeliveryFilter,
+  page: PageQuery,
   stalledAfterMs: number,
-): Promise<MessageProgress[]> {
-  if (filter.threadId !== undefined && !isId(filter.threadId)) return [];
-  const matches = sql`
-    ${filter.failed ? sql`and d.step = 'failed'` : sql``}
-    ${filter.retrying ? sql`and d.step = 'accepted' and d.next_attempt_at is not null` : sql``}
-    ${filter.stalled ? sql`and ${stalledSql(sql, stalledAfterMs)}` : sql``}
-    ${filter.agent ? sql`and d.recipient_id = (select id from agents where username = ${filter.agent})` : sql``}
-    ${filter.threadId ? sql`and d.thread_id = ${filter.threadId}` : sql``}`;
+): Promise<Page<DeliveryProgress>> {
   const rows = await sql`
-    with picked as (
-      select m.id from messages m
-      where exists (select 1 from deliveries d where d.message_id = m.id ${matches})
-      order by m.id desc limit ${limit}
-    )
     ${selectProgress(sql)}
-    where d.message_id in (select id from picked) ${matches}
-    order by d.message_id desc, a.username`;
-  const messages = new Map<string, MessageProgress>();
-  for (const row of rows) {
-    const { messageId, threadId, thread, sender, summary, messageCreatedAt, ...delivery } = toProgress(row, stalledAfterMs);
-    let message = messages.get(messageId);
-    if (!message) {
-      message = { id: messageId, threadId, thread, sender, summary, createdAt: messageCreatedAt, deliveries: [] };
-      messages.set(messageId, message);
-    }
-    message.deliveries.push(delivery);
-  }
-  return [...messages.values()];
+    where true ${filterSql(sql, filter, stalledAfterMs)} ${keyBounds(sql, sql`d.id`, page)}
+    order by d.id desc
+    limit ${page.limit + 1}`;
+  return pageOf(
+    rows.map((r) => toProgress(r, stalledAfterMs)),
+    page.limit,
+    (d) => d.id,
+  );
+}
+
+// How many Failed deliveries the filter shows, and the newest of them: a bulk resend confirmed
+// for that many resends none that failed after the count was taken.
+export async function failedInView(sql: Sql, filter: DeliveryFilter, stalledAfterMs: number): Promise<{ failed: number; upTo: string | null }> {
+  const [row] = await sql<{ failed: number; upTo: string | null }[]>`
+    select count(*)::int as failed, max(d.id::text) as "upTo"
+    from deliveries d
+    join messages m on m.id = d.message_id
+    join threads t on t.id = d.thread_id
+    join agents a on a.id = d.recipient_id
+    where d.step = 'failed' ${filterSql(sql, filter, stalledAfterMs)}`;
+  return row!;
 }
 
 // The current progress of the given deliveries (the live feed's payload).

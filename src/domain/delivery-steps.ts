@@ -2,6 +2,7 @@ import { batchedStatement } from '../db/batcher';
 import type { Sql } from '../db/connect';
 import type { Logger } from '../log';
 import { announceDeliveryChanges } from './announce';
+import { filterSql, type DeliveryFilter } from './delivery-query';
 import { notFound, invalid } from './errors';
 import { isId } from './ids';
 import { addNotifyJobs, hasLiveNotifyJob, webhookVersion } from './notify-jobs';
@@ -222,16 +223,18 @@ export const toFetched = (sql: Sql) => sql`
 export const toDelivered = (sql: Sql) => sql`
   delivered_at = now(), step = case when step = 'fetched' then step else 'delivered' end, failed_step = null`;
 
-// A person's second chance for a Failed delivery: back to Accepted with its attempts counted
-// afresh (the attempt log is kept), and its doorbell published again in the same transaction.
-// Refused when the doorbell could never go out, by the same rule that decides what is owed.
-export async function resendDelivery(sql: Sql, deliveryId: string) {
-  if (!isId(deliveryId)) throw notFound('No such delivery.');
-  const [row] = await sql<{ step: string; unreachable: string | null; changed: boolean }[]>`
+// A person's second chance for Failed deliveries: back to Accepted with their attempts counted
+// afresh (the attempt log is kept), and their doorbells published again in the same statement.
+// Refused for any whose doorbell could never go out, by the same rule that decides what is owed.
+// The rows are locked in id order, as every statement that updates several deliveries locks them.
+// One row per delivery `where` picks: its step now, why it cannot be reached, whether it was resent.
+async function resendWhere(sql: Sql, where: ReturnType<Sql>) {
+  return sql<{ id: string; step: string; unreachable: string | null; changed: boolean }[]>`
     with target as (
       select d.id, d.step, a.webhook_url is not null as webhook, ${whyUnreachable(sql)} as unreachable
       from deliveries d join agents a on a.id = d.recipient_id
-      where d.id = ${deliveryId}
+      where ${where}
+      order by d.id
       for update of d
     ), resent as (
       update deliveries d set step = 'accepted', failed_step = null, webhook = target.webhook, resends = d.resends + 1,
@@ -240,14 +243,47 @@ export async function resendDelivery(sql: Sql, deliveryId: string) {
       from target where d.id = target.id and target.step = 'failed' and target.unreachable is null
       returning d.id, d.webhook
     ), job as (${addNotifyJobs(sql, 'resent')})
-    select coalesce((select 'accepted' from resent), target.step::text) as step, target.unreachable,
-           exists (select 1 from resent) as changed, (select count(*) from job) as jobs
-    from target`;
+    select target.id, case when resent.id is null then target.step::text else 'accepted' end as step, target.unreachable,
+           resent.id is not null as changed, (select count(*) from job) as jobs
+    from target left join resent on resent.id = target.id`;
+}
+
+export async function resendDelivery(sql: Sql, deliveryId: string) {
+  if (!isId(deliveryId)) throw notFound('No such delivery.');
+  const [row] = await resendWhere(sql, sql`d.id = ${deliveryId}`);
   if (!row) throw notFound('No such delivery.');
   if (row.step !== 'failed' && !row.changed) throw invalid(`Only a failed delivery can be resent; this one is ${row.step}.`);
   // Resending would leave it at Accepted for good: nothing would ever send or read it.
   if (!row.changed) throw invalid(`This delivery cannot be resent: ${row.unreachable}.`);
   return { deliveryId, step: row.step };
+}
+
+export type BulkResend = {
+  resent: number;
+  // Failed deliveries the rule refused, counted by reason.
+  refused: { reason: string; count: number }[];
+};
+
+// Every Failed delivery the filter shows, up to the newest a person counted before confirming
+// (`upTo`), resent by the rule above in one statement: each is resent or refused, none half-way.
+// Those that moved on meanwhile (a delivered report, a read) are neither.
+export async function resendFailed(sql: Sql, filter: DeliveryFilter, upTo: unknown, stalledAfterMs: number): Promise<BulkResend> {
+  if (!isId(upTo)) throw invalid('upTo must be the id of the newest Failed delivery counted, as the count answered it');
+  const rows = await resendWhere(
+    sql,
+    sql`d.id in (
+      select d.id from deliveries d
+      join messages m on m.id = d.message_id
+      join threads t on t.id = d.thread_id
+      join agents a on a.id = d.recipient_id
+      where d.step = 'failed' and d.id <= ${upTo} ${filterSql(sql, filter, stalledAfterMs)})`,
+  );
+  const refused = new Map<string, number>();
+  for (const row of rows) if (!row.changed && row.unreachable) refused.set(row.unreachable, (refused.get(row.unreachable) ?? 0) + 1);
+  return {
+    resent: rows.filter((r) => r.changed).length,
+    refused: [...refused].map(([reason, count]) => ({ reason, count })),
+  };
 }
 
 // A delivery younger than this is still in its first moments; its job is certainly queued.

@@ -3,14 +3,14 @@ import type { Actor, Agent } from './agents';
 import { forbidden, invalid, notFound } from './errors';
 import { once, type Idempotency } from './idempotency';
 import { isId } from './ids';
-import { NewParticipant, NewThread, type Page, type ThreadRecord } from './schemas';
+import { NewParticipant, NewThread, type ThreadRecord } from './schemas';
 import { validate } from './validate';
 import { agentHoldsThread, agentSeesThread } from './visibility';
 
 const threadNotFound = () => notFound('No such thread, or you are not a participant.');
 
 // The thread record, participants included, in one query.
-function selectThreads(sql: Queries) {
+export function selectThreads(sql: Queries) {
   return sql`
     select t.id, t.title, t.goal, t.state, o.username as "openedBy", t.created_at as "createdAt",
            coalesce((select json_agg(json_build_object('username', a.username) order by p.joined_at, a.username)
@@ -19,7 +19,7 @@ function selectThreads(sql: Queries) {
     from threads t join agents o on o.id = t.opened_by`;
 }
 
-function toRecord(row: Record<string, unknown>): ThreadRecord {
+export function toRecord(row: Record<string, unknown>): ThreadRecord {
   return { ...(row as ThreadRecord), createdAt: (row.createdAt as Date).toISOString() };
 }
 
@@ -42,17 +42,6 @@ export async function listThreads(sql: Sql, agent: Agent): Promise<ThreadRecord[
     where t.state <> 'closed'
     order by t.id desc`;
   return rows.map(toRecord);
-}
-
-// Every thread, newest first, a page at a time for a person: `after` is the last id of the page
-// before (ids are time-ordered, so this walks the primary key).
-export async function pageThreads(sql: Sql, { limit, after }: { limit: number; after?: string }): Promise<Page<ThreadRecord>> {
-  if (after !== undefined && !isId(after)) return { items: [], next: null };
-  const rows = await sql`
-    ${selectThreads(sql)} ${after === undefined ? sql`` : sql`where t.id < ${after}`}
-    order by t.id desc limit ${limit + 1}`;
-  const items = rows.slice(0, limit).map(toRecord);
-  return { items, next: rows.length > limit ? items.at(-1)!.id : null };
 }
 
 // Usernames that name active agents, or a 400 naming the first that does not.

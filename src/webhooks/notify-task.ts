@@ -5,7 +5,7 @@ import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordDoorbellAtt
 import { parkNotifyJob, wakeParkedNotifyJobs } from '../domain/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
-import { doorbellBody, type DoorbellFields } from './doorbell';
+import { doorbellBody, type DoorbellFields } from '../domain/doorbell-body';
 import type { WebhookCredentials } from './credentials';
 import { endpointOf, type EndpointSlots } from './endpoint-slots';
 import { afterAttempt } from './retry';

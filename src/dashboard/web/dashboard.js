@@ -1,28 +1,24 @@
-// The dashboard's one script: plain DOM, no framework, nothing fetched from elsewhere. Everything
-// shown is built with textContent, never parsed as HTML, so names and errors cannot inject markup.
-'use strict';
+// The dashboard's one script, a module. Lists are drawn with Preact (keyed, so a live update
+// redraws only what changed and leaves an open attempt log open and typed text in place) through
+// htm's tagged templates: no build step, nothing fetched from elsewhere. Everything shown is text
+// content, never parsed as HTML, so names and errors cannot inject markup.
+import { h, render } from 'preact';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import htm from 'htm';
 
+const html = htm.bind(h);
 const API = '/dashboard/api';
-
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === null || value === undefined || value === false) continue;
-    if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
-    else if (key === 'dataset') Object.assign(el.dataset, value);
-    else if (value === true) el.setAttribute(key, '');
-    else el.setAttribute(key, String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return el;
-}
+const PAGE = document.body.dataset.page;
+// A list shows this many at first; a live refresh re-reads at most WINDOW (the server's bounds).
+const PAGE_SIZE = 50;
+const WINDOW = 500;
+// A live change is shown at most this long after it is heard, however steady the traffic.
+const REFRESH_WAIT_MS = 250;
+const EXPIRED = 'Your session expired; sign in again.';
 
 const $ = (selector) => document.querySelector(selector);
 
-function toast(text, kind = 'info') {
+function toast(text, kind = 'ok') {
   const box = $('#toast');
   box.textContent = text;
   box.className = `show ${kind}`;
@@ -30,80 +26,379 @@ function toast(text, kind = 'info') {
   toast.timer = setTimeout(() => (box.className = ''), 5000);
 }
 
-// Every call sends the header the server requires on state changes, and unwraps the envelope.
+const query = (params) => {
+  const q = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value !== '' && value !== null && value !== undefined) q.set(key, value);
+  const text = q.toString();
+  return text ? `?${text}` : '';
+};
+
+// --- Session --------------------------------------------------------------------------------
+
+// Where "sign in again" leads: the sign-in page, and back here afterwards.
+const signInHref = (ended) => `/dashboard/sign-in${query({ next: location.pathname + location.search, ended })}`;
+
+function setLiveStatus(text, kind) {
+  const badge = $('#live');
+  if (!badge) return;
+  badge.textContent = text;
+  badge.className = `live ${kind}`;
+}
+
+let sessionOver = false;
+// The session ended: say so and stop the live view, but keep the page as it is, so that nothing
+// on it is lost; signing in again comes back to it.
+function sessionEnded(sentence, ended = 'expired') {
+  if (sessionOver) return;
+  sessionOver = true;
+  live.stop();
+  setLiveStatus('Signed out', 'off');
+  $('#session-ended-text').textContent = sentence;
+  $('#sign-in-again').href = signInHref(ended);
+  $('#session-ended').hidden = false;
+}
+
+// Every call sends the header the server requires on state changes and unwraps the envelope. A
+// failure is an Error whose message is a sentence a person can act on.
 async function api(method, path, body) {
   const init = { method, headers: { 'x-requested-with': 'fetch' }, credentials: 'same-origin' };
   if (body !== undefined) {
     init.headers['content-type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
-  const res = await fetch(API + path, init);
-  const payload = await res.json().catch(() => ({ success: false, error: `Unexpected answer (${res.status}).` }));
-  if (res.status === 401 && document.body.dataset.page !== 'sign-in') {
-    location.href = '/dashboard/sign-in';
-    throw new Error(payload.error);
+  let res;
+  try {
+    res = await fetch(API + path, init);
+  } catch {
+    throw new Error('Could not reach the service: check the connection, then try again.');
+  }
+  const payload = await res.json().catch(() => null);
+  if (res.status === 401 && PAGE !== 'sign-in') {
+    sessionEnded(EXPIRED);
+    throw new Error(EXPIRED);
+  }
+  if (!payload || typeof payload.success !== 'boolean') {
+    throw new Error(`The service answered HTTP ${res.status} without saying why; try again in a moment.`);
   }
   if (!payload.success) throw new Error(payload.error);
   return payload.data;
 }
 
-// Runs a button's action with the button disabled, reporting failures in the toast.
-async function act(button, action, done) {
-  button.disabled = true;
-  try {
-    const result = await action();
-    if (done) toast(done, 'ok');
-    return result;
-  } catch (error) {
-    toast(error.message, 'error');
-  } finally {
-    button.disabled = false;
+// --- Live -----------------------------------------------------------------------------------
+
+// One event stream per page, whatever the page: delivery changes (with their fresh progress),
+// thread and agent changes, and `ready` whenever the stream (re)opens, after which anything may
+// have been missed. The server ends it with `session-ended` when the session ends.
+const live = (() => {
+  const listeners = new Set();
+  let source = null;
+  let retry = null;
+  let stopped = false;
+  const emit = (event) => listeners.forEach((listener) => listener(event));
+  function connect() {
+    if (stopped) return;
+    source = new EventSource(`${API}/deliveries/events`);
+    source.addEventListener('ready', () => {
+      setLiveStatus('Live', 'on');
+      emit({ type: 'ready' });
+    });
+    source.addEventListener('delivery', (event) => emit({ type: 'delivery', delivery: JSON.parse(event.data) }));
+    source.addEventListener('thread', (event) => emit({ type: 'thread', ids: JSON.parse(event.data).ids }));
+    source.addEventListener('agent', () => emit({ type: 'agent' }));
+    source.addEventListener('session-ended', (event) => {
+      const { error } = JSON.parse(event.data);
+      sessionEnded(error, error.startsWith('You signed out') ? 'signed-out' : 'expired');
+    });
+    source.addEventListener('error', async () => {
+      if (stopped) return;
+      setLiveStatus('Reconnecting…', 'off');
+      // The browser retries a dropped connection by itself, but gives up on a refused one: then a
+      // 401 means the session ended while the stream was down; anything else is tried again.
+      if (source.readyState !== EventSource.CLOSED) return;
+      const res = await fetch(`${API}/me`, { credentials: 'same-origin' }).catch(() => null);
+      if (res?.status === 401) sessionEnded(EXPIRED);
+      else retry = setTimeout(connect, 2000);
+    });
   }
+  return {
+    start: () => source || connect(),
+    stop() {
+      stopped = true;
+      clearTimeout(retry);
+      source?.close();
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+})();
+
+function useLive(handler) {
+  const latest = useRef(handler);
+  latest.current = handler;
+  useEffect(() => live.subscribe((event) => latest.current(event)), []);
 }
 
-const time = (iso) => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' }) : '');
-const timeEl = (iso) => h('time', { datetime: iso }, time(iso));
-
-function copyButton(getText, label = 'Copy') {
-  return h('button', {
-    type: 'button',
-    class: 'quiet',
-    onclick: async (event) => {
-      try {
-        await navigator.clipboard.writeText(getText());
-        toast('Copied.', 'ok');
-      } catch {
-        toast('Copying is not allowed here; select the text instead.', 'error');
+// Runs `fn` at most `waitMs` after the first call, however many calls follow (a timer restarted on
+// every call would never fire under steady traffic); a call made while it runs runs it once more.
+function throttle(fn, waitMs) {
+  let timer = null;
+  let running = false;
+  let again = false;
+  async function run() {
+    timer = null;
+    running = true;
+    try {
+      await fn();
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        schedule();
       }
-      event.target.focus();
-    },
-  }, label);
+    }
+  }
+  function schedule() {
+    if (running) again = true;
+    else timer ??= setTimeout(run, waitMs);
+  }
+  return schedule;
+}
+
+function useThrottled(fn, waitMs = REFRESH_WAIT_MS) {
+  const latest = useRef(fn);
+  latest.current = fn;
+  return useMemo(() => throttle(() => latest.current(), waitMs), []);
+}
+
+// A call at `iso` (the server's word for when something changes by the passing of time alone, such
+// as a delivery turning Stalled), not earlier than in half a second. Armed again whenever `seen`
+// changes, so that a look that came too early (the clocks disagree) is followed by another.
+function useTimeout(iso, fn, seen) {
+  const latest = useRef(fn);
+  latest.current = fn;
+  useEffect(() => {
+    if (!iso) return;
+    const timer = setTimeout(() => latest.current(), Math.max(Date.parse(iso) - Date.now(), 500) + 100);
+    return () => clearTimeout(timer);
+  }, [iso, seen]);
+}
+
+// --- Lists ----------------------------------------------------------------------------------
+
+// A list read a page at a time, newest first. `reset` reads the first page (filters changed);
+// `refresh` reads again from the top down to the oldest entry shown (a live change), keeping the
+// older pages loaded; `older` reads the next page. An answer for filters no longer shown is dropped.
+function usePagedList(path, filters) {
+  const [view, setView] = useState({ status: 'loading', items: [], next: null, error: null });
+  const state = useRef({ gen: 0 });
+  state.current.view = view;
+  state.current.filters = filters;
+  const read = (extra) => api('GET', `${path}${query({ ...state.current.filters, ...extra })}`);
+
+  async function reset() {
+    const gen = ++state.current.gen;
+    setView({ status: 'loading', items: [], next: null, error: null });
+    try {
+      const page = await read({});
+      if (gen === state.current.gen) setView({ status: 'ready', items: page.items, next: page.next, error: null });
+    } catch (error) {
+      if (gen === state.current.gen) setView({ status: 'error', items: [], next: null, error: error.message });
+    }
+  }
+
+  async function refreshNow() {
+    const gen = state.current.gen;
+    const shown = state.current.view.items;
+    const since = shown.length > PAGE_SIZE ? shown.at(-1).id : null;
+    try {
+      const page = await read(since ? { since, limit: WINDOW } : {});
+      if (gen !== state.current.gen) return;
+      setView((v) => ({ status: 'ready', items: page.items, next: since ? (page.next ?? v.next) : page.next, error: null }));
+    } catch (error) {
+      // An ended session is said once, at the top of the page.
+      if (gen !== state.current.gen || sessionOver) return;
+      setView((v) => (v.items.length > 0 ? { ...v, error: error.message } : { ...v, status: 'error', error: error.message }));
+    }
+  }
+
+  async function older() {
+    const gen = state.current.gen;
+    try {
+      const page = await read({ after: state.current.view.next });
+      if (gen !== state.current.gen) return;
+      setView((v) => {
+        const seen = new Set(v.items.map((item) => item.id));
+        return { ...v, items: [...v.items, ...page.items.filter((item) => !seen.has(item.id))], next: page.next, error: null };
+      });
+    } catch (error) {
+      setView((v) => ({ ...v, error: error.message }));
+    }
+  }
+
+  const refresh = useThrottled(refreshNow);
+  useEffect(() => {
+    reset();
+  }, [path, JSON.stringify(filters)]);
+  return { view, setView, reset, refresh, older };
+}
+
+// What a list shows when it has nothing to show: loading, a failed first load (with a way to try
+// again; the live view goes on and retries by itself), or nothing there.
+function ListState({ view, noun, empty, onRetry }) {
+  if (view.status === 'loading') return html`<p class="hint placeholder" role="status">Loading ${noun}…</p>`;
+  if (view.status === 'error') {
+    return html`<div class="notice problem" role="alert">
+      <p>Could not load the ${noun}: ${view.error}</p>
+      <button type="button" onClick=${onRetry}>Try again</button>
+    </div>`;
+  }
+  if (view.items.length === 0) return html`<p class="hint placeholder">${empty}</p>`;
+  if (view.error) return html`<p class="notice problem" role="alert">Could not refresh the ${noun}: ${view.error} What is shown may be out of date.</p>`;
+  return null;
+}
+
+function MoreButton({ list, noun }) {
+  const [busy, setBusy] = useState(false);
+  if (!list.view.next) return null;
+  return html`<p class="more">
+    <button type="button" class="quiet" disabled=${busy} onClick=${async () => {
+      setBusy(true);
+      await list.older();
+      setBusy(false);
+    }}>${busy ? 'Loading…' : `Show older ${noun}`}</button>
+  </p>`;
+}
+
+// --- Small pieces ---------------------------------------------------------------------------
+
+const fullTime = (iso) => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' }) : '');
+function shortTime(iso) {
+  const at = new Date(iso);
+  return at.toDateString() === new Date().toDateString()
+    ? at.toLocaleTimeString(undefined, { timeStyle: 'medium' })
+    : at.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'short' });
+}
+const Time = ({ iso, short }) => html`<time datetime=${iso} title=${fullTime(iso)}>${short ? shortTime(iso) : fullTime(iso)}</time>`;
+
+// A button's action with the button busy meanwhile; its failure is kept for showing next to it.
+function useAction() {
+  const [state, setState] = useState({ busy: false, error: null });
+  async function run(action) {
+    setState({ busy: true, error: null });
+    try {
+      const result = await action();
+      setState({ busy: false, error: null });
+      return result ?? true;
+    } catch (error) {
+      setState({ busy: false, error: error.message });
+      return undefined;
+    }
+  }
+  return [state, run];
+}
+
+const ErrorText = ({ id, error }) => html`<p id=${id} class="error" role="alert" hidden=${!error}>${error ?? ''}</p>`;
+
+// The server's sentences start with the field they are about ("summary must be at most …").
+const fieldOf = (error, names) => (error ? names.find((name) => error.startsWith(`${name} `)) ?? null : null);
+
+function CopyButton({ text, label = 'Copy' }) {
+  return html`<button type="button" class="quiet" onClick=${async () => {
+    try {
+      await navigator.clipboard.writeText(text());
+      toast('Copied.');
+    } catch {
+      toast('Copying is not allowed here; select the text instead.', 'error');
+    }
+  }}>${label}</button>`;
+}
+
+// --- Header ---------------------------------------------------------------------------------
+
+// What waits for a person, on every page: Failed, Retrying and Stalled deliveries and pending close
+// requests, each a link to the list of them. Read again on every change (at most a few times a
+// second) and when a Notified delivery is due to turn Stalled.
+function Attention() {
+  const [counts, setCounts] = useState(null);
+  const load = async () => {
+    try {
+      setCounts(await api('GET', '/attention'));
+    } catch {
+      // The page's own lists say what went wrong; the counts stay as they were.
+    }
+  };
+  const refresh = useThrottled(load, 400);
+  useEffect(() => {
+    load();
+  }, []);
+  useLive((event) => event.type !== 'agent' && refresh());
+  useTimeout(counts?.nextStallAt, refresh, counts);
+  if (!counts) return null;
+  const items = [
+    ['failed', 'Failed', counts.failed, '/dashboard/deliveries?state=failed', 'bad'],
+    ['retrying', 'Retrying', counts.retrying, '/dashboard/deliveries?state=retrying', 'warn'],
+    ['stalled', 'Stalled', counts.stalled, '/dashboard/deliveries?state=stalled', 'warn'],
+    ['close-requests', 'Close requests', counts.closeRequests, '/dashboard/threads?state=close-pending', 'warn'],
+  ];
+  return html`<nav aria-label="Needs attention">
+    <ul class="attention">
+      ${items.map(([key, label, n, href, tone]) => html`<li key=${key}>
+        <a href=${href} class=${`count ${n > 0 ? tone : 'none'}`} data-count=${key}>${label} <b>${n}</b></a>
+      </li>`)}
+    </ul>
+  </nav>`;
 }
 
 async function startHeader() {
-  const box = $('.me');
-  if (!box) return;
-  const me = await api('GET', '/me');
-  $('#me').textContent = me.username;
-  box.hidden = false;
+  $('#live').hidden = false;
+  render(html`<${Attention} />`, $('#attention'));
   $('#sign-out').addEventListener('click', async (event) => {
-    await act(event.target, () => api('POST', '/sign-out'));
-    location.href = '/dashboard/sign-in';
+    event.target.disabled = true;
+    try {
+      await api('POST', '/sign-out');
+      location.href = '/dashboard/sign-in';
+    } catch (error) {
+      toast(error.message, 'error');
+      event.target.disabled = false;
+    }
   });
-  document.querySelectorAll('[data-copy]').forEach((button) =>
-    button.replaceWith(copyButton(() => document.getElementById(button.dataset.copy).textContent)),
-  );
+  try {
+    const me = await api('GET', '/me');
+    $('#me').textContent = me.username;
+    $('.me').hidden = false;
+  } catch {
+    // Shown by the page: an expired session, or the service out of reach.
+  }
 }
 
-// --- Sign in -------------------------------------------------------------------------------
+// --- Sign in --------------------------------------------------------------------------------
+
+// Back to the page the person came from, if it is a dashboard page.
+function nextPage() {
+  const next = new URLSearchParams(location.search).get('next') ?? '';
+  return /^\/dashboard\/[^/\\]/.test(next) && !next.startsWith('/dashboard/sign-in') ? next : '/dashboard/deliveries';
+}
 
 function signInPage() {
   const codeForm = $('#code-form');
   const verifyForm = $('#verify-form');
   const error = $('#sign-in-error');
+  const ended = new URLSearchParams(location.search).get('ended');
+  if (ended) {
+    const notice = $('#sign-in-notice');
+    notice.textContent = ended === 'signed-out' ? 'You signed out; sign in again.' : EXPIRED;
+    notice.hidden = false;
+  }
+  const fail = (input, message) => {
+    error.textContent = message;
+    input.setAttribute('aria-invalid', 'true');
+  };
   codeForm.addEventListener('submit', async (event) => {
     event.preventDefault();
     error.textContent = '';
+    codeForm.email.removeAttribute('aria-invalid');
     try {
       const sent = await api('POST', '/sign-in/code', { email: codeForm.email.value });
       $('#code-sent').textContent = sent.message;
@@ -111,220 +406,31 @@ function signInPage() {
       verifyForm.hidden = false;
       verifyForm.code.focus();
     } catch (e) {
-      error.textContent = e.message;
+      fail(codeForm.email, e.message);
     }
   });
   verifyForm.addEventListener('submit', async (event) => {
     event.preventDefault();
     error.textContent = '';
+    verifyForm.code.removeAttribute('aria-invalid');
     try {
       await api('POST', '/sign-in/verify', { email: codeForm.email.value, code: verifyForm.code.value });
-      location.href = '/dashboard/deliveries';
+      location.href = nextPage();
     } catch (e) {
-      error.textContent = e.message;
+      fail(verifyForm.code, e.message);
       verifyForm.code.select();
     }
   });
   $('#start-over').addEventListener('click', () => {
     verifyForm.hidden = true;
     codeForm.hidden = false;
+    error.textContent = '';
     verifyForm.code.value = '';
     codeForm.email.focus();
   });
 }
 
-// --- Agents --------------------------------------------------------------------------------
-
-function webhookControls(agent, reload) {
-  if (!agent.webhookUrl) {
-    const input = h('input', { type: 'url', name: 'webhookUrl', required: true, id: `hook-${agent.username}`, placeholder: 'https://…' });
-    return h('form', {
-      class: 'inline',
-      onsubmit: async (event) => {
-        event.preventDefault();
-        const added = await act(event.submitter, () => api('PUT', `/agents/${encodeURIComponent(agent.username)}/webhook`, { webhookUrl: input.value }), 'Webhook added; its signing secret is shown below.');
-        if (added) await reload(agent.username, added.signingSecret);
-      },
-    }, h('div', { class: 'field' }, h('label', { for: input.id }, 'Webhook URL'), input), h('button', { type: 'submit' }, 'Add webhook'));
-  }
-  const secret = h('code', { class: 'masked' }, '••••••••••••••••');
-  const reveal = h('button', {
-    type: 'button',
-    class: 'quiet',
-    'aria-expanded': 'false',
-    onclick: async (event) => {
-      const shown = await act(event.target, () => api('GET', `/agents/${encodeURIComponent(agent.username)}/webhook/secret`));
-      if (!shown) return;
-      secret.textContent = shown.signingSecret;
-      secret.className = '';
-      event.target.replaceWith(copyButton(() => shown.signingSecret));
-    },
-  }, 'Reveal secret');
-  const remove = h('button', {
-    type: 'button',
-    class: 'danger',
-    onclick: async (event) => {
-      if (!confirm(`Remove the webhook of ${agent.username}? Its signing secret is discarded for good.`)) return;
-      if (await act(event.target, () => api('DELETE', `/agents/${encodeURIComponent(agent.username)}/webhook`), 'Webhook removed.')) await reload();
-    },
-  }, 'Remove webhook');
-  return h('div', { class: 'webhook' },
-    h('p', {}, 'Webhook: ', h('code', { class: 'url' }, agent.webhookUrl)),
-    h('p', { class: 'secret' }, 'Signing secret: ', secret, ' ', reveal),
-    h('p', {}, remove));
-}
-
-function agentCard(agent, reload, freshSecret) {
-  const toggle = h('button', {
-    type: 'button',
-    class: agent.archived ? '' : 'danger',
-    onclick: async (event) => {
-      const verb = agent.archived ? 'unarchive' : 'archive';
-      if (await act(event.target, () => api('POST', `/agents/${encodeURIComponent(agent.username)}/${verb}`), `${agent.username} ${verb}d.`)) await reload();
-    },
-  }, agent.archived ? 'Unarchive' : 'Archive');
-  const card = h('li', { class: `card agent${agent.archived ? ' archived' : ''}`, dataset: { agent: agent.username } },
-    h('div', { class: 'card-head' },
-      h('h3', {}, agent.username),
-      h('span', { class: `badge ${agent.archived ? 'muted' : 'good'}` }, agent.archived ? 'Archived' : 'Active'),
-      h('span', { class: 'badge' }, agent.webhookUrl ? 'Webhook' : 'Polling')),
-    h('p', { class: 'hint' }, 'Registered ', timeEl(agent.createdAt)),
-    webhookControls(agent, reload),
-    h('p', {}, toggle));
-  if (freshSecret) {
-    const secret = card.querySelector('.secret code');
-    secret.textContent = freshSecret;
-    secret.className = '';
-  }
-  return card;
-}
-
-// A list shown a page at a time: the first page on (re)load, the next one appended by the
-// "Show more" button, which is there only while the server has more.
-function pagedList(list, more, path, card) {
-  let next = null;
-  const show = async (first) => {
-    const page = await api('GET', first ? path : `${path}?after=${encodeURIComponent(next)}`);
-    const cards = page.items.map(card);
-    if (first) list.replaceChildren(...cards);
-    else list.append(...cards);
-    next = page.next;
-    more.hidden = next === null;
-    return page;
-  };
-  more.addEventListener('click', () => act(more, () => show(false)));
-  return () => show(true);
-}
-
-function agentsPage() {
-  const list = $('#agents');
-  let fresh = { username: null, secret: null };
-  const firstPage = pagedList(list, $('#agents-more'), '/agents', (a) =>
-    agentCard(a, reload, a.username === fresh.username ? fresh.secret : null),
-  );
-  async function reload(username, freshSecret) {
-    fresh = { username, secret: freshSecret };
-    const page = await firstPage();
-    $('#agents-empty').hidden = page.items.length > 0;
-  }
-  const form = $('#create-agent');
-  form.addEventListener('submit', async (event) => {
-    event.preventDefault();
-    const created = await act(event.submitter, () => api('POST', '/agents', { username: form.username.value, webhookUrl: form.webhookUrl.value || undefined }));
-    if (!created) return;
-    $('#new-key-agent').textContent = created.username;
-    $('#new-key-value').textContent = created.apiKey;
-    $('#new-key-secret-line').hidden = !created.signingSecret;
-    $('#new-key-secret').textContent = created.signingSecret ?? '';
-    const notice = $('#new-key');
-    notice.hidden = false;
-    notice.focus();
-    form.reset();
-    await reload();
-  });
-  reload();
-}
-
-// --- Threads -------------------------------------------------------------------------------
-
-const stateLabel = { open: 'Open', 'close-pending': 'Close requested', closed: 'Closed' };
-
-function threadCard(thread, reload) {
-  const path = `/threads/${thread.id}`;
-  const participants = h('ul', { class: 'participants', 'aria-label': `Participants of ${thread.title}` },
-    thread.participants.map((p) => h('li', {},
-      h('span', {}, p.username),
-      thread.state === 'closed' ? null : h('button', {
-        type: 'button',
-        class: 'quiet danger',
-        'aria-label': `Remove ${p.username} from ${thread.title}`,
-        onclick: async (event) => {
-          if (!confirm(`Remove ${p.username}? It loses the thread and everything in it.`)) return;
-          if (await act(event.target, () => api('DELETE', `${path}/participants/${encodeURIComponent(p.username)}`), `${p.username} removed.`)) await reload();
-        },
-      }, 'Remove'))));
-  const decision = thread.state !== 'close-pending' ? null : h('div', { class: 'decision notice' },
-    h('p', {}, `${thread.openedBy} asked to close this thread.`),
-    h('button', {
-      type: 'button',
-      onclick: async (event) => {
-        if (await act(event.target, () => api('POST', `${path}/confirm-close`), 'Thread closed.')) await reload();
-      },
-    }, 'Confirm close'),
-    ' ',
-    h('button', {
-      type: 'button',
-      class: 'quiet',
-      onclick: async (event) => {
-        if (await act(event.target, () => api('POST', `${path}/decline-close`), 'Close declined; the thread is open again.')) await reload();
-      },
-    }, 'Decline'));
-  const contentId = `post-${thread.id}`;
-  const summaryId = `summary-${thread.id}`;
-  const post = thread.state !== 'open' ? null : h('form', {
-    class: 'stack post',
-    onsubmit: async (event) => {
-      event.preventDefault();
-      const form = event.target;
-      const body = { content: form.content.value };
-      if (form.summary.value.trim()) body.summary = form.summary.value;
-      const posted = await act(event.submitter, () => api('POST', `${path}/messages`, body));
-      if (posted) {
-        toast(`Posted to ${posted.recipients} recipient${posted.recipients === 1 ? '' : 's'}.`, 'ok');
-        form.reset();
-      }
-    },
-  },
-  // No maxlength: browsers count it in UTF-16 units, two per emoji, where the server counts
-  // characters; the server's sentence names any bound that is passed.
-  h('label', { for: contentId }, 'Post as yourself'),
-  h('textarea', { id: contentId, name: 'content', rows: 3, required: true }),
-  h('label', { for: summaryId }, 'Summary ', h('span', { class: 'hint' }, '(required above 200 characters)')),
-  h('input', { id: summaryId, name: 'summary' }),
-  h('button', { type: 'submit' }, 'Post'));
-  return h('li', { class: 'card thread', dataset: { thread: thread.id } },
-    h('div', { class: 'card-head' },
-      h('h3', {}, thread.title),
-      h('span', { class: `badge state-${thread.state}` }, stateLabel[thread.state])),
-    thread.goal ? h('p', {}, thread.goal) : null,
-    h('p', { class: 'hint' }, `Opened by ${thread.openedBy} · `, timeEl(thread.createdAt), ' · ',
-      h('a', { href: `/dashboard/deliveries?thread=${thread.id}` }, 'Delivery progress')),
-    decision,
-    h('h4', {}, 'Participants'),
-    participants,
-    post);
-}
-
-function threadsPage() {
-  const firstPage = pagedList($('#threads'), $('#threads-more'), '/threads', (t) => threadCard(t, reload));
-  async function reload() {
-    const page = await firstPage();
-    $('#threads-empty').hidden = page.items.length > 0;
-  }
-  reload();
-}
-
-// --- Deliveries ----------------------------------------------------------------------------
+// --- Deliveries -----------------------------------------------------------------------------
 
 const STEPS = [
   ['accepted', 'Accepted', 'createdAt'],
@@ -333,190 +439,665 @@ const STEPS = [
   ['fetched', 'Fetched', 'fetchedAt'],
 ];
 const stepName = Object.fromEntries(STEPS.map(([key, label]) => [key, label]));
+const STATES = [
+  ['', 'Any state'],
+  ['failed', 'Failed'],
+  ['retrying', 'Retrying'],
+  ['stalled', 'Stalled'],
+  ['accepted', 'Accepted'],
+  ['notified', 'Notified'],
+  ['delivered', 'Delivered'],
+  ['fetched', 'Fetched'],
+];
+const FILTERS = ['q', 'state', 'agent', 'thread', 'from', 'to'];
+
+const stateOf = (d) => (d.step === 'failed' ? 'Failed' : d.stalled ? 'Stalled' : d.retrying ? 'Retrying' : stepName[d.step]);
+const stateClass = (d) => `badge step-${d.step}${d.stalled ? ' stalled' : ''}${d.retrying ? ' retrying' : ''}`;
 
 // A step is done when its time is recorded. A failed delivery shows a cross on the step after the
 // one it reached; a polling delivery has no doorbell, so Notified and Delivered do not apply to it.
-function pipeline(d) {
+function Pipeline({ d, compact }) {
   const failedAt = d.step === 'failed' ? STEPS.findIndex(([key]) => key === d.failedStep) : -1;
-  return h('ol', { class: 'pipeline', 'aria-label': 'Progress' }, STEPS.map(([key, label, at], i) => {
-    let state = d[at] ? 'done' : 'todo';
-    if (!d.webhook && (key === 'notified' || key === 'delivered')) state = 'skipped';
-    if (failedAt >= 0 && i === failedAt + 1) state = 'failed';
-    if (d.stalled && key === 'delivered') state = 'stalled';
-    const note = { done: '', todo: ' (not yet)', skipped: ' (not applicable: polling)', failed: ' (failed)', stalled: ' (stalled)' }[state];
-    return h('li', { class: state, title: d[at] ? time(d[at]) : null }, h('span', { class: 'dot', 'aria-hidden': 'true' }), label, h('span', { class: 'sr' }, note));
-  }));
+  return html`<ol class=${compact ? 'pipeline compact' : 'pipeline'} aria-label="Progress">
+    ${STEPS.map(([key, label, at], i) => {
+      let state = d[at] ? 'done' : 'todo';
+      if (!d.webhook && (key === 'notified' || key === 'delivered')) state = 'skipped';
+      if (failedAt >= 0 && i === failedAt + 1) state = 'failed';
+      if (d.stalled && key === 'delivered') state = 'stalled';
+      const note = { done: '', todo: ' (not yet)', skipped: ' (not applicable: polling)', failed: ' (failed)', stalled: ' (stalled)' }[state];
+      return html`<li key=${key} class=${state} title=${d[at] ? `${label}: ${fullTime(d[at])}` : `${label}${note}`}>
+        <span class="dot" aria-hidden="true"></span><span class=${compact ? 'sr' : ''}>${label}</span><span class="sr">${note}</span>
+      </li>`;
+    })}
+  </ol>`;
+}
+
+function Status({ d }) {
+  if (d.step === 'failed') {
+    return html`<p class="error">Failed at ${stepName[d.failedStep] ?? d.failedStep}${d.error ? `: ${d.error}` : ''}</p>`;
+  }
+  if (d.retrying) {
+    return html`<p class="warn">
+      Retrying: attempt ${d.attempts.at(-1)?.attempt ?? '?'} failed (${d.lastError ?? 'no answer'}); next attempt at <${Time} iso=${d.nextAttemptAt} />.
+    </p>`;
+  }
+  if (d.stalled) return html`<p class="warn">Stalled: notified, but the handler never reported delivered.</p>`;
+  return null;
 }
 
 // Which run an attempt belongs to: the original publish, a re-publish by the sweep, or a resend.
 const attemptRun = (a) => (a.resend > 0 ? `Resend ${a.resend}` : a.publish > 1 ? `Re-publish ${a.publish}` : 'First publish');
 
-function attemptDetail(a) {
+function AttemptDetail({ a, payload }) {
   const headers = Object.entries(a.requestHeaders ?? {});
-  return h('details', { class: 'attempt-detail' },
-    h('summary', {}, 'Request and response'),
-    h('dl', {},
-      h('dt', {}, 'Headers sent'),
-      h('dd', {}, headers.length === 0 ? 'None: nothing was sent.' : h('pre', {}, headers.map(([k, v]) => `${k}: ${v}`).join('\n'))),
-      h('dt', {}, 'Response body (first KiB)'),
-      h('dd', {}, a.responseBody ? h('pre', {}, a.responseBody) : 'None.')));
+  return html`<details class="attempt-detail">
+    <summary>Request and response</summary>
+    <dl>
+      <dt>Headers sent</dt>
+      <dd>${headers.length === 0 ? 'None: nothing was sent.' : html`<pre>${headers.map(([k, v]) => `${k}: ${v}`).join('\n')}</pre>`}</dd>
+      <dt>Payload sent</dt>
+      <dd>${headers.length === 0 || !payload ? 'None.' : html`<pre>${payload}</pre>`}</dd>
+      <dt>Response status</dt>
+      <dd>${a.status ?? 'None: no answer.'}</dd>
+      <dt>Response body (first KiB)</dt>
+      <dd>${a.responseBody ? html`<pre>${a.responseBody}</pre>` : 'None.'}</dd>
+    </dl>
+  </details>`;
 }
 
-function attemptLog(d) {
-  if (d.attempts.length === 0) return h('p', { class: 'hint' }, d.webhook ? 'No notification attempts yet.' : 'Polling agent: no notifications are sent.');
-  const columns = ['Time', 'Run', 'Attempt', 'Status', 'Duration', 'Error', 'Detail'];
-  return h('details', { class: 'attempts' },
-    h('summary', {}, `Attempt log (${d.attempts.length})`),
-    h('table', {},
-      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, d.attempts.map((a) => h('tr', { class: a.interrupted ? 'interrupted' : null },
-        h('td', { dataset: { label: columns[0] } }, timeEl(a.attemptedAt)),
-        h('td', { dataset: { label: columns[1] } }, attemptRun(a)),
-        h('td', { dataset: { label: columns[2] } }, a.attempt),
-        h('td', { dataset: { label: columns[3] } }, a.status ?? '—'),
-        h('td', { dataset: { label: columns[4] } }, a.interrupted ? '—' : `${a.durationMs} ms`),
-        h('td', { dataset: { label: columns[5] } }, a.error ?? ''),
-        h('td', { dataset: { label: columns[6] } }, attemptDetail(a)))))));
+const ATTEMPT_COLUMNS = ['Time', 'Run', 'Attempt', 'Status', 'Duration', 'Error', 'Detail'];
+
+function AttemptLog({ d }) {
+  if (d.attempts.length === 0) {
+    return html`<p class="hint">${d.webhook ? 'No notification attempts yet.' : 'Polling agent: no notifications are sent.'}</p>`;
+  }
+  const [time, run, attempt, status, duration, error, detail] = ATTEMPT_COLUMNS;
+  return html`<details class="attempts">
+    <summary>Attempt log (${d.attempts.length})</summary>
+    <table>
+      <thead><tr>${ATTEMPT_COLUMNS.map((c) => html`<th scope="col">${c}</th>`)}</tr></thead>
+      <tbody>
+        ${d.attempts.map((a, i) => html`<tr key=${i} class=${a.interrupted ? 'interrupted' : ''}>
+          <td data-label=${time}><${Time} iso=${a.attemptedAt} /></td>
+          <td data-label=${run}>${attemptRun(a)}</td>
+          <td data-label=${attempt}>${a.attempt}</td>
+          <td data-label=${status}>${a.status ?? '—'}</td>
+          <td data-label=${duration}>${a.interrupted ? '—' : `${a.durationMs} ms`}</td>
+          <td data-label=${error}>${a.error ?? ''}</td>
+          <td data-label=${detail}><${AttemptDetail} a=${a} payload=${d.payload} /></td>
+        </tr>`)}
+      </tbody>
+    </table>
+  </details>`;
 }
 
-function deliveryRow(d, onResent) {
-  const status = d.step === 'failed'
-    ? h('p', { class: 'error' }, `Failed at ${stepName[d.failedStep] ?? d.failedStep}`, d.error ? `: ${d.error}` : '')
-    : d.retrying
-      ? h('p', { class: 'warn' }, `Retrying: attempt ${d.attempts.at(-1)?.attempt ?? '?'} failed (${d.lastError ?? 'no answer'}); next attempt at `, timeEl(d.nextAttemptAt), '.')
-      : d.stalled
-        ? h('p', { class: 'warn' }, 'Stalled: notified, but the handler never reported delivered.')
-        : null;
-  const resend = d.step !== 'failed' ? null : h('button', {
-    type: 'button',
-    onclick: async (event) => {
-      if (await act(event.target, () => api('POST', `/deliveries/${d.id}/resend`), `Resent to ${d.recipient}.`)) onResent();
-    },
-  }, 'Resend');
-  return h('li', { class: `delivery step-${d.step}${d.stalled ? ' stalled' : ''}`, dataset: { delivery: d.id, step: d.step } },
-    h('div', { class: 'delivery-head' },
-      h('strong', {}, d.recipient),
-      h('span', { class: `badge step-${d.step}${d.stalled ? ' stalled' : ''}${d.retrying ? ' retrying' : ''}` },
-        d.stalled ? 'Stalled' : d.step === 'failed' ? 'Failed' : d.retrying ? 'Retrying' : stepName[d.step]),
-      d.acknowledgedAt ? h('span', { class: 'badge muted' }, 'Acknowledged') : null,
-      resend),
-    pipeline(d),
-    status,
-    attemptLog(d));
+function ResendButton({ d }) {
+  const [action, run] = useAction();
+  if (d.step !== 'failed') return null;
+  return html`<span class="resend">
+    <button type="button" disabled=${action.busy} aria-describedby=${`resend-error-${d.id}`}
+      onClick=${async () => {
+        if (await run(() => api('POST', `/deliveries/${d.id}/resend`))) toast(`Resent to ${d.recipient}.`);
+      }}>Resend</button>
+    <${ErrorText} id=${`resend-error-${d.id}`} error=${action.error} />
+  </span>`;
 }
 
-function messageCard(m, onResent) {
-  return h('li', { class: 'card message', dataset: { message: m.id } },
-    h('div', { class: 'card-head' },
-      h('h3', {}, m.summary || '(no summary)'),
-      h('span', { class: 'hint' }, timeEl(m.createdAt))),
-    h('p', { class: 'hint' }, `${m.sender} in `, h('a', { href: `/dashboard/deliveries?thread=${m.threadId}` }, m.thread)),
-    h('ul', { class: 'deliveries' }, m.deliveries.map((d) => deliveryRow(d, onResent))));
+function DeliveryRows({ d, open, onToggle }) {
+  const detailId = `detail-${d.id}`;
+  return html`<tbody class=${`delivery step-${d.step}${d.stalled ? ' stalled' : ''}`} data-delivery=${d.id} data-step=${d.step} data-message=${d.messageId}>
+    <tr>
+      <td data-label="Accepted"><${Time} iso=${d.createdAt} short /></td>
+      <td data-label="Message" class="message-cell">
+        <span class="summary">${d.summary || '(no summary)'}</span>
+        <span class="hint">${d.sender} in <a href=${`/dashboard/threads/${d.threadId}`}>${d.thread}</a></span>
+      </td>
+      <td data-label="Recipient">${d.recipient}${d.webhook ? '' : html` <span class="hint">(polling)</span>`}</td>
+      <td data-label="Progress"><${Pipeline} d=${d} compact /></td>
+      <td data-label="State">
+        <span class=${stateClass(d)}>${stateOf(d)}</span>
+        ${d.acknowledgedAt ? html` <span class="badge muted">Acknowledged</span>` : null}
+      </td>
+      <td class="actions">
+        <button type="button" class="quiet" aria-expanded=${open ? 'true' : 'false'} aria-controls=${detailId} onClick=${onToggle}>
+          ${open ? 'Hide' : 'Details'}<span class="sr"> of the delivery to ${d.recipient}</span>
+        </button>
+        <${ResendButton} d=${d} />
+      </td>
+    </tr>
+    ${open
+      ? html`<tr class="detail-row" id=${detailId}>
+          <td colspan="6">
+            <${Pipeline} d=${d} />
+            <${Status} d=${d} />
+            <p class="hint ids">Delivery <code>${d.id}</code> · message <code>${d.messageId}</code></p>
+            <${AttemptLog} d=${d} />
+          </td>
+        </tr>`
+      : null}
+  </tbody>`;
 }
 
-function deliveriesPage() {
-  const form = $('#filters');
-  const list = $('#messages');
+// datetime-local inputs speak local time without a zone; the address and the API speak UTC.
+const toLocalInput = (iso) => {
+  if (!iso) return '';
+  const at = new Date(iso);
+  return Number.isNaN(at.getTime()) ? '' : new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+};
+const fromLocalInput = (value) => (value ? new Date(value).toISOString() : '');
+
+function filtersFromAddress() {
   const params = new URLSearchParams(location.search);
-  form.failed.checked = params.get('failed') === 'true';
-  form.retrying.checked = params.get('retrying') === 'true';
-  form.stalled.checked = params.get('stalled') === 'true';
-
-  const query = () => {
-    const q = new URLSearchParams();
-    if (form.failed.checked) q.set('failed', 'true');
-    if (form.retrying.checked) q.set('retrying', 'true');
-    if (form.stalled.checked) q.set('stalled', 'true');
-    if (form.agent.value) q.set('agent', form.agent.value);
-    if (form.thread.value) q.set('thread', form.thread.value);
-    return q.toString();
-  };
-
-  // Only the latest request may draw: an older answer (for the previous filter) arriving late is dropped.
-  let latest = 0;
-  async function reload() {
-    const q = query();
-    const mine = ++latest;
-    history.replaceState(null, '', q ? `?${q}` : location.pathname);
-    const messages = await api('GET', `/deliveries${q ? `?${q}` : ''}`);
-    if (mine !== latest) return;
-    list.replaceChildren(...messages.map((m) => messageCard(m, reload)));
-    $('#messages-empty').hidden = messages.length > 0;
-  }
-
-  let pendingReload = null;
-  const reloadSoon = () => {
-    clearTimeout(pendingReload);
-    pendingReload = setTimeout(reload, 300);
-  };
-
-  async function fillFilters() {
-    // The newest 200 of each to pick from; one named in the address is offered even if older.
-    const [agents, threads] = await Promise.all([api('GET', '/agents?limit=200'), api('GET', '/threads?limit=200')]);
-    const options = (select, items, chosen) => {
-      select.append(...items);
-      if (chosen && ![...select.options].some((o) => o.value === chosen)) select.append(h('option', { value: chosen }, chosen));
-    };
-    options(form.agent, agents.items.map((a) => h('option', { value: a.username }, a.username)), params.get('agent'));
-    options(form.thread, threads.items.map((t) => h('option', { value: t.id }, t.title)), params.get('thread'));
-    form.agent.value = params.get('agent') ?? '';
-    form.thread.value = params.get('thread') ?? '';
-  }
-
-  let refresh = null;
-  // The session is over: say so and stop, instead of reconnecting and refreshing for ever.
-  function sessionEnded(sentence) {
-    clearInterval(refresh);
-    clearTimeout(pendingReload);
-    const status = $('#live');
-    status.textContent = 'Signed out';
-    status.className = 'live off';
-    $('#session-ended-text').textContent = sentence;
-    $('#session-ended').hidden = false;
-  }
-
-  // A change to a delivery on screen replaces its row in place; anything else may belong to the
-  // current filter, so the list is fetched again (once per burst). The server ends the stream
-  // with a `session-ended` event when the session ends while it is open.
-  function live() {
-    const status = $('#live');
-    const events = new EventSource(`${API}/deliveries/events`);
-    events.addEventListener('session-ended', (event) => {
-      events.close();
-      sessionEnded(JSON.parse(event.data).error);
-    });
-    events.addEventListener('ready', () => {
-      status.textContent = 'Live';
-      status.className = 'live on';
-      reloadSoon();
-    });
-    events.addEventListener('delivery', (event) => {
-      const d = JSON.parse(event.data);
-      const row = list.querySelector(`[data-delivery="${d.id}"]`);
-      if (row) row.replaceWith(deliveryRow(d, reload));
-      else reloadSoon();
-    });
-    events.addEventListener('error', async () => {
-      status.textContent = 'Reconnecting…';
-      status.className = 'live off';
-      // The browser retries a dropped connection by itself, but gives up on a refused one: then a
-      // 401 means the session ended while the stream was down; anything else is tried again.
-      if (events.readyState !== EventSource.CLOSED) return;
-      const res = await fetch(`${API}/me`, { credentials: 'same-origin' }).catch(() => null);
-      if (res?.status === 401) sessionEnded('Your session expired; sign in again.');
-      else setTimeout(live, 2000);
-    });
-  }
-
-  form.addEventListener('change', reload);
-  fillFilters().then(reload).then(live);
-  // Stalling is the passing of time, not a change in the database: look again now and then.
-  refresh = setInterval(reload, 60_000);
+  const filters = Object.fromEntries(FILTERS.map((key) => [key, params.get(key) ?? '']));
+  // Links made before the state filter (?failed=true and the like) still open the view they meant.
+  for (const state of ['failed', 'retrying', 'stalled']) if (!filters.state && params.get(state) === 'true') filters.state = state;
+  return filters;
 }
 
-// --- Start ---------------------------------------------------------------------------------
+function BulkResend({ filters, onDone }) {
+  const [state, setState] = useState({ busy: false, message: null, error: null });
+  async function resend() {
+    setState({ busy: true, message: null, error: null });
+    try {
+      const { failed, upTo } = await api('GET', `/deliveries/failed-in-view${query(filters)}`);
+      if (failed === 0) return setState({ busy: false, message: 'No Failed deliveries in this view: nothing to resend.', error: null });
+      const noun = failed === 1 ? 'delivery' : 'deliveries';
+      if (!confirm(`Resend the ${failed} Failed ${noun} in this view? Each goes back to Accepted and its doorbell is rung again.`)) {
+        return setState({ busy: false, message: null, error: null });
+      }
+      const done = await api('POST', '/deliveries/resend-failed', { ...filters, upTo });
+      const refused = done.refused.map((r) => `${r.count} because ${r.reason}`).join('; ');
+      setState({ busy: false, message: `Resent ${done.resent} of ${failed}.${refused ? ` Not resent: ${refused}.` : ''}`, error: null });
+      onDone();
+    } catch (error) {
+      setState({ busy: false, message: null, error: error.message });
+    }
+  }
+  return html`<div class="bulk">
+    <button type="button" class="quiet" disabled=${state.busy} onClick=${resend}>Resend all Failed in this view…</button>
+    <span class="hint" role="status">${state.message ?? ''}</span>
+    <${ErrorText} id="bulk-error" error=${state.error} />
+  </div>`;
+}
 
-const pages = { 'sign-in': signInPage, agents: agentsPage, threads: threadsPage, deliveries: deliveriesPage };
-const page = document.body.dataset.page;
-if (page !== 'sign-in') startHeader().catch((error) => toast(error.message, 'error'));
-pages[page]?.();
+function DeliveriesPage() {
+  const [filters, setFilters] = useState(filtersFromAddress);
+  const [formKey, setFormKey] = useState(0);
+  const [expanded, setExpanded] = useState(() => new Set());
+  // On a phone the filters start folded, so that the deliveries are what the screen shows first.
+  const [roomy] = useState(() => matchMedia('(min-width: 601px)').matches);
+  const [threadTitle, setThreadTitle] = useState(null);
+  const list = usePagedList('/deliveries', filters);
+  const { view } = list;
+
+  useEffect(() => {
+    history.replaceState(null, '', query(filters) || location.pathname);
+    setThreadTitle(null);
+    if (filters.thread) api('GET', `/threads/${filters.thread}`).then((t) => setThreadTitle(t.title), () => {});
+  }, [JSON.stringify(filters)]);
+
+  // A change to a delivery on screen is drawn at once; the list is read again (at most every
+  // REFRESH_WAIT_MS) for what else the change may bring into or out of view.
+  useLive((event) => {
+    if (event.type === 'delivery') {
+      const changed = event.delivery;
+      list.setView((v) => (v.items.some((d) => d.id === changed.id) ? { ...v, items: v.items.map((d) => (d.id === changed.id ? changed : d)) } : v));
+      list.refresh();
+    } else if (event.type === 'ready') list.refresh();
+  });
+  // Stalling is the passing of time, not a change in the database: look again when one is due.
+  const nextStall = view.items.filter((d) => d.stallsAt && !d.stalled).map((d) => d.stallsAt).sort()[0];
+  useTimeout(nextStall, list.refresh, view.items);
+
+  function apply(event) {
+    event.preventDefault?.();
+    const form = event.currentTarget.form ?? event.currentTarget;
+    const data = new FormData(form);
+    setFilters({
+      q: String(data.get('q') ?? '').trim(),
+      state: String(data.get('state') ?? ''),
+      agent: String(data.get('agent') ?? '').trim(),
+      thread: filters.thread,
+      from: fromLocalInput(String(data.get('from') ?? '')),
+      to: fromLocalInput(String(data.get('to') ?? '')),
+    });
+  }
+  function clear() {
+    setFilters(Object.fromEntries(FILTERS.map((key) => [key, ''])));
+    setFormKey((k) => k + 1);
+  }
+  const toggle = (id) =>
+    setExpanded((open) => {
+      const next = new Set(open);
+      if (!next.delete(id)) next.add(id);
+      return next;
+    });
+  const filtered = FILTERS.some((key) => filters[key]);
+
+  return html`
+    <h1>Deliveries</h1>
+    <details class="filter-box" open=${roomy}>
+    <summary>Filters${filtered ? ' (on)' : ''}</summary>
+    <form key=${formKey} class="filters" role="search" aria-label="Filter deliveries" onSubmit=${apply}>
+      <div class="field wide">
+        <label for="filter-q">Search</label>
+        <input id="filter-q" name="q" type="search" defaultValue=${filters.q} placeholder="Message, delivery or thread id, agent, title or text" />
+      </div>
+      <div class="field">
+        <label for="filter-state">State</label>
+        <select id="filter-state" name="state" value=${filters.state} onChange=${apply}>
+          ${STATES.map(([value, label]) => html`<option value=${value}>${label}</option>`)}
+        </select>
+      </div>
+      <div class="field">
+        <label for="filter-agent">Recipient</label>
+        <input id="filter-agent" name="agent" defaultValue=${filters.agent} autocomplete="off" placeholder="username" />
+      </div>
+      <div class="field">
+        <label for="filter-from">From</label>
+        <input id="filter-from" name="from" type="datetime-local" defaultValue=${toLocalInput(filters.from)} />
+      </div>
+      <div class="field">
+        <label for="filter-to">To</label>
+        <input id="filter-to" name="to" type="datetime-local" defaultValue=${toLocalInput(filters.to)} />
+      </div>
+      <div class="buttons">
+        <button type="submit">Apply</button>
+        ${filtered ? html`<button type="button" class="quiet" onClick=${clear}>Clear filters</button>` : null}
+      </div>
+    </form>
+    </details>
+    ${filters.thread
+      ? html`<p class="chip">Thread: <a href=${`/dashboard/threads/${filters.thread}`}>${threadTitle ?? filters.thread}</a>
+          <button type="button" class="quiet" onClick=${() => setFilters({ ...filters, thread: '' })}>Show every thread</button></p>`
+      : null}
+    <${BulkResend} filters=${filters} onDone=${list.refresh} />
+    <h2 class="results">${view.status === 'ready'
+      ? `${view.items.length}${view.next ? '+' : ''} ${filtered ? 'matching ' : ''}${view.items.length === 1 ? 'delivery' : 'deliveries'}, newest first`
+      : 'Deliveries'}</h2>
+    <p class="legend hint">Each recipient's delivery moves Accepted → Notified → Delivered → Fetched. Polling agents go straight from Accepted to Fetched.</p>
+    <${ListState} view=${view} noun="deliveries" onRetry=${list.reset}
+      empty=${filtered ? 'No deliveries match these filters.' : 'No deliveries yet: each message posted creates one per recipient, shown here as it moves.'} />
+    ${view.items.length > 0
+      ? html`<table class="deliveries-table">
+          <caption class="sr">Deliveries, newest first</caption>
+          <thead>
+            <tr><th scope="col">Accepted</th><th scope="col">Message</th><th scope="col">Recipient</th><th scope="col">Progress</th><th scope="col">State</th><th scope="col"><span class="sr">Actions</span></th></tr>
+          </thead>
+          ${view.items.map((d) => html`<${DeliveryRows} key=${d.id} d=${d} open=${expanded.has(d.id)} onToggle=${() => toggle(d.id)} />`)}
+        </table>`
+      : null}
+    <${MoreButton} list=${list} noun="deliveries" />
+  `;
+}
+
+// --- Threads --------------------------------------------------------------------------------
+
+const stateLabel = { open: 'Open', 'close-pending': 'Close requested', closed: 'Closed' };
+
+function PostForm({ thread }) {
+  const [action, run] = useAction();
+  const [posted, setPosted] = useState(null);
+  const field = fieldOf(action.error, ['content', 'summary']);
+  const contentId = `post-${thread.id}`;
+  const summaryId = `summary-${thread.id}`;
+  const errorId = `post-error-${thread.id}`;
+  async function submit(event) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const body = { content: form.content.value };
+    if (form.summary.value.trim()) body.summary = form.summary.value;
+    setPosted(null);
+    const done = await run(() => api('POST', `/threads/${thread.id}/messages`, body));
+    if (done) {
+      const sentence = `Posted to ${done.recipients} recipient${done.recipients === 1 ? '' : 's'}.`;
+      setPosted(sentence);
+      toast(sentence);
+      form.reset();
+    }
+  }
+  // No maxlength: browsers count it in UTF-16 units, two per emoji, where the server counts
+  // characters; the server's sentence names any bound that is passed, next to its field.
+  return html`<form class="stack post" onSubmit=${submit}>
+    <label for=${contentId}>Post as yourself</label>
+    <textarea id=${contentId} name="content" rows="3" required aria-invalid=${field === 'content' ? 'true' : null}
+      aria-describedby=${field === 'content' ? errorId : null}></textarea>
+    ${field === 'content' ? html`<${ErrorText} id=${errorId} error=${action.error} />` : null}
+    <label for=${summaryId}>Summary <span class="hint">(required above 200 characters)</span></label>
+    <input id=${summaryId} name="summary" aria-invalid=${field === 'summary' ? 'true' : null} aria-describedby=${field === 'summary' ? errorId : null} />
+    ${field === 'summary' ? html`<${ErrorText} id=${errorId} error=${action.error} />` : null}
+    <div class="inline">
+      <button type="submit" disabled=${action.busy}>Post</button>
+      <span class="hint" role="status">${posted ?? ''}</span>
+    </div>
+    ${field === null ? html`<${ErrorText} id=${errorId} error=${action.error} />` : null}
+  </form>`;
+}
+
+function Participants({ thread }) {
+  const [action, run] = useAction();
+  return html`<div class="participants-box">
+    <ul class="participants" aria-label=${`Participants of ${thread.title}`}>
+      ${thread.participants.map((p) => html`<li key=${p.username}>
+        <span>${p.username}</span>
+        ${thread.state === 'closed'
+          ? null
+          : html`<button type="button" class="quiet danger" disabled=${action.busy} aria-label=${`Remove ${p.username} from ${thread.title}`}
+              onClick=${async () => {
+                if (!confirm(`Remove ${p.username}? It loses the thread and everything in it.`)) return;
+                if (await run(() => api('DELETE', `/threads/${thread.id}/participants/${encodeURIComponent(p.username)}`))) toast(`${p.username} removed.`);
+              }}>Remove</button>`}
+      </li>`)}
+    </ul>
+    <${ErrorText} id=${`participants-error-${thread.id}`} error=${action.error} />
+  </div>`;
+}
+
+function Decision({ thread }) {
+  const [action, run] = useAction();
+  if (thread.state !== 'close-pending') return null;
+  return html`<div class="decision notice">
+    <p>${thread.openedBy} asked to close this thread.</p>
+    <button type="button" disabled=${action.busy} onClick=${async () => {
+      if (await run(() => api('POST', `/threads/${thread.id}/confirm-close`))) toast('Thread closed.');
+    }}>Confirm close</button>
+    ${' '}
+    <button type="button" class="quiet" disabled=${action.busy} onClick=${async () => {
+      if (await run(() => api('POST', `/threads/${thread.id}/decline-close`))) toast('Close declined; the thread is open again.');
+    }}>Decline</button>
+    <${ErrorText} id=${`decision-error-${thread.id}`} error=${action.error} />
+  </div>`;
+}
+
+// On the Threads page a thread is a card under the list's heading; on its own page, the page.
+function ThreadBody({ thread, level }) {
+  const Heading = `h${level}`;
+  return html`
+    ${thread.goal ? html`<p class="goal">${thread.goal}</p>` : null}
+    <p class="hint">Opened by ${thread.openedBy} · <${Time} iso=${thread.createdAt} /> · <a href=${`/dashboard/deliveries?thread=${thread.id}`}>Delivery progress</a></p>
+    <${Decision} thread=${thread} />
+    <${Heading}>Participants<//>
+    <${Participants} thread=${thread} />
+    ${thread.state === 'open' ? html`<${PostForm} thread=${thread} />` : null}
+  `;
+}
+
+function ThreadCard({ thread }) {
+  return html`<li class="card thread" data-thread=${thread.id}>
+    <div class="card-head">
+      <h3><a href=${`/dashboard/threads/${thread.id}`}>${thread.title}</a></h3>
+      <span class=${`badge state-${thread.state}`}>${stateLabel[thread.state]}</span>
+    </div>
+    <${ThreadBody} thread=${thread} level=${4} />
+  </li>`;
+}
+
+function ThreadsPage() {
+  const params = new URLSearchParams(location.search);
+  const [filters, setFilters] = useState({ state: params.get('state') ?? '', q: params.get('q') ?? '' });
+  const list = usePagedList('/threads', filters);
+  useEffect(() => history.replaceState(null, '', query(filters) || location.pathname), [JSON.stringify(filters)]);
+  useLive((event) => (event.type === 'thread' || event.type === 'ready') && list.refresh());
+  function apply(event) {
+    event.preventDefault?.();
+    const data = new FormData(event.currentTarget.form ?? event.currentTarget);
+    setFilters({ state: String(data.get('state') ?? ''), q: String(data.get('q') ?? '').trim() });
+  }
+  const filtered = filters.state || filters.q;
+  return html`
+    <h1>Threads</h1>
+    <p class="hint">Newest first. Confirm or decline close requests, remove participants and post as yourself; open a thread for its messages.</p>
+    <form class="filters" role="search" aria-label="Filter threads" onSubmit=${apply}>
+      <div class="field wide">
+        <label for="threads-q">Search</label>
+        <input id="threads-q" name="q" type="search" defaultValue=${filters.q} placeholder="Title, goal or participant" />
+      </div>
+      <div class="field">
+        <label for="threads-state">State</label>
+        <select id="threads-state" name="state" value=${filters.state} onChange=${apply}>
+          <option value="">Any state</option>
+          <option value="open">Open</option>
+          <option value="close-pending">Close requested</option>
+          <option value="closed">Closed</option>
+        </select>
+      </div>
+      <div class="buttons"><button type="submit">Apply</button></div>
+    </form>
+    <h2>${filters.state === 'close-pending' ? 'Close requests' : filtered ? 'Matching threads' : 'All threads'}</h2>
+    <${ListState} view=${list.view} noun="threads" onRetry=${list.reset}
+      empty=${filters.state === 'close-pending' ? 'No close requests wait for a decision.' : filtered ? 'No threads match.' : 'No threads yet. Agents open them.'} />
+    <ul class="cards">${list.view.items.map((t) => html`<${ThreadCard} key=${t.id} thread=${t} />`)}</ul>
+    <${MoreButton} list=${list} noun="threads" />
+  `;
+}
+
+function RecipientBadges({ message }) {
+  return html`<ul class="recipients" aria-label="Deliveries">
+    ${message.deliveries.map((d) => html`<li key=${d.deliveryId}>
+      <a href=${`/dashboard/deliveries?q=${d.deliveryId}`}>${d.recipient}</a>
+      ${' '}<span class=${stateClass(d)}>${stateOf(d)}</span>
+    </li>`)}
+  </ul>`;
+}
+
+function ThreadPage() {
+  const threadId = decodeURIComponent(location.pathname.split('/').pop());
+  const [thread, setThread] = useState({ status: 'loading', record: null, error: null });
+  const messages = usePagedList(`/threads/${threadId}/messages`, {});
+  const loadThread = async () => {
+    try {
+      const record = await api('GET', `/threads/${threadId}`);
+      setThread({ status: 'ready', record, error: null });
+      document.title = `${record.title} · Agent Messaging Service`;
+    } catch (error) {
+      setThread((t) => ({ ...t, status: t.record ? 'ready' : 'error', error: error.message }));
+    }
+  };
+  const refreshThread = useThrottled(loadThread);
+  useEffect(() => {
+    loadThread();
+  }, []);
+  useLive((event) => {
+    if (event.type === 'ready') {
+      refreshThread();
+      messages.refresh();
+    } else if (event.type === 'thread' && event.ids.includes(threadId)) refreshThread();
+    else if (event.type === 'delivery' && event.delivery.threadId === threadId) messages.refresh();
+  });
+  const t = thread.record;
+  return html`
+    <p><a href="/dashboard/threads">All threads</a></p>
+    ${t
+      ? html`<div class="card thread" data-thread=${t.id}>
+          <div class="card-head">
+            <h1>${t.title}</h1>
+            <span class=${`badge state-${t.state}`}>${stateLabel[t.state]}</span>
+          </div>
+          ${thread.error ? html`<p class="notice problem" role="alert">Could not refresh the thread: ${thread.error}</p>` : null}
+          <${ThreadBody} thread=${t} level=${2} />
+        </div>`
+      : html`<h1>Thread</h1>
+          ${thread.status === 'loading'
+            ? html`<p class="hint placeholder" role="status">Loading the thread…</p>`
+            : html`<div class="notice problem" role="alert"><p>Could not load the thread: ${thread.error}</p>
+                <button type="button" onClick=${loadThread}>Try again</button></div>`}`}
+    <h2>Messages</h2>
+    <${ListState} view=${messages.view} noun="messages" onRetry=${messages.reset} empty="No messages in this thread yet." />
+    <ol class="cards messages">
+      ${messages.view.items.map((m) => html`<li key=${m.id} class="card message" data-message=${m.id}>
+        <div class="card-head">
+          <h3>${m.sender}</h3>
+          <span class="hint"><${Time} iso=${m.createdAt} /></span>
+        </div>
+        ${m.summary ? html`<p class="hint">Summary: ${m.summary}</p>` : null}
+        <p class="content">${m.content}</p>
+        <${RecipientBadges} message=${m} />
+      </li>`)}
+    </ol>
+    <${MoreButton} list=${messages} noun="messages" />
+  `;
+}
+
+// --- Agents ---------------------------------------------------------------------------------
+
+function AddWebhook({ agent, onSecret }) {
+  const [action, run] = useAction();
+  const id = `hook-${agent.username}`;
+  const errorId = `hook-error-${agent.username}`;
+  async function submit(event) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const added = await run(() => api('PUT', `/agents/${encodeURIComponent(agent.username)}/webhook`, { webhookUrl: form.webhookUrl.value }));
+    if (added) {
+      onSecret(added.signingSecret);
+      toast('Webhook added; its signing secret is shown below.');
+    }
+  }
+  return html`<form class="inline" onSubmit=${submit}>
+    <div class="field">
+      <label for=${id}>Webhook URL</label>
+      <input id=${id} name="webhookUrl" type="url" required placeholder="https://…" aria-invalid=${action.error ? 'true' : null} aria-describedby=${errorId} />
+      <${ErrorText} id=${errorId} error=${action.error} />
+    </div>
+    <button type="submit" disabled=${action.busy}>Add webhook</button>
+  </form>`;
+}
+
+function Webhook({ agent, secret, onSecret }) {
+  const [action, run] = useAction();
+  if (!agent.webhookUrl) return html`<${AddWebhook} agent=${agent} onSecret=${onSecret} />`;
+  const name = encodeURIComponent(agent.username);
+  return html`<div class="webhook">
+    <p>Webhook: <code class="url">${agent.webhookUrl}</code></p>
+    <p class="secret">Signing secret: ${secret ? html`<code>${secret}</code> <${CopyButton} text=${() => secret} />` : html`<code class="masked">••••••••••••••••</code> <button type="button" class="quiet" disabled=${action.busy}
+        onClick=${async () => {
+          const shown = await run(() => api('GET', `/agents/${name}/webhook/secret`));
+          if (shown) onSecret(shown.signingSecret);
+        }}>Reveal secret</button>`}</p>
+    <p><button type="button" class="danger" disabled=${action.busy} onClick=${async () => {
+      if (!confirm(`Remove the webhook of ${agent.username}? Its signing secret is discarded for good.`)) return;
+      if (await run(() => api('DELETE', `/agents/${name}/webhook`))) {
+        onSecret(null);
+        toast('Webhook removed.');
+      }
+    }}>Remove webhook</button></p>
+    <${ErrorText} id=${`webhook-error-${agent.username}`} error=${action.error} />
+  </div>`;
+}
+
+function AgentCard({ agent, secret, onSecret }) {
+  const [action, run] = useAction();
+  const verb = agent.archived ? 'unarchive' : 'archive';
+  return html`<li class=${`card agent${agent.archived ? ' archived' : ''}`} data-agent=${agent.username}>
+    <div class="card-head">
+      <h3>${agent.username}</h3>
+      <span class=${`badge ${agent.archived ? 'muted' : 'good'}`}>${agent.archived ? 'Archived' : 'Active'}</span>
+      <span class="badge">${agent.webhookUrl ? 'Webhook' : 'Polling'}</span>
+    </div>
+    <p class="hint">Registered <${Time} iso=${agent.createdAt} /> · <a href=${`/dashboard/deliveries?agent=${encodeURIComponent(agent.username)}`}>Deliveries</a></p>
+    <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />
+    <p>
+      <button type="button" class=${agent.archived ? '' : 'danger'} disabled=${action.busy} onClick=${async () => {
+        if (await run(() => api('POST', `/agents/${encodeURIComponent(agent.username)}/${verb}`))) toast(`${agent.username} ${verb}d.`);
+      }}>${agent.archived ? 'Unarchive' : 'Archive'}</button>
+    </p>
+    <${ErrorText} id=${`agent-error-${agent.username}`} error=${action.error} />
+  </li>`;
+}
+
+function RegisterForm({ onCreated }) {
+  const [action, run] = useAction();
+  const field = fieldOf(action.error, ['username', 'webhookUrl']);
+  async function submit(event) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const created = await run(() => api('POST', '/agents', { username: form.username.value, webhookUrl: form.webhookUrl.value || undefined }));
+    if (created) {
+      form.reset();
+      onCreated(created);
+    }
+  }
+  const describe = (name, hint) => [hint, field === name || (name === 'username' && action.error && !field) ? 'register-error' : null].filter(Boolean).join(' ') || null;
+  return html`<form class="inline" onSubmit=${submit}>
+    <div class="field">
+      <label for="new-username">Username</label>
+      <input id="new-username" name="username" required maxlength="64" pattern="[a-z0-9][a-z0-9_.\\-]*" autocomplete="off"
+        aria-invalid=${field === 'username' || (action.error && !field) ? 'true' : null} aria-describedby=${describe('username', 'username-hint')} />
+      <small id="username-hint">Lowercase letters, digits, “.”, “_” or “-”.</small>
+      ${field !== 'webhookUrl' ? html`<${ErrorText} id="register-error" error=${action.error} />` : null}
+    </div>
+    <div class="field">
+      <label for="new-webhook">Webhook URL <span class="hint">(optional)</span></label>
+      <input id="new-webhook" name="webhookUrl" type="url" placeholder="https://example.com/hooks/agent"
+        aria-invalid=${field === 'webhookUrl' ? 'true' : null} aria-describedby=${describe('webhookUrl', null)} />
+      ${field === 'webhookUrl' ? html`<${ErrorText} id="register-error" error=${action.error} />` : null}
+    </div>
+    <button type="submit" disabled=${action.busy}>Register</button>
+  </form>`;
+}
+
+function NewKey({ created }) {
+  const box = useRef(null);
+  useEffect(() => box.current?.focus(), [created]);
+  return html`<div id="new-key" class="notice" tabindex="-1" ref=${box}>
+    <p>API key for <strong id="new-key-agent">${created.username}</strong>. Copy it now: it is shown only once.</p>
+    <p class="secret"><code id="new-key-value">${created.apiKey}</code> <${CopyButton} text=${() => created.apiKey} /></p>
+    ${created.signingSecret
+      ? html`<p>Signing secret: <code id="new-key-secret">${created.signingSecret}</code> <${CopyButton} text=${() => created.signingSecret} /></p>`
+      : null}
+  </div>`;
+}
+
+function AgentsPage() {
+  const [filters, setFilters] = useState({ q: new URLSearchParams(location.search).get('q') ?? '' });
+  const [created, setCreated] = useState(null);
+  const [secrets, setSecrets] = useState({});
+  const list = usePagedList('/agents', filters);
+  useEffect(() => history.replaceState(null, '', query(filters) || location.pathname), [filters.q]);
+  useLive((event) => (event.type === 'agent' || event.type === 'ready') && list.refresh());
+  return html`
+    <h1>Agents</h1>
+    <section class="card" aria-labelledby="register-heading">
+      <h2 id="register-heading">Register an agent</h2>
+      <${RegisterForm} onCreated=${(agent) => {
+        setCreated(agent);
+        if (agent.signingSecret) setSecrets((s) => ({ ...s, [agent.username]: agent.signingSecret }));
+        list.refresh();
+      }} />
+      ${created ? html`<${NewKey} created=${created} />` : null}
+    </section>
+    <section aria-labelledby="list-heading">
+      <h2 id="list-heading">All agents</h2>
+      <form class="filters" role="search" aria-label="Find agents" onSubmit=${(event) => {
+        event.preventDefault();
+        setFilters({ q: event.currentTarget.q.value.trim() });
+      }}>
+        <div class="field wide">
+          <label for="agents-q">Name contains</label>
+          <input id="agents-q" name="q" type="search" defaultValue=${filters.q} />
+        </div>
+        <div class="buttons"><button type="submit">Find</button></div>
+      </form>
+      <${ListState} view=${list.view} noun="agents" onRetry=${list.reset} empty=${filters.q ? 'No agent name contains that.' : 'No agents yet: register the first above.'} />
+      <ul class="cards">
+        ${list.view.items.map((a) => html`<${AgentCard} key=${a.username} agent=${a} secret=${secrets[a.username] ?? null}
+          onSecret=${(secret) => setSecrets((s) => ({ ...s, [a.username]: secret }))} />`)}
+      </ul>
+      <${MoreButton} list=${list} noun="agents" />
+    </section>
+  `;
+}
+
+// --- Start ----------------------------------------------------------------------------------
+
+const pages = { deliveries: DeliveriesPage, threads: ThreadsPage, thread: ThreadPage, agents: AgentsPage };
+if (PAGE === 'sign-in') signInPage();
+else {
+  startHeader();
+  const app = $('#app');
+  app.textContent = '';
+  render(html`<${pages[PAGE]} />`, app);
+  // The live view starts whatever the first loads answered: a list that failed to load is read
+  // again when the stream is ready.
+  live.start();
+}

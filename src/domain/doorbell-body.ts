@@ -1,15 +1,14 @@
-import { oneLine } from '../domain/deliveries';
-import type { DoorbellFields } from '../domain/delivery-steps';
+import { oneLine } from './deliveries';
+import type { DoorbellFields } from './delivery-steps';
+import { LIMITS } from './schemas';
 
 export type { DoorbellFields };
-import { LIMITS } from '../domain/schemas';
 
 export const DOORBELL_EVENT = 'message.created';
 
-
 // The notification body, never the message body. Built with a fixed key order from stored
 // values only, so every retry of a delivery sends the same bytes (and, with the same secret,
-// the same X-Signature-256).
+// the same X-Signature-256); the dashboard shows a person the very bytes that went out.
 export function doorbellBody(f: DoorbellFields): string {
   return JSON.stringify({
     event: DOORBELL_EVENT,
