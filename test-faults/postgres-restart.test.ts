@@ -63,7 +63,7 @@ const listeners = () =>
       .map((r) =>
         r.query.startsWith('LISTEN "jobs:insert"; LISTEN "worker:migrate"')
           ? 'graphile-worker'
-          : /^listen "(ams_(inbox|delivery|agents)|jobs:insert)"$/.test(r.query)
+          : /^listen "(ams_[a-z_]+|jobs:insert)"$/.test(r.query)
             ? 'ams'
             : r.query,
       )
