@@ -2,13 +2,15 @@
 // with keep-alive connections, receives doorbells on its own local server, runs the raw
 // graphile-worker baselines, and prints every run's figures as one JSON line on stdout.
 // Seeding (agents, threads, backlogs) goes straight to the database through the domain code.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { EventEmitter } from 'node:events';
 import { run, type Runner, type WorkerEvents } from 'graphile-worker';
 import pg from 'pg';
 import { connect, type Sql } from '../src/db/connect';
 import { quietWorkerLogger } from '../src/db/migrate';
 import { asActor, createAgent } from '../src/domain/agents';
+import { hashKey, newAgentKey } from '../src/domain/keys';
 import { postMessage } from '../src/domain/messages';
 import { openThread } from '../src/domain/threads';
 import { createLogger } from '../src/log';
@@ -23,6 +25,7 @@ export type LoadSetup = {
   runs: number;
   concurrency: number;
   workerConcurrency: number;
+  metricsToken: string;
 };
 
 const setup = JSON.parse(process.env.BENCH_SETUP!) as LoadSetup;
@@ -200,12 +203,14 @@ async function doorbellLatencies(threadId: string, rate: number, ms: number) {
   const answered = new Map<string, number>();
   const arrived = new Map<string, number>();
   onDoorbell = (d, at) => arrived.set(d.messageId, at);
+  const cpuBefore = cpuSnapshot(setup.serverPid);
   await steady(rate, ms, async (i) => {
     const { data } = await post(threadId, `doorbell ${i}`);
     answered.set(data.id, performance.now());
   });
   await untilAll(arrived, answered.size, 'doorbells');
-  return latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at));
+  const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), answered.size);
+  return { ...latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at)), cpuUs };
 }
 
 async function doorbellLatency() {
@@ -216,12 +221,14 @@ async function doorbellLatency() {
     const added = new Map<number, number>();
     const ran = new Map<number, number>();
     onNoop = (i, at) => ran.set(i, at);
+    const cpuBefore = cpuSnapshot(setup.serverPid);
     await steady(rate, ms, async (i) => {
       await baselineSql`select graphile_worker.add_job('noop', json_build_object('i', ${i}::int))`;
       added.set(i, performance.now());
     });
     await untilAll(ran, added.size, 'no-op jobs');
-    return latencySummary([...added].map(([i, at]) => ran.get(i)! - at));
+    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), added.size);
+    return { ...latencySummary([...added].map(([i, at]) => ran.get(i)! - at)), cpuUs };
   };
   // Warm-up at the full rate, so that the pools have opened the connections this rate needs (a
   // quarter of the rate left the first run paying for new connections: p99 150-190 ms, then ~12 ms).
@@ -272,8 +279,10 @@ async function doorbellThroughput() {
       for (let i = 0; i < total / 10; i++) await postMessage(tx as unknown as Sql, log, sender.actor, threads.throughput, { content: `burst ${i}` });
     });
     const committed = performance.now();
+    const cpuBefore = cpuSnapshot(setup.serverPid);
     await untilAll(arrived, total, 'doorbells');
-    return { count: total, perSecond: round((total / (Math.max(...arrived.values()) - committed)) * 1000, 0) };
+    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), total);
+    return { count: total, perSecond: round((total / (Math.max(...arrived.values()) - committed)) * 1000, 0), cpuUs };
   };
   const baseline = async () => {
     const ran = new Map<number, number>();
@@ -283,8 +292,10 @@ async function doorbellThroughput() {
         select row('noop', json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
         from generate_series(1, ${total}::int) g))`;
     const committed = performance.now();
+    const cpuBefore = cpuSnapshot(setup.serverPid);
     await untilAll(ran, total, 'no-op jobs');
-    return { count: total, perSecond: round((total / (Math.max(...ran.values()) - committed)) * 1000, 0) };
+    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), total);
+    return { count: total, perSecond: round((total / (Math.max(...ran.values()) - committed)) * 1000, 0), cpuUs };
   };
   const out = { doorbell: [] as unknown[], rawJob: [] as unknown[] };
   for (let run = 0; run < runs; run++) {
@@ -364,6 +375,10 @@ async function inboxRead() {
   await loadBacklog('big', 1_000_000);
   await sql`vacuum analyze messages`;
   await sql`vacuum analyze deliveries`;
+  // The backlog's pages are written out now rather than by the checkpointer while reads are timed
+  // (a role without the right to ask leaves them to it).
+  await sql`checkpoint`.catch(() => {});
+  await untilQuiet();
   const loadSeconds = round((performance.now() - started) / 1000, 1);
   progress(`inbox backlogs loaded in ${loadSeconds} s`);
   const connections = 8;
@@ -382,6 +397,218 @@ async function inboxRead() {
   results.inbox = out;
 }
 
+// ---- many held waits ----
+// Ten thousand agents, each in a thread of its own with the sender, loaded set-based (a
+// createAgent call each would take longer than the scenario).
+const MANY = 10_000;
+async function manyAgents(): Promise<{ keys: string[]; threadIds: string[] }> {
+  const keys = Array.from({ length: MANY }, () => newAgentKey());
+  const usernames = keys.map((_, i) => `many${i + 1}`);
+  const threadIds = await sql.begin(async (tx) => {
+    await tx`insert into usernames (username, owner) select u, 'agent' from unnest(${usernames}::text[]) u`;
+    const agents = await tx<{ id: string }[]>`
+      insert into agents (username, key_hash)
+      select u, decode(h, 'hex') from unnest(${usernames}::text[], ${keys.map((k) => hashKey(k).toString('hex'))}::text[]) with ordinality as x(u, h, n)
+      order by n returning id`;
+    const threads = await tx<{ id: string }[]>`
+      insert into threads (title, opened_by)
+      select 'waiting agent ' || g, ${sender.actor.id} from generate_series(1, ${MANY}::int) g order by g returning id`;
+    await tx`
+      insert into participants (thread_id, agent_id)
+      select t, a from unnest(${threads.map((t) => t.id)}::uuid[], ${agents.map((a) => a.id)}::uuid[]) as x(t, a)
+      union all select t, ${sender.actor.id}::uuid from unnest(${threads.map((t) => t.id)}::uuid[]) t`;
+    return threads.map((t) => t.id);
+  });
+  return { keys, threadIds };
+}
+
+const waitingNow = async () => {
+  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${setup.metricsToken}` } })).text();
+  return Number(/^ams_inbox_waiting_requests (\d+)/m.exec(text)?.[1] ?? NaN);
+};
+async function untilWaiting(count: number, what: string) {
+  const deadline = performance.now() + 60_000;
+  while ((await waitingNow()) !== count) {
+    if (performance.now() > deadline) throw new Error(`${what}: ${await waitingNow()} waiting, not ${count}`);
+    await Bun.sleep(20);
+  }
+}
+
+type Answer = { at: number; status: number; messageIds: string[] };
+// Opens one held wait per key from a process of its own; resolves once the service holds them all.
+async function holdWaits(
+  keys: string[],
+  waitSeconds: number,
+  onAnswer: (a: Answer) => void,
+  target = { hostPort: base.replace('http://', ''), held: () => waitingNow() },
+) {
+  const file = `${tmpdir()}/ams-bench-waiter-keys-${process.pid}`;
+  writeFileSync(file, keys.join('\n'));
+  const opening = performance.now();
+  const child = Bun.spawn(['bun', 'bench/waiters.ts'], {
+    cwd: new URL('..', import.meta.url).pathname,
+    env: { ...process.env, WAITERS_TARGET: target.hostPort, WAITERS_KEYS: file, WAITERS_WAIT: String(waitSeconds) },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
+  const opened = Promise.withResolvers<void>();
+  void (async () => {
+    let pending = '';
+    for await (const chunk of child.stdout) {
+      pending += new TextDecoder().decode(chunk);
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        const event = JSON.parse(line);
+        if ('opened' in event) opened.resolve();
+        else onAnswer(event);
+      }
+    }
+    opened.reject(new Error('the waiters process ended before opening its waits'));
+  })();
+  await opened.promise;
+  const deadline = performance.now() + 60_000;
+  while ((await target.held()) !== keys.length) {
+    if (performance.now() > deadline) throw new Error(`held waits: ${await target.held()} held, not ${keys.length}`);
+    await Bun.sleep(20);
+  }
+  const openSeconds = round((performance.now() - opening) / 1000, 1);
+  // Each wait reads the inbox once after registering: those reads finish before anything is timed.
+  await untilQuiet();
+  return { child, openSeconds };
+}
+
+// Until the service and PostgreSQL together have used under 5 % of a core for 250 ms: the earlier
+// scenarios' rows may have set autovacuum going, which would otherwise share the timed part.
+async function untilQuiet() {
+  const deadline = performance.now() + 60_000;
+  for (;;) {
+    const before = cpuSnapshot(setup.serverPid);
+    await Bun.sleep(250);
+    const used = cpuPerRequest(before, cpuSnapshot(setup.serverPid), 1);
+    if (used.server + used.database < 0.05 * 250_000 || performance.now() > deadline) return;
+  }
+}
+
+const epochNow = () => performance.timeOrigin + performance.now();
+
+// The baseline: a bare Bun.serve in this process holding the same 10 000 requests from the same
+// waiters process, and answering them all at once with the body one entry makes. The runtime's
+// own cost of 10 000 answers, with no framework, database or wake-up in it.
+const bareHeld: ((res: Response) => void)[] = [];
+const bareHolder = Bun.serve({
+  hostname: '127.0.0.1',
+  port: 0,
+  idleTimeout: 0,
+  fetch: () => new Promise<Response>((resolve) => bareHeld.push(resolve)),
+});
+async function bareRelease(waits: number) {
+  const answers: Answer[] = [];
+  const all = Promise.withResolvers<void>();
+  const { child } = await holdWaits(Array(waits).fill('none'), 60, (a) => {
+    answers.push(a);
+    if (answers.length === waits) all.resolve();
+  }, { hostPort: `127.0.0.1:${bareHolder.port}`, held: async () => bareHeld.length });
+  const body = JSON.stringify({ success: true, data: [{ deliveryId: crypto.randomUUID(), messageId: crypto.randomUUID(), threadId: crypto.randomUUID(), thread: 'one agent, many waits', sender: 'sender', summary: 'for every waiting request', receivedAt: new Date().toISOString(), alreadyRead: false }] });
+  const released = epochNow();
+  for (const resolve of bareHeld.splice(0)) resolve(new Response(body, { headers: { 'content-type': 'application/json' } }));
+  await all.promise;
+  await child.exited;
+  return latencySummary(answers.map((a) => a.at - released));
+}
+
+const collectGarbage = async () => {
+  await fetch(`${base}/bench/gc`, { method: 'POST' });
+  await Bun.sleep(200);
+};
+
+// 10 000 held waits of one agent, one post: every one of them answered with it.
+async function waitersOfOneAgent() {
+  const crowd = await agent('crowd');
+  const threadId = await thread('one agent, many waits', ['crowd']);
+  const one = async () => {
+    await collectGarbage();
+    const rssBefore = round(readRssMb(), 1);
+    const answers: Answer[] = [];
+    const all = Promise.withResolvers<void>();
+    const { child, openSeconds } = await holdWaits(Array(MANY).fill(crowd.key), 60, (a) => {
+      answers.push(a);
+      if (answers.length === MANY) all.resolve();
+    });
+    const rssHeld = round(readRssMb(), 1);
+    const cpuBefore = cpuSnapshot(setup.serverPid);
+    const sent = epochNow();
+    const { data } = await post(threadId, 'for every waiting request');
+    await all.promise;
+    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), MANY);
+    if (!answers.every((a) => a.status === 200 && a.messageIds.length === 1 && a.messageIds[0] === data.id)) {
+      throw new Error('a held wait was not answered with the post');
+    }
+    await child.exited;
+    await expect(200, call(crowd.key, 'POST', `/api/deliveries/${(await call(crowd.key, 'GET', '/api/deliveries')).json.data[0].deliveryId}/acknowledge`));
+    return { waits: MANY, openSeconds, rssBeforeMb: rssBefore, rssHeldMb: rssHeld, ...latencySummary(answers.map((a) => a.at - sent)), cpuUs };
+  };
+  const out = { service: [] as unknown[], bareBun: [] as unknown[] };
+  for (let run = 0; run < runs; run++) {
+    out.bareBun.push(await bareRelease(MANY));
+    scenario = 'waitersOneAgent';
+    out.service.push(await one());
+    scenario = 'idle';
+    await untilWaiting(0, 'waits ended');
+    progress(`10 000 waits of one agent, run ${run + 1}: ${JSON.stringify(out.service.at(-1))} bare Bun.serve ${JSON.stringify(out.bareBun.at(-1))}`);
+  }
+  results.waitersOneAgent = out;
+}
+
+// 10 000 agents each holding a wait; posts to 500 of them at a steady 100/s, each waking one. The
+// waits are 20 s, so that the rest end on their own and the service closes their connections:
+// closed from this side, 10 000 sockets would linger in TIME_WAIT and take the ports of the next run.
+async function waitersOfManyAgents() {
+  const { keys: manyKeys, threadIds } = await manyAgents();
+  const rate = 100;
+  const woken = 500;
+  const one = async (run: number) => {
+    await collectGarbage();
+    const rssBefore = round(readRssMb(), 1);
+    const arrived = new Map<string, number>();
+    const { child, openSeconds } = await holdWaits(manyKeys, 20, (a) => {
+      if (a.status === 200 && a.messageIds.length === 1) arrived.set(a.messageIds[0]!, a.at);
+    });
+    const rssHeld = round(readRssMb(), 1);
+    const sentAt = new Map<string, number>();
+    const cpuBefore = cpuSnapshot(setup.serverPid);
+    await steady(rate, (woken / rate) * 1000, async (i) => {
+      const sent = epochNow();
+      const { data } = await post(threadIds[(run * woken + i) % MANY]!, `wake ${i}`);
+      sentAt.set(data.id, sent);
+    });
+    await untilAll(arrived, woken, 'woken waits');
+    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), woken);
+    await child.exited;
+    // Read and done with, so that these agents wait again in the next run.
+    await sql`update deliveries set acknowledged_at = now() where thread_id = any(${threadIds}::uuid[]) and acknowledged_at is null`;
+    return {
+      waits: MANY,
+      woken,
+      rate,
+      openSeconds,
+      rssBeforeMb: rssBefore,
+      rssHeldMb: rssHeld,
+      ...latencySummary([...sentAt].map(([id, at]) => arrived.get(id)! - at)),
+      cpuUs,
+    };
+  };
+  const out: unknown[] = [];
+  for (let run = 0; run < runs; run++) {
+    scenario = 'waitersManyAgents';
+    out.push(await one(run));
+    scenario = 'idle';
+    await untilWaiting(0, 'waits ended');
+    progress(`10 000 waiting agents, run ${run + 1}: ${JSON.stringify(out.at(-1))}`);
+  }
+  results.waitersManyAgents = out;
+}
+
 const only = process.env.BENCH_ONLY?.split(',');
 const scenarios = {
   post: postThroughput,
@@ -389,6 +616,8 @@ const scenarios = {
   throughput: doorbellThroughput,
   wait: boundedWait,
   headOfLine,
+  waitersManyAgents: waitersOfManyAgents,
+  waitersOneAgent: waitersOfOneAgent,
   inbox: inboxRead,
 };
 for (const [name, fn] of Object.entries(scenarios)) {
@@ -404,4 +633,5 @@ await baselineSql.end();
 await sql.end();
 hanging.forEach((release) => release());
 receiver.stop(true);
+bareHolder.stop(true);
 console.log(JSON.stringify(results));

@@ -188,6 +188,41 @@ describe('many waiters, one listening connection', () => {
     expect(answers.every((a) => a.success && a.data.length === 1 && a.data[0].messageId === messageId)).toBe(true);
     expect(h.inboxSignal.waiting()).toBe(0);
   }, 20_000);
+
+  test('held requests of one agent woken by one post share one inbox read', async () => {
+    const crowd = await h.agent('crowd');
+    const opened = await h.call('POST', '/api/threads', { key: keys.alice, body: { title: 'One agent', participantUsernames: ['crowd'] } });
+    const held = Array.from({ length: 300 }, () =>
+      h.app
+        .handle(new Request('http://localhost/api/deliveries?wait=20', { headers: { authorization: `Bearer ${crowd.key}` } }))
+        .then(json),
+    );
+    await until(() => h.inboxSignal.waiting() === 300, 10_000);
+    // Each wait reads once after registering; those reads end before the post, or a wait whose read
+    // was still under way would rightly read again after the shared one.
+    await until(async () => {
+      const [busy] = await h.db.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and state = 'active' and pid <> pg_backend_pid()`;
+      return busy!.n === 0;
+    }, 10_000);
+
+    // Every statement the service sends, seen by postgres.js as it sends it: the inbox read is the
+    // one that pages on the inbox index.
+    const options = (h.db.sql as unknown as { options: { debug: unknown } }).options;
+    let inboxReads = 0;
+    options.debug = (_connection: number, query: string) => {
+      if (query.includes('order by d.recipient_id, d.id')) inboxReads++;
+    };
+    try {
+      const messageId = await say('for the crowd', opened.body.data.id);
+      const answers = await Promise.all(held);
+      expect(answers.every((a) => a.success && a.data.length === 1 && a.data[0].messageId === messageId)).toBe(true);
+      expect(inboxReads).toBe(1);
+    } finally {
+      options.debug = false;
+    }
+  }, 20_000);
 });
 
 describe('across instances and restarts', () => {

@@ -12,6 +12,8 @@ export type InboxSignal = {
   subscribe(agentId: string, wake: () => void): (() => void) | null;
   // Wakes when any of the deliveries changes (a sender waiting on its receipts).
   watchDeliveries(deliveryIds: string[], wake: () => void): (() => void) | null;
+  // True once the process is shutting down: a woken waiter answers with what it finds.
+  stopped(): boolean;
 };
 
 export type InboxListener = InboxSignal & {
@@ -86,6 +88,7 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
       unlisten = null;
       unlistenDeliveries = null;
     },
+    stopped: () => stopped,
     waiting: () => [...waiters.values()].reduce((n, set) => n + set.size, 0),
     connects: () => listens,
     watching: () => watchers.size,

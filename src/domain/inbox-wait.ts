@@ -25,8 +25,9 @@ export function waitSeconds(raw: unknown, max: number = LIMITS.inboxWaitSeconds)
 }
 
 // The inbox, held for up to `seconds` while it is empty: answers as soon as a delivery is accepted
-// for the agent, or [] when the wait ends. The waiter is registered before each read, so that a
-// delivery committed between the read and the wait still wakes it.
+// for the agent, or [] when the wait ends. The waiter is registered before the first read and
+// stays registered until it answers, and every read starts with a fresh wake-up promise, so that
+// a delivery committed after a read's snapshot always wakes it to read again.
 export async function waitForInbox(
   sql: Sql,
   signal: InboxSignal,
@@ -37,18 +38,56 @@ export async function waitForInbox(
   after?: string,
 ): Promise<InboxEntry[]> {
   const deadline = performance.now() + seconds * 1000;
-  for (;;) {
-    const woken = Promise.withResolvers<void>();
-    const unsubscribe = seconds > 0 ? signal.subscribe(agent.id, woken.resolve) : null;
-    try {
-      const entries = await inbox(sql, agent, limit, after);
+  let woken = Promise.withResolvers<void>();
+  let since = clock;
+  const unsubscribe =
+    seconds > 0
+      ? signal.subscribe(agent.id, () => {
+          since = clock;
+          woken.resolve();
+        })
+      : null;
+  if (!unsubscribe) return inbox(sql, agent, limit, after);
+  try {
+    for (;;) {
+      woken = Promise.withResolvers<void>();
+      const entries = await sharedRead(sql, agent, limit, after, since);
       const remaining = deadline - performance.now();
-      if (entries.length > 0 || !unsubscribe || remaining <= 0 || abort?.aborted) return entries;
+      if (entries.length > 0 || remaining <= 0 || abort?.aborted || signal.stopped()) return entries;
       if (!(await settlesWithin(woken.promise, remaining, abort))) return [];
-    } finally {
-      unsubscribe?.();
     }
+  } finally {
+    unsubscribe();
   }
+}
+
+// Waiters of one agent asking the same question share one read: the 10 000 requests woken by one
+// delivery cost one query, not 10 000 identical ones. A waiter may only join a read sent after it
+// registered or was last woken (`since`); an earlier read may have taken its snapshot before the
+// delivery that woke it committed, so such a waiter joins the read that follows it instead.
+// `clock` orders the two: a waiter notes its value when it registers and whenever it is woken, a
+// read takes the next one when it is sent.
+type SharedRead = { sent: number; entries: Promise<InboxEntry[]>; next?: Promise<InboxEntry[]> };
+let clock = 0;
+const reading = new WeakMap<Sql, Map<string, SharedRead>>();
+
+function sharedRead(sql: Sql, agent: Agent, limit: number, after: string | undefined, since: number): Promise<InboxEntry[]> {
+  let reads = reading.get(sql);
+  if (!reads) reading.set(sql, (reads = new Map()));
+  const key = `${agent.id} ${limit} ${after ?? ''}`;
+  const send = (): Promise<InboxEntry[]> => {
+    const read: SharedRead = { sent: ++clock, entries: inbox(sql, agent, limit, after) };
+    reads.set(key, read);
+    const done = () => {
+      if (reads.get(key) === read) reads.delete(key);
+    };
+    read.entries.then(done, done);
+    return read.entries;
+  };
+  const current = reads.get(key);
+  if (!current) return send();
+  if (current.sent > since) return current.entries;
+  return (current.next ??= current.entries.then(send, send));
 }
 
 // True when `promise` settles first; false when the time runs out or the caller goes away.
