@@ -58,7 +58,13 @@ test('doorbells owed when PostgreSQL runs out of connections are all rung once i
       select count(*)::int as n from deliveries d join messages m on m.id = d.message_id
       where m.thread_id = ${threadId} and d.step <> 'notified'`;
     return left!.n === 0;
-  }, 60_000);
+  }, 60_000).catch(async (error) => {
+    // What CI needs to tell why: the jobs still owed and the server's last words.
+    const jobs = await h.db.sql`
+      select id::text, attempts, last_error, locked_at, locked_by, run_at from graphile_worker.jobs order by id`;
+    console.log('exhaustion: jobs left', JSON.stringify(jobs), '\n', server!.lines.slice(-30).map((l) => JSON.stringify(l)).join('\n'));
+    throw error;
+  });
   expect(server.proc.exitCode).toBeNull();
   // The outage is logged as warnings; nothing in it is a fault.
   expect(server.lines.filter((l) => l.level === 'error')).toEqual([]);

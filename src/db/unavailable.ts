@@ -21,10 +21,15 @@ const CONNECTION_CODES = new Set([
   '53300',
 ]);
 
+// node-postgres (graphile-worker's driver) gives a connection that simply closes, or a pool that
+// cannot connect in time, no code at all: its own sentences are the only sign.
+const PG_CONNECTION_LOST = /^(Connection terminated( unexpectedly| due to connection timeout)?|Client has encountered a connection error and is not queryable|timeout exceeded when trying to connect)$/;
+
 export function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   // Class 08 is PostgreSQL's "connection exception".
-  return typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'));
+  if (typeof code === 'string') return CONNECTION_CODES.has(code) || code.startsWith('08');
+  return error instanceof Error && PG_CONNECTION_LOST.test(error.message);
 }
 
 export const DATABASE_UNAVAILABLE = 'The database is unavailable right now; try again in a moment.';

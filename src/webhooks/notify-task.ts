@@ -1,5 +1,6 @@
-import type { Task } from 'graphile-worker';
+import type { JobHelpers, Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
+import { isDatabaseUnavailable } from '../db/unavailable';
 import { announceDeliveryChanges } from '../domain/announce';
 import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordDoorbellAttempts, recordInterruptedAttempt } from '../domain/delivery-steps';
 import { parkNotifyJob, wakeParkedNotifyJobs } from '../domain/notify-jobs';
@@ -86,12 +87,12 @@ export const notifyTask = (deps: NotifyDeps): Task => {
     }
   };
 
-  return async (rawPayload, helpers) => {
-    const payload = rawPayload as NotifyPayload;
-    if (payload.endpoint) mayHaveParked.add(payload.endpoint);
-    if (previousRunCutOff(helpers.job)) {
+  // One run of the job. `interrupted` records, once, an attempt a previous run was cut off in.
+  const runOnce = async (payload: NotifyPayload, helpers: JobHelpers, interrupted: { recorded: boolean }) => {
+    if (!interrupted.recorded && previousRunCutOff(helpers.job)) {
       await recordInterruptedAttempt(deps.sql, deps.log, payload.deliveryId, deps.retryDelaysMs.length + 1);
     }
+    interrupted.recorded = true;
     const doorbell = await ringable(deps, payload);
     if (!doorbell) {
       await forgetNextAttempt(deps.sql, payload.deliveryId);
@@ -115,7 +116,45 @@ export const notifyTask = (deps: NotifyDeps): Task => {
       void wakeParked(endpoint, deps.slots.free(doorbell.url));
     }
   };
+
+  // A run that fails because the database is away (a connection cut, one that never completes
+  // after an outage) is run again once the database answers, for up to DATABASE_WAIT_MS. Failed
+  // instead, the job would lose an attempt and wait e^attempts seconds for the next (20 s after the
+  // third, 55 s after the fourth), and after the fifth be left to the re-publish sweep. A doorbell
+  // sent before the record of it failed is sent once more, as after a crash.
+  return async (rawPayload, helpers) => {
+    const payload = rawPayload as NotifyPayload;
+    if (payload.endpoint) mayHaveParked.add(payload.endpoint);
+    const interrupted = { recorded: false };
+    const deadline = Date.now() + DATABASE_WAIT_MS;
+    for (;;) {
+      try {
+        return await runOnce(payload, helpers, interrupted);
+      } catch (error) {
+        if (!isDatabaseUnavailable(error) || !(await databaseAnswers(deps.sql, deadline, helpers.abortSignal))) throw error;
+        deps.log.warn('doorbell_run_again', { deliveryId: payload.deliveryId, error: (error as Error).message });
+      }
+    }
+  };
 };
+
+// How long a run waits for the database to come back before it fails its job.
+export const DATABASE_WAIT_MS = 30_000;
+const DATABASE_POLL_MS = 500;
+
+// Whether the database answers before the deadline (and before a shutdown), asked every half second.
+async function databaseAnswers(sql: Sql, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
+  while (Date.now() < deadline && !signal?.aborted) {
+    try {
+      await sql`select 1`;
+      return true;
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+    }
+    await Bun.sleep(DATABASE_POLL_MS);
+  }
+  return false;
+}
 
 // How long a doorbell over the cap of an endpoint that answers quickly waits for its next slot
 // before it is parked instead.

@@ -1,6 +1,27 @@
 import type { Socket } from 'bun';
 
-type Link = { upstream: Socket<unknown> | null; pending: Uint8Array[]; refused: boolean };
+type Link = { upstream: Socket<unknown> | null; pending: Uint8Array[]; refused: boolean; toClient: Uint8Array[]; toUpstream: Uint8Array[] };
+
+// Bun's sockets write what the kernel takes at once and answer how much that was; the rest is the
+// writer's to keep and send on `drain`. Without this, a burst (a pool reconnecting) loses bytes
+// mid-stream and a connection hangs.
+function send(socket: Socket<unknown>, queue: Uint8Array[], chunk: Uint8Array) {
+  if (queue.length === 0) {
+    const written = socket.write(chunk);
+    if (written < 0 || written === chunk.length) return;
+    chunk = chunk.subarray(written);
+  }
+  queue.push(new Uint8Array(chunk));
+}
+function flush(socket: Socket<unknown>, queue: Uint8Array[]) {
+  while (queue.length > 0) {
+    const chunk = queue[0]!;
+    const written = socket.write(chunk);
+    if (written < 0) return void (queue.length = 0);
+    if (written < chunk.length) return void (queue[0] = chunk.subarray(written));
+    queue.shift();
+  }
+}
 
 // A TCP gate in front of the real PostgreSQL. While `full`, each new connection gets the error
 // PostgreSQL itself sends when every slot is taken (FATAL 53300 "sorry, too many clients already")
@@ -14,18 +35,22 @@ export function pgGate(target: { host: string; port: number }) {
     socket: {
       async open(client) {
         clients.add(client);
-        client.data = { upstream: null, pending: [], refused: state.full };
-        if (client.data.refused) return;
-        client.data.upstream = await Bun.connect({
+        const link: Link = (client.data = { upstream: null, pending: [], refused: state.full, toClient: [], toUpstream: [] });
+        if (link.refused) return;
+        link.upstream = await Bun.connect({
           hostname: target.host,
           port: target.port,
           socket: {
-            data: (_, chunk) => void client.write(chunk),
+            data: (_, chunk) => send(client, link.toClient, chunk),
+            drain: (upstream) => flush(upstream, link.toUpstream),
             close: () => void client.end(),
             error: () => void client.end(),
           },
         });
-        for (const chunk of client.data.pending) client.data.upstream.write(chunk);
+        for (const chunk of link.pending) send(link.upstream, link.toUpstream, chunk);
+      },
+      drain(client) {
+        flush(client, client.data.toClient);
       },
       data(client, chunk) {
         if (client.data.refused) {
@@ -33,7 +58,7 @@ export function pgGate(target: { host: string; port: number }) {
           client.end();
           return;
         }
-        if (client.data.upstream) client.data.upstream.write(chunk);
+        if (client.data.upstream) send(client.data.upstream, client.data.toUpstream, chunk);
         else client.data.pending.push(new Uint8Array(chunk));
       },
       close(client) {
