@@ -14,7 +14,14 @@ export const ConfigSchema = T.Object({
   EMBEDDED_PG_PORT: Port(54329, 1),
   DB_POOL_SIZE: Int(20, 1),
   DB_CONNECT_TIMEOUT_S: Int(5, 1),
-  PUBLIC_URL: T.Optional(T.String()),
+  // The address clients reach the service at (https://ams.example.com). Also turns on OAuth sign-in
+  // for MCP clients: it is the authorization server's issuer and names the /mcp resource.
+  PUBLIC_URL: T.Optional(
+    T.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'an absolute http(s) URL such as https://ams.example.com' }),
+  ),
+  // OAuth for MCP clients (src/oauth): access tokens are short-lived; refresh tokens rotate at every use.
+  OAUTH_ACCESS_TOKEN_TTL_S: Int(3_600, 60),
+  OAUTH_REFRESH_TOKEN_TTL_S: Int(2_592_000, 300),
   // Browser origins, besides PUBLIC_URL's and loopback ones, whose pages may call /mcp (comma-separated,
   // e.g. "https://agents.example.com"); any other Origin is refused (DNS-rebinding protection).
   MCP_ALLOWED_ORIGINS: T.String({

@@ -7,6 +7,7 @@ import { buildApp, type App } from './http/app';
 import type { Logger } from './log';
 import { startLossAudit } from './loss-auditor';
 import { createMetrics } from './metrics';
+import { createOAuthServer, type OAuthServer } from './oauth/provider';
 import { startWorker, type RunningWorker } from './webhooks/worker';
 
 const HTTP_STOP_GRACE_MS = 3_000;
@@ -33,6 +34,8 @@ export type HttpService = WorkerService & {
   app: App;
   inboxSignal: InboxListener;
   agentCache: AgentCacheListener;
+  // The OAuth authorization server, when PUBLIC_URL is set.
+  oauth: OAuthServer | null;
   // Listens on HOST and PORT; stop() then closes the server in its turn. Answers the port.
   listen: () => number;
 };
@@ -57,6 +60,7 @@ export async function createService(
     inboxSignal?: InboxListener;
     agentCache?: AgentCacheListener;
     app?: App;
+    oauth?: OAuthServer | null;
     server?: NonNullable<App['server']>;
     worker?: RunningWorker;
   } = {};
@@ -83,6 +87,7 @@ export async function createService(
       started.agentCache = cacheAgents(db.sql, log);
       await started.agentCache.start();
       const inboxSignal = started.inboxSignal;
+      const oauth = (started.oauth = await createOAuthServer(db.sql, config, log));
       started.app = buildApp({
         sql: db.sql,
         config,
@@ -92,6 +97,7 @@ export async function createService(
         metrics,
         auditor,
         waitingInboxRequests: () => inboxSignal.waiting(),
+        oauth,
       });
     }
     if (withWorker) {
@@ -125,5 +131,5 @@ export async function createService(
     started.server = app.server!;
     return started.server.port!;
   };
-  return { ...service, app, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, listen };
+  return { ...service, app, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, oauth: started.oauth ?? null, listen };
 }

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import { invitePerson } from '../src/domain/people';
 import { testDatabase, type TestDatabase } from '../test/support/database';
+import { pkcePair } from '../test/support/oauth';
+import { freePort } from '../test/support/ports';
 import { eventually, receiver } from '../test/support/receiver';
 import { sign } from '../test/support/webhooks';
 import { call, startService, type Service } from './support/service';
@@ -127,3 +129,106 @@ test('keys, secrets, session tokens and bodies never reach the log; strangers ge
   expect(log.split(`"${code}"`)).toHaveLength(2);
   expect(log).not.toContain(`"${wrong}"`);
 }, 60_000);
+
+// OAuth for MCP clients against a server process that names its own address as PUBLIC_URL: every
+// code and token of a whole flow (registration, consent, exchange, use, refresh, revocation) is
+// looked for in the debug log afterwards, and every line the process printed must be a log line
+// (oidc-provider's own warnings included).
+test('OAuth codes and tokens never reach the log; nothing but JSON lines is printed', async () => {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const oauthServer = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'debug', PUBLIC_URL: base }, { port });
+  try {
+    const cookies = new Map<string, string>();
+    const keep = (res: Response) => {
+      for (const line of res.headers.getSetCookie()) {
+        const [pair] = line.split(';');
+        const at = pair!.indexOf('=');
+        cookies.set(pair!.slice(0, at), pair!.slice(at + 1));
+      }
+      return res;
+    };
+    const jar = () => [...cookies].map(([n, v]) => `${n}=${v}`).join('; ');
+    const go = async (url: string, init: RequestInit = {}) =>
+      keep(await fetch(new URL(url, base), { ...init, redirect: 'manual', headers: { cookie: jar(), ...(init.headers as Record<string, string>) } }));
+    const form = (fields: Record<string, string>) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+
+    await invitePerson(db.sql, { email: 'oauth-keeper@example.com', username: 'oauth-keeper' });
+    await call(base, 'POST', '/dashboard/api/sign-in/code', { body: { email: 'oauth-keeper@example.com' }, headers: { 'x-requested-with': 'fetch' } });
+    const code = String((await eventually(async () => oauthServer.lines.find((l) => l.event === 'sign_in_code')))!.code);
+    await go('/dashboard/api/sign-in/verify', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-requested-with': 'fetch' },
+      body: JSON.stringify({ email: 'oauth-keeper@example.com', code }),
+    });
+    const sessionToken = cookies.get('ams_session')!;
+    await call(base, 'POST', '/dashboard/api/agents', { body: { username: 'oauth-agent' }, headers: { cookie: jar(), 'x-requested-with': 'fetch' } });
+
+    const redirectUri = 'https://client.example/callback';
+    const registered = await (await go('/oauth/register', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', client_name: 'Leak Check', scope: 'mcp' }),
+    })).json() as any;
+    const pkce = pkcePair();
+    const query = new URLSearchParams({
+      response_type: 'code', client_id: registered.client_id, redirect_uri: redirectUri, code_challenge: pkce.challenge,
+      code_challenge_method: 'S256', state: 'leak-check', scope: 'mcp', resource: `${base}/mcp`,
+    });
+    const consentAt = (await go(`/oauth/authorize?${query}`)).headers.get('location')!;
+    const decided = await (await go(`${consentAt}/decision`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-requested-with': 'fetch' },
+      body: JSON.stringify({ decision: 'approve', agent: 'oauth-agent' }),
+    })).json() as any;
+    const back = new URL((await go(decided.data.redirectTo)).headers.get('location')!);
+    const authorizationCode = back.searchParams.get('code')!;
+    const tokens = await (await go('/oauth/token', form({
+      grant_type: 'authorization_code', code: authorizationCode, redirect_uri: redirectUri, client_id: registered.client_id,
+      code_verifier: pkce.verifier, resource: `${base}/mcp`,
+    }))).json() as any;
+    expect((await mcpAs(base, tokens.access_token)).status).toBe(200);
+    const refreshed = await (await go('/oauth/token', form({
+      grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: registered.client_id, resource: `${base}/mcp`,
+    }))).json() as any;
+    expect((await mcpAs(base, refreshed.access_token)).status).toBe(200);
+    // A refused token and the revocation of the grant.
+    expect((await mcpAs(base, `${refreshed.access_token}x`)).status).toBe(401);
+    expect((await go('/oauth/revoke', form({ token: refreshed.refresh_token, client_id: registered.client_id }))).status).toBe(200);
+    expect((await mcpAs(base, refreshed.access_token)).status).toBe(401);
+
+    expect(await oauthServer.stop()).toBe(0);
+    const log = oauthServer.raw();
+    const secrets = {
+      sessionToken,
+      authorizationServerSession: cookies.get('_session') ?? '',
+      registrationAccessToken: registered.registration_access_token,
+      authorizationCode,
+      codeVerifier: pkce.verifier,
+      accessToken: tokens.access_token,
+      refreshToken: tokens.refresh_token,
+      rotatedAccessToken: refreshed.access_token,
+      rotatedRefreshToken: refreshed.refresh_token,
+    };
+    expect(Object.values(secrets).every((value) => value.length >= 20)).toBe(true);
+    const leaked = Object.entries(secrets).filter(([, value]) => log.includes(value));
+    expect(leaked.map(([name]) => name)).toEqual([]);
+    expect(oauthServer.lines.filter((l) => l.event === 'unparsed')).toEqual([]);
+    // The library's warning at import (Bun is not a Node.js LTS) is there, as a structured line.
+    expect(oauthServer.lines.find((l) => l.event === 'oauth_library_notice')).toMatchObject({ level: 'debug', text: expect.stringContaining('Unsupported runtime') });
+    expect(oauthServer.lines.find((l) => l.event === 'oauth_client_connected')).toMatchObject({ agent: 'oauth-agent', person: 'oauth-keeper' });
+  } finally {
+    await oauthServer.stop();
+  }
+}, 60_000);
+
+const mcpAs = (base: string, accessToken: string) =>
+  call(base, 'POST', '/mcp', {
+    key: accessToken,
+    body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    headers: { accept: 'application/json, text/event-stream' },
+  });

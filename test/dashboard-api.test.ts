@@ -160,7 +160,7 @@ describe('agents', () => {
     expect([row!.webhook_url, row!.signing_secret]).toEqual([null, null]);
     const list = await as('GET', '/agents');
     const listed = list.body.data.items.find((a: any) => a.username === 'drafter');
-    expect(listed).toEqual({ id: expect.any(String), username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String) });
+    expect(listed).toEqual({ id: expect.any(String), username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String), connections: [] });
     expect(JSON.stringify(list.body)).not.toContain('agt_');
   });
 

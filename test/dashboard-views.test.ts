@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import type { Route } from 'playwright-core';
 import { uniqueName, type TestAgent } from './support/harness';
-import { pageWidths, untilCount, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
+import { axeViolations, pageWidths, untilCount, useDashboardBrowser } from './support/dashboard-browser';
 
 // The dashboard's views at hundreds of deliveries, and what each shows when something goes wrong,
 // in a real headless Chromium.
@@ -227,18 +227,6 @@ test("a thread's own page: its messages with each recipient's step, live, and th
   await untilCount(page, '[data-delivery]', 1);
 }, 30_000);
 
-// axe-core, the accessibility engine, run in the page on every view; it reports what breaks WCAG
-// rules it can check (heading order, names, contrast, landmarks …).
-async function axeViolations() {
-  const { page } = b;
-  if (!(await page.evaluate(() => 'axe' in globalThis))) await page.evaluate(await Bun.file(require.resolve('axe-core/axe.min.js')).text());
-  return page.evaluate(async () => {
-    const axe = (globalThis as unknown as PageGlobals).axe;
-    const result = await axe.run((globalThis as unknown as PageGlobals).document, { resultTypes: ['violations'] });
-    return (result.violations as { id: string; nodes: { target: string[] }[] }[]).map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  });
-}
-
 test('no page breaks an accessibility rule axe-core checks, heading order included', async () => {
   await b.signIn('ada@example.com', 'ada');
   const { page } = b;
@@ -266,9 +254,9 @@ test('no page breaks an accessibility rule axe-core checks, heading order includ
   for (const [path, ready] of views) {
     await openLive(path);
     await ready();
-    expect([path, await axeViolations()]).toEqual([path, []]);
+    expect([path, await axeViolations(b.page)]).toEqual([path, []]);
   }
   await b.context.clearCookies();
   await page.goto(`${b.base}/dashboard/sign-in`);
-  expect(['sign-in', await axeViolations()]).toEqual(['sign-in', []]);
+  expect(['sign-in', await axeViolations(b.page)]).toEqual(['sign-in', []]);
 }, 40_000);

@@ -61,6 +61,21 @@ test('HTTP requests are counted by method, route template and status', async () 
   expect([...after.keys()].some((series) => series.includes(threadId))).toBe(false);
 });
 
+test('refusals given before routing are counted too', async () => {
+  const before = await scrape();
+  const over = await h.call('POST', '/api/threads', { raw: 'x'.repeat(1_048_577), headers: { 'content-type': 'application/json' } });
+  const nul = await h.call('GET', '/api/threads/%00');
+  const foreign = await h.call('POST', '/mcp', { body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { origin: 'http://evil.example.com' } });
+  expect([over.status, nul.status, foreign.status]).toEqual([413, 400, 403]);
+  const after = await scrape();
+  const delta = (series: string) => (after.get(series) ?? 0) - (before.get(series) ?? 0);
+  expect([
+    delta('ams_http_request_duration_seconds_count{method="POST",route="before_routing",status="413"}'),
+    delta('ams_http_request_duration_seconds_count{method="GET",route="before_routing",status="400"}'),
+    delta('ams_http_request_duration_seconds_count{method="POST",route="/mcp",status="403"}'),
+  ]).toEqual([1, 1, 1]);
+});
+
 test('deliveries by step, retrying, doorbell attempts by outcome and the jobs still owed', async () => {
   const sender = await h.agent(uniqueName('sender'));
   const up = await h.agent(uniqueName('up'), { webhookUrl: hook.url('/up') });

@@ -26,7 +26,7 @@ test('the attempt log and dead jobs are pruned by age; messages only when a peri
     where key = ${`notify:${oldDelivery!.id}`}`;
 
   const kept = { attemptLogDays: 30, deadJobDays: 7, messageDays: null };
-  expect(await pruneHistory(h.db.sql, kept)).toEqual({ attempts: 2, deadJobs: 1, messages: 0 });
+  expect(await pruneHistory(h.db.sql, kept)).toEqual({ attempts: 2, deadJobs: 1, messages: 0, oauthArtifacts: 0 });
   const attempts = await h.db.sql`select delivery_id from delivery_attempts where delivery_id in (${oldDelivery!.id}, ${recentDelivery!.id})`;
   expect(attempts.map((a) => a.delivery_id)).toEqual([recentDelivery!.id]);
   const jobs = await h.db.sql`select key from graphile_worker._private_jobs where key in (${`notify:${oldDelivery!.id}`}, ${`notify:${recentDelivery!.id}`})`;
@@ -34,7 +34,7 @@ test('the attempt log and dead jobs are pruned by age; messages only when a peri
   expect((await h.db.sql`select id from messages where thread_id = ${threadId} order by id`).map((m) => m.id)).toEqual([old.id, recent.id]);
 
   // With a message retention of a year: the old message goes, its delivery with it.
-  expect(await pruneHistory(h.db.sql, { ...kept, messageDays: 365 })).toEqual({ attempts: 0, deadJobs: 0, messages: 1 });
+  expect(await pruneHistory(h.db.sql, { ...kept, messageDays: 365 })).toEqual({ attempts: 0, deadJobs: 0, messages: 1, oauthArtifacts: 0 });
   expect((await h.db.sql`select id from messages where thread_id = ${threadId}`).map((m) => m.id)).toEqual([recent.id]);
   expect(await h.db.sql`select 1 from deliveries where id = ${oldDelivery!.id}`).toHaveLength(0);
   expect(await h.db.sql`select 1 from deliveries where id = ${recentDelivery!.id}`).toHaveLength(1);

@@ -9,6 +9,7 @@ import { deliveryFilter } from '../domain/delivery-query';
 import { resendDelivery, resendFailed } from '../domain/delivery-steps';
 import { pageQuery } from '../domain/keyset';
 import { postMessage } from '../domain/messages';
+import { disconnectClient } from '../domain/oauth-connections';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people';
 import { searchText } from '../domain/search';
 import { listThreadsPage, threadFilter, threadMessages } from '../domain/thread-overview';
@@ -82,6 +83,15 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
     .put('/agents/:username/webhook', async ({ params, body }) => ok(await setWebhook(sql, params.username, field(body, 'webhookUrl') as string, policy)), {
       person: true,
     })
+    .delete(
+      '/connections/:grantId',
+      async ({ params, person, request }) => {
+        const done = await disconnectClient(sql, params.grantId);
+        requestLog(log, request).info('oauth_client_disconnected', { grantId: params.grantId, person: person.username });
+        return ok(done);
+      },
+      { person: true },
+    )
     .delete('/agents/:username/webhook', async ({ params }) => ok(await removeWebhook(sql, params.username)), { person: true })
     .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
       person: true,

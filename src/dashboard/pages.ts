@@ -7,6 +7,7 @@ import htmModule from '../../node_modules/htm/dist/htm.module.js' with { type: '
 import preactModule from '../../node_modules/preact/dist/preact.module.js' with { type: 'text' };
 import hooksModule from '../../node_modules/preact/hooks/dist/hooks.module.js' with { type: 'text' };
 import agentsHtml from './web/agents.html' with { type: 'text' };
+import authorizeHtml from './web/authorize.html' with { type: 'text' };
 import css from './web/dashboard.css' with { type: 'text' };
 import script from './web/dashboard.js' with { type: 'text' };
 import deliveriesHtml from './web/deliveries.html' with { type: 'text' };
@@ -45,7 +46,7 @@ const sections = [
   { page: 'agents', title: 'Agents', main: text(agentsHtml) },
 ] as const;
 
-const escape = (text: string) => text.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+export const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function render(page: string, section: string, title: string, main: string, signedIn: boolean): string {
   const nav = signedIn
@@ -55,7 +56,7 @@ function render(page: string, section: string, title: string, main: string, sign
     : '';
   return layout
     .replaceAll('{{page}}', page)
-    .replaceAll('{{title}}', escape(title))
+    .replaceAll('{{title}}', escapeHtml(title))
     .replace('{{nav}}', nav)
     .replace('{{main}}', main);
 }
@@ -63,11 +64,12 @@ function render(page: string, section: string, title: string, main: string, sign
 const rendered = new Map<string, string>([
   ['sign-in', render('sign-in', '', 'Sign in', text(signInHtml), false)],
   ['thread', render('thread', 'threads', 'Thread', text(threadHtml), true)],
+  ['authorize', render('authorize', '', 'Connect a client', text(authorizeHtml), true)],
   ...sections.map((s) => [s.page, render(s.page, s.page, s.title, s.main, true)] as [string, string]),
 ]);
 
 // Scripts and styles only from this server (and the import map above); no framing, no eval.
-const SECURITY_HEADERS = {
+export const SECURITY_HEADERS = {
   'content-security-policy': `default-src 'none'; script-src 'self' 'sha256-${importMapHash}'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
@@ -95,7 +97,9 @@ export const dashboardPages = (sql: Sql) => {
     .get('/sign-in', () => html(rendered.get('sign-in')!))
     .get('/assets/dashboard.css', () => asset(css, 'text/css'))
     .get('/assets/dashboard.js', () => asset(script, 'text/javascript'))
-    .get('/threads/:threadId', ({ request }) => page(sql, request, 'thread'));
+    .get('/threads/:threadId', ({ request }) => page(sql, request, 'thread'))
+    // An MCP client's authorization request, decided by a person (src/oauth/consent.ts).
+    .get('/authorize/:uid', ({ request }) => page(sql, request, 'authorize'));
   // The version is in the name, so a cached copy is never stale.
   for (const [name, body] of Object.entries(vendored)) {
     app.get(`/assets/${name}`, () => asset(body, 'text/javascript', 'public, max-age=31536000, immutable'));

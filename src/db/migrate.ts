@@ -10,6 +10,8 @@ import deliveryStepsForward from '../../sql/008_delivery_steps_forward.sql' with
 import attemptLog from '../../sql/010_attempt_log.sql' with { type: 'text' };
 import idempotencyKeys from '../../sql/011_idempotency_keys.sql' with { type: 'text' };
 import dashboardAtScale from '../../sql/013_dashboard_at_scale.sql' with { type: 'text' };
+import oneRecipientIndex from '../../sql/014_one_recipient_index.sql' with { type: 'text' };
+import oauth from '../../sql/015_oauth.sql' with { type: 'text' };
 import type { Sql } from './connect';
 import { workerPool } from './worker-pool';
 
@@ -26,6 +28,8 @@ export const migrations: { name: string; sql: string }[] = [
   { name: '010_attempt_log', sql: attemptLog },
   { name: '011_idempotency_keys', sql: idempotencyKeys },
   { name: '013_dashboard_at_scale', sql: dashboardAtScale },
+  { name: '014_one_recipient_index', sql: oneRecipientIndex },
+  { name: '015_oauth', sql: oauth },
 ];
 
 // Applies our numbered migrations, then graphile-worker's own schema (the message transaction

@@ -1,6 +1,7 @@
 import type { Sql } from '../db/connect';
 import { notFound } from './errors';
 import { keyBounds, pageOf, type PageQuery } from './keyset';
+import { connectionFromRow, connectionsOf, type Connection } from './oauth-connections';
 import type { Page } from './schemas';
 import { containing } from './search';
 
@@ -11,6 +12,8 @@ export type AgentSummary = {
   webhookUrl: string | null;
   webhookSetAt: string | null;
   createdAt: string;
+  // Clients connected over OAuth to act as the agent (src/oauth).
+  connections: Connection[];
 };
 
 // The agents, for the people who run them: newest first, archived ones included, a page at a
@@ -18,7 +21,7 @@ export type AgentSummary = {
 export async function listAgents(sql: Sql, search: string | null, page: PageQuery): Promise<Page<AgentSummary>> {
   const rows = await sql`
     select id, username, archived_at is not null as archived, webhook_url as "webhookUrl",
-           webhook_set_at as "webhookSetAt", created_at as "createdAt"
+           webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(sql, sql`agents.id`)} as connections
     from agents
     where true ${search ? sql`and username ilike ${containing(search)}` : sql``} ${keyBounds(sql, sql`id`, page)}
     order by id desc
@@ -30,6 +33,7 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
     webhookUrl: r.webhookUrl as string | null,
     webhookSetAt: r.webhookSetAt ? (r.webhookSetAt as Date).toISOString() : null,
     createdAt: (r.createdAt as Date).toISOString(),
+    connections: (r.connections as Record<string, unknown>[]).map(connectionFromRow),
   }));
   return pageOf(agents, page.limit, (a) => a.id);
 }

@@ -2,6 +2,7 @@ import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import { conflict, notFound, unauthorized } from './errors';
 import { AGENT_KEY_PATTERN, hashKey, newAgentKey, newSigningSecret } from './keys';
+import { authenticateAccessToken } from './oauth-connections';
 import { Username } from './schemas';
 import { claimUsername, usernameOwner } from './usernames';
 import { validate } from './validate';
@@ -15,12 +16,20 @@ export type Actor = { kind: 'agent'; id: string; username: string } | { kind: 'p
 export const asActor = (agent: Agent): Actor => ({ kind: 'agent', id: agent.id, username: agent.username });
 
 // A key answers for its agent while the agent is not archived. A hit in the cache saves the lookup;
-// the database evicts an agent whose answer changes (see src/db/agent-cache.ts).
-export async function authenticateAgent(sql: Sql, cache: AgentCache, authorization: string | undefined | null): Promise<Agent> {
+// the database evicts an agent whose answer changes (see src/db/agent-cache.ts). Where OAuth access
+// tokens are accepted (only /mcp, the resource they are issued for), any other bearer token is read
+// as one of those.
+export async function authenticateAgent(
+  sql: Sql,
+  cache: AgentCache,
+  authorization: string | undefined | null,
+  accessTokenResource?: string,
+): Promise<Agent> {
   if (!authorization) throw unauthorized('Authorization header is missing; send "Authorization: Bearer agt_…".');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match) throw unauthorized('Authorization header is malformed; expected "Bearer agt_…".');
   const key = match[1]!;
+  if (accessTokenResource && !key.startsWith('agt_')) return authenticateAccessToken(sql, key, accessTokenResource);
   if (!AGENT_KEY_PATTERN.test(key)) throw unauthorized('The API key is malformed; agent keys start with agt_.');
   const keyHash = hashKey(key);
   const cacheKey = keyHash.toString('base64');

@@ -27,6 +27,12 @@ export function oneLine(summary: string | null, content: string, max: number): s
 // of every other agent first (a million-row backlog paid ~10 x a thousand-row one). A range on
 // recipient_id is not folded into a constant, so `order by recipient_id, id` stays an ordering
 // only the inbox index provides; the page is cut before the joins, which then run 50 times.
+// The visibility test is a filter on each row of that walk, kept from being turned into a join
+// (a scalar subquery behind OFFSET 0 is never flattened): as a join, the planner may start from
+// the agent's visible threads and walk each on (thread_id, id), which for one thread holding a
+// large backlog reads all of it and sorts (test/inbox-plan.test.ts). The limit (a whole number
+// from listLimit) is written into the statement: as a parameter, the planner prices a generic
+// plan for an unknown share of the rows and plans the statement afresh at every read.
 // With `after` (a deliveryId), only entries accepted after that one: a client that has seen the
 // inbox up to there waits for new mail instead of being answered at once with what it has seen.
 export async function inbox(sql: Sql, agent: Agent, limit: number, after?: string): Promise<InboxEntry[]> {
@@ -39,9 +45,9 @@ export async function inbox(sql: Sql, agent: Agent, limit: number, after?: strin
       from deliveries d
       where d.recipient_id between ${agent.id} and ${agent.id} and d.acknowledged_at is null
         ${after === undefined ? sql`` : sql`and d.id > ${after}`}
-        and ${agentSeesThread(sql, sql`d.thread_id`, agent.id)}
+        and (select ${agentSeesThread(sql, sql`d.thread_id`, agent.id)} offset 0)
       order by d.recipient_id, d.id
-      limit ${limit}
+      limit ${sql.unsafe(String(Math.trunc(limit)))}
     ) d
     join messages m on m.id = d.message_id
     join threads t on t.id = d.thread_id

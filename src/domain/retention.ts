@@ -4,7 +4,7 @@ import { deleteDeadJobs } from '../db/job-queue';
 // What history is kept, and for how long. The attempt log and dead queue jobs are pruned by
 // default; messages (with their deliveries and attempts) only when an operator sets a period.
 export type Retention = { attemptLogDays: number; deadJobDays: number; messageDays: number | null };
-export type Pruned = { attempts: number; deadJobs: number; messages: number };
+export type Pruned = { attempts: number; deadJobs: number; messages: number; oauthArtifacts: number };
 
 const BATCH = 5_000;
 const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
@@ -42,5 +42,14 @@ export async function pruneHistory(sql: Sql, retention: Retention): Promise<Prun
       return rows.length;
     });
   }
-  return { attempts, deadJobs, messages };
+  // Expired OAuth codes, tokens and interactions are already refused by their expiry; this frees
+  // their rows.
+  const oauthArtifacts = await inBatches(async () => {
+    const rows = await sql`
+      delete from oauth_artifacts where (model, id_hash) in (
+        select model, id_hash from oauth_artifacts where expires_at < now() limit ${BATCH})
+      returning 1`;
+    return rows.length;
+  });
+  return { attempts, deadJobs, messages, oauthArtifacts };
 }

@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { invalid } from './errors';
 import { checkStorableText, codePoints } from './validate';
@@ -53,44 +53,47 @@ export function isPublicAddress(address: string): boolean {
 // Ports below 1024 belong to well-known services (SSH, SMTP, LDAP, IMAP …); a webhook has no reason to
 // be there but 443, and refusing them keeps doorbells away from such services on public hosts.
 // Port 0 is no destination at all. WEBHOOK_ALLOW_LOCAL lifts all but port 0, with the other rules.
-function checkPort(url: URL, policy: WebhookUrlPolicy): void {
+function checkPort(url: URL, policy: WebhookUrlPolicy, field: string): void {
   // Empty when the URL names none or names its scheme's default (443, or 80 for local http).
   if (url.port === '') return;
   const port = Number(url.port);
   if (policy.allowLocal) {
-    if (port === 0) throw invalid('webhookUrl must not use port 0');
+    if (port === 0) throw invalid(`${field} must not use port 0`);
   } else if (port < 1024 && port !== 443) {
-    throw invalid('webhookUrl must use port 443 or a port from 1024 to 65535');
+    throw invalid(`${field} must use port 443 or a port from 1024 to 65535`);
   }
 }
 
-function parseWebhookUrl(raw: unknown, policy: WebhookUrlPolicy): URL {
-  if (typeof raw !== 'string' || raw.length === 0) throw invalid('webhookUrl must be a non-empty string');
-  if (codePoints(raw) > 2048) throw invalid('webhookUrl must be at most 2048 characters');
-  checkStorableText(raw, 'webhookUrl');
+function parseOutboundUrl(raw: unknown, policy: WebhookUrlPolicy, field: string): URL {
+  if (typeof raw !== 'string' || raw.length === 0) throw invalid(`${field} must be a non-empty string`);
+  if (codePoints(raw) > 2048) throw invalid(`${field} must be at most 2048 characters`);
+  checkStorableText(raw, field);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw invalid('webhookUrl must be an absolute URL such as https://example.com/hooks/agent');
+    throw invalid(`${field} must be an absolute URL such as https://example.com/hooks/agent`);
   }
   // The URL parser drops tabs, newlines and surrounding spaces and encodes the rest, so such a URL
   // would be saved as given yet called as something else.
-  if (/[\s\p{Cc}]/u.test(raw)) throw invalid('webhookUrl must not contain spaces or control characters such as a newline');
+  if (/[\s\p{Cc}]/u.test(raw)) throw invalid(`${field} must not contain spaces or control characters such as a newline`);
   const allowed = policy.allowLocal ? ['https:', 'http:'] : ['https:'];
-  if (!allowed.includes(url.protocol)) throw invalid('webhookUrl must use https://');
-  if (url.username || url.password) throw invalid('webhookUrl must not contain credentials');
-  checkPort(url, policy);
+  if (!allowed.includes(url.protocol)) throw invalid(`${field} must use https://`);
+  if (url.username || url.password) throw invalid(`${field} must not contain credentials`);
+  checkPort(url, policy, field);
   return url;
 }
 
 // The addresses a request to this URL may connect to. All of them must be public: a name that
-// resolves to one public and one private address is refused rather than raced.
-export async function resolveWebhookAddresses(
+// resolves to one public and one private address is refused rather than raced. The same rules hold
+// for every address the service calls out to (a webhook, an OAuth client's metadata document);
+// `field` names it in the refusal.
+export async function resolveOutboundAddresses(
   raw: unknown,
   policy: WebhookUrlPolicy,
+  field = 'webhookUrl',
 ): Promise<{ url: URL; addresses: { address: string; family: number }[] }> {
-  const url = parseWebhookUrl(raw, policy);
+  const url = parseOutboundUrl(raw, policy, field);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: { address: string; family: number }[];
   if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
@@ -98,18 +101,28 @@ export async function resolveWebhookAddresses(
     try {
       addresses = await lookup(host, { all: true, verbatim: true });
     } catch {
-      throw invalid(`webhookUrl host ${host} does not resolve`);
+      throw invalid(`${field} host ${host} does not resolve`);
     }
   }
-  if (addresses.length === 0) throw invalid(`webhookUrl host ${host} does not resolve`);
+  if (addresses.length === 0) throw invalid(`${field} host ${host} does not resolve`);
   if (!policy.allowLocal && addresses.some((a) => !isPublicAddress(a.address))) {
-    throw invalid(`webhookUrl must point to a public address; ${host} resolves to a private, loopback or reserved one`);
+    throw invalid(`${field} must point to a public address; ${host} resolves to a private, loopback or reserved one`);
   }
   return { url, addresses };
 }
 
 // Returns the URL exactly as given: notifications go to exactly that URL.
 export async function checkWebhookUrl(raw: unknown, policy: WebhookUrlPolicy): Promise<string> {
-  await resolveWebhookAddresses(raw as string, policy);
+  await resolveOutboundAddresses(raw as string, policy);
   return raw as string;
+}
+
+// A resolver that answers every look-up with the one address that passed resolveOutboundAddresses,
+// so that a connection goes exactly there (no second look-up that a rebinding name could answer
+// differently); TLS still verifies the certificate for the URL's host name.
+export function pinnedLookup(pinned: { address: string; family: number }): LookupFunction {
+  return (_host, opts, callback) => {
+    if (opts.all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [pinned]);
+    else callback(null, pinned.address, pinned.family);
+  };
 }

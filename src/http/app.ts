@@ -6,6 +6,9 @@ import type { InboxSignal } from '../db/inbox-signal';
 import { dashboard } from '../dashboard/dashboard';
 import type { Logger } from '../log';
 import { mcpRoutes } from '../mcp/routes';
+import { consentRoutes } from '../oauth/consent';
+import type { OAuthServer } from '../oauth/provider';
+import { authorizationServer } from '../oauth/routes';
 import { bodyLimit } from './body';
 import { deliveryRoutes } from './deliveries';
 import { errorHandling } from './errors';
@@ -28,22 +31,26 @@ export type AppDeps = {
   metrics?: Metrics;
   auditor?: LossAuditor;
   waitingInboxRequests?: () => number;
+  // The OAuth authorization server for MCP clients, when PUBLIC_URL is set (src/oauth).
+  oauth?: OAuthServer | null;
 };
 
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
-export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests }: AppDeps) {
+export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null }: AppDeps) {
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
     .use(errorHandling(log))
     .use(bodyLimit(config.BODY_LIMIT_BYTES))
     .use(nulGuard())
+    .use(authorizationServer(sql, config, oauth))
     .use(apiDocs(config.PUBLIC_URL))
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
     .use(threadRoutes(sql, agentCache, log, config))
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
-    .use(mcpRoutes(sql, inboxSignal, agentCache, log, config))
+    .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth))
+    .use(consentRoutes(sql, config, log, oauth))
     .use(dashboard({ sql, config, log }));
 }
 

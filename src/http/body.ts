@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import { BEFORE_ROUTING, countEarlyAnswer } from './metrics';
 import { invalid } from '../domain/errors';
 import { fail } from './envelope';
 
@@ -48,6 +49,7 @@ export const bodyLimit = (maxBytes: number) =>
     limits.set(request, maxBytes);
     if (declaredOver(request, maxBytes)) {
       set.status = 413;
+      countEarlyAnswer(request, BEFORE_ROUTING, 413);
       return fail(new BodyTooLarge(maxBytes).message);
     }
   });

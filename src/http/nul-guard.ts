@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import { BEFORE_ROUTING, countEarlyAnswer } from './metrics';
 import { fail } from './envelope';
 
 // PostgreSQL cannot store or compare the NUL character in text: a path or query value holding one
@@ -9,6 +10,7 @@ export const nulGuard = () =>
     const url = request.url;
     if (url.includes('%00') || url.includes('\u0000')) {
       set.status = 400;
+      countEarlyAnswer(request, BEFORE_ROUTING, 400);
       return fail('The request URL must not contain the NUL character (%00).');
     }
   });

@@ -8,43 +8,58 @@ import type { Logger } from '../log';
 import { agentAuth } from '../http/agent-auth';
 import { fail } from '../http/envelope';
 import { holdOpen } from '../http/hold-open';
+import { countEarlyAnswer } from '../http/metrics';
 import { requestLog } from '../http/request-id';
+import { MCP_SCOPE, type OAuthServer } from '../oauth/provider';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp } from './server';
 
 export const NO_OAUTH =
-  'This service offers no OAuth sign-in: an MCP client sends the agent key as "Authorization: Bearer agt_…". A 401 from /mcp means that key was missing, malformed, unknown or archived.';
+  'This deployment offers no OAuth sign-in (it has no PUBLIC_URL): an MCP client sends the agent key as "Authorization: Bearer agt_…". A 401 from /mcp means that key was missing, malformed, unknown or archived.';
 
 const isMcpPath = (url: string) => {
   const path = url.slice(url.indexOf('/', url.indexOf('//') + 2)).split('?')[0];
   return path === '/mcp';
 };
 
-// MCP over Streamable HTTP at /mcp, behind the same Bearer agent key as the HTTP API (401 in the
-// usual envelope otherwise). Stateless: there is no session stream to GET or session to DELETE.
-// Refusals before any MCP message is read (a foreign page, a bad key, a wrong method) are in the
-// envelope; everything after is JSON-RPC.
-export const mcpRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, log: Logger, config: Config) => {
+// MCP over Streamable HTTP at /mcp, behind the same Bearer agent key as the HTTP API, or an OAuth
+// access token issued for /mcp where OAuth is offered (401 in the usual envelope otherwise).
+// Stateless: there is no session stream to GET or session to DELETE. Refusals before any MCP
+// message is read (a foreign page, a bad credential, a wrong method) are in the envelope;
+// everything after is JSON-RPC.
+export const mcpRoutes = (
+  sql: Sql,
+  inboxSignal: InboxSignal,
+  agentCache: AgentCache,
+  log: Logger,
+  config: Config,
+  oauth: OAuthServer | null,
+) => {
   const refuseForeign = mcpOriginGuard(config);
-  return new Elysia({ name: 'mcp-routes' })
+  const app = new Elysia({ name: 'mcp-routes' })
     .onRequest(({ request, set }) => {
       if (!isMcpPath(request.url)) return;
       const refusal = refuseForeign(request);
       if (!refusal) return;
       set.status = 403;
+      countEarlyAnswer(request, '/mcp', 403);
       return fail(refusal);
     })
-    // mcp-remote answers every 401 by starting OAuth and reports only what registration answered;
-    // until this service offers OAuth, that answer says what to do instead.
-    .post(
+  // mcp-remote answers every 401 by starting OAuth and reports only what registration answered;
+  // where this deployment offers no OAuth, that answer says what to do instead.
+  if (!oauth) {
+    app.post(
       '/register',
       ({ set }) => {
         set.status = 404;
         return fail(NO_OAUTH);
       },
       { detail: { hide: true } },
-    )
-    .use(agentAuth(sql, agentCache))
+    );
+  }
+  const challenge = oauth ? { resource: oauth.resource, resourceMetadataUrl: oauth.resourceMetadataUrl, scope: MCP_SCOPE } : undefined;
+  return app
+    .use(agentAuth(sql, agentCache, challenge))
     .post(
       '/mcp',
       ({ agent, body, request, server }) => {

@@ -1,8 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { DomainError } from '../domain/errors';
-import { resolveWebhookAddresses, type WebhookUrlPolicy } from '../domain/webhook-url';
+import { pinnedLookup, resolveOutboundAddresses, type WebhookUrlPolicy } from '../domain/webhook-url';
 import type { AttemptOutcome } from './retry';
 import { SIGNATURE_HEADER } from './sign';
 
@@ -19,9 +18,9 @@ export type SendOptions = { policy: WebhookUrlPolicy; timeoutMs: number; signal?
 // could answer differently); TLS still verifies the certificate for the URL's host name.
 // Redirects are not followed: a 3xx is a non-2xx answer like any other.
 export async function sendDoorbell(doorbell: Doorbell, options: SendOptions): Promise<AttemptOutcome> {
-  let target: Awaited<ReturnType<typeof resolveWebhookAddresses>>;
+  let target: Awaited<ReturnType<typeof resolveOutboundAddresses>>;
   try {
-    target = await resolveWebhookAddresses(doorbell.url, options.policy);
+    target = await resolveOutboundAddresses(doorbell.url, options.policy);
   } catch (error) {
     if (error instanceof DomainError) return { status: null, error: `refused to send: ${error.message.replace(/\.$/, '')}` };
     throw error;
@@ -36,10 +35,7 @@ export function postPinned(
   doorbell: Doorbell,
   { timeoutMs, signal }: Pick<SendOptions, 'timeoutMs' | 'signal'>,
 ): Promise<AttemptOutcome> {
-  const lookup: LookupFunction = (_host, opts, callback) => {
-    if (opts.all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [pinned]);
-    else callback(null, pinned.address, pinned.family);
-  };
+  const lookup = pinnedLookup(pinned);
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const body = Buffer.from(doorbell.body);
   const headers = { ...doorbell.headers, 'Content-Length': String(body.length) };

@@ -6,6 +6,7 @@ import { buildApp } from '../../src/http/app';
 import { createLogger } from '../../src/log';
 import { launchChromium } from './chromium';
 import { useHarness, type Harness } from './harness';
+import { freePort } from './ports';
 
 export const ARTIFACTS = 'test-artifacts/dashboard';
 
@@ -27,20 +28,37 @@ export type DashboardBrowser = {
 };
 
 // The real server listening on a local port, a headless Chromium in front of it, and a person
-// signed in: what the dashboard's browser tests share.
-export function useDashboardBrowser(env: Record<string, string> = {}, viewport = { width: 1100, height: 800 }): DashboardBrowser {
-  const h = useHarness(env);
+// signed in: what the dashboard's browser tests share. With `oauth`, the port is chosen first and
+// the service started with PUBLIC_URL naming it, which turns on OAuth sign-in for MCP clients.
+export function useDashboardBrowser(
+  env: Record<string, string> = {},
+  viewport = { width: 1100, height: 800 },
+  { oauth = false } = {},
+): DashboardBrowser {
+  let port = 0;
+  const harnessEnv = { ...env };
+  // Runs before the harness's own beforeAll, which reads the environment when it starts.
+  if (oauth) {
+    beforeAll(async () => {
+      port = await freePort();
+      harnessEnv.PUBLIC_URL = `http://127.0.0.1:${port}`;
+    });
+  }
+  const h = useHarness(harnessEnv);
   const b = { h, logLines: [] } as unknown as DashboardBrowser;
   let server: ReturnType<ReturnType<typeof buildApp>['listen']> | undefined;
   let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   const listen = (port: number) => {
     const log = createLogger('info', (line) => b.logLines.push(JSON.parse(line)));
-    server = buildApp({ sql: h.db.sql, config: h.config, log, inboxSignal: h.inboxSignal, agentCache: h.agentCache }).listen({ hostname: '127.0.0.1', port });
+    server = buildApp({ sql: h.db.sql, config: h.config, log, inboxSignal: h.inboxSignal, agentCache: h.agentCache, oauth: h.service.oauth }).listen({
+      hostname: '127.0.0.1',
+      port,
+    });
     return server.server!.port!;
   };
 
   beforeAll(async () => {
-    b.base = `http://127.0.0.1:${listen(0)}`;
+    b.base = `http://127.0.0.1:${listen(port)}`;
     browser = await launchChromium(viewport);
     b.context = browser.context;
     b.page = b.context.pages()[0] ?? (await b.context.newPage());
@@ -127,3 +145,14 @@ export const untilCount = (page: Page, selector: string, count: number) =>
     ([s, n]) => (globalThis as unknown as PageGlobals).document.querySelectorAll(s as string).length === n,
     [selector, count] as const,
   );
+
+// axe-core, the accessibility engine, run in the page; it reports what breaks the WCAG rules it
+// can check (heading order, names, contrast, landmarks …).
+export async function axeViolations(page: Page): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in globalThis))) await page.evaluate(await Bun.file(require.resolve('axe-core/axe.min.js')).text());
+  return page.evaluate(async () => {
+    const axe = (globalThis as unknown as PageGlobals).axe;
+    const result = await axe.run((globalThis as unknown as PageGlobals).document, { resultTypes: ['violations'] });
+    return (result.violations as { id: string; nodes: { target: string[] }[] }[]).map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+}

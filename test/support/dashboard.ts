@@ -33,7 +33,7 @@ export function useDashboardHarness(env: Record<string, string> = {}): Dashboard
   beforeAll(() => {
     h.logLines = [];
     const log = createLogger('debug', (line) => h.logLines.push(JSON.parse(line)));
-    h.dash = buildApp({ sql: h.db.sql, config: h.config, log, inboxSignal: h.inboxSignal, agentCache: h.agentCache });
+    h.dash = buildApp({ sql: h.db.sql, config: h.config, log, inboxSignal: h.inboxSignal, agentCache: h.agentCache, oauth: h.service.oauth });
     h.send = async (method, path, opts = {}) => {
       const headers: Record<string, string> = { 'x-forwarded-for': opts.client ?? randomClient(), ...opts.headers };
       if (opts.csrf !== false && method !== 'GET') headers['x-requested-with'] = 'fetch';

@@ -59,7 +59,8 @@ function sessionEnded(sentence, ended = 'expired') {
 }
 
 // Every call sends the header the server requires on state changes and unwraps the envelope. A
-// failure is an Error whose message is a sentence a person can act on.
+// failure is an Error whose message is a sentence a person can act on. Paths are under the
+// dashboard API unless given whole (the consent page's routes live under its own address).
 async function api(method, path, body) {
   const init = { method, headers: { 'x-requested-with': 'fetch' }, credentials: 'same-origin' };
   if (body !== undefined) {
@@ -68,7 +69,7 @@ async function api(method, path, body) {
   }
   let res;
   try {
-    res = await fetch(API + path, init);
+    res = await fetch(path.startsWith('/dashboard/') ? path : API + path, init);
   } catch {
     throw new Error('Could not reach the service: check the connection, then try again.');
   }
@@ -985,6 +986,33 @@ function Webhook({ agent, secret, onSecret }) {
   </div>`;
 }
 
+// The MCP clients connected over OAuth to act as this agent; Disconnect ends one at once (its
+// tokens stop working at the next call). The list comes with the agent and is redrawn on the live
+// `agent` event that a connection's change sends.
+function Connections({ agent }) {
+  const [action, run] = useAction();
+  if (agent.connections.length === 0) return html`<p class="hint">No connected clients.</p>`;
+  return html`<div class="connections">
+    <h4>Connected clients</h4>
+    <ul>
+      ${agent.connections.map((c) => {
+        const name = c.clientName ?? c.clientId;
+        return html`<li key=${c.grantId} class="connection">
+          <span class="client">${name}</span>
+          <span class="hint">Approved${c.approvedBy ? ` by ${c.approvedBy}` : ''} <${Time} iso=${c.approvedAt} short />${' · '}${c.lastUsedAt
+            ? html`last used <${Time} iso=${c.lastUsedAt} short />`
+            : 'never used'}</span>
+          <button type="button" class="quiet danger" disabled=${action.busy} onClick=${async () => {
+            if (!confirm(`Disconnect ${name} from ${agent.username}? It stops working at once; connecting again needs a new approval.`)) return;
+            if (await run(() => api('DELETE', `/connections/${encodeURIComponent(c.grantId)}`))) toast(`${name} disconnected.`);
+          }}>Disconnect</button>
+        </li>`;
+      })}
+    </ul>
+    <${ErrorText} id=${`connections-error-${agent.username}`} error=${action.error} />
+  </div>`;
+}
+
 function AgentCard({ agent, secret, onSecret }) {
   const [action, run] = useAction();
   const verb = agent.archived ? 'unarchive' : 'archive';
@@ -996,6 +1024,7 @@ function AgentCard({ agent, secret, onSecret }) {
     </div>
     <p class="hint">Registered <${Time} iso=${agent.createdAt} /> · <a href=${`/dashboard/deliveries?agent=${encodeURIComponent(agent.username)}`}>Deliveries</a></p>
     <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />
+    <${Connections} agent=${agent} />
     <p>
       <button type="button" class=${agent.archived ? '' : 'danger'} disabled=${action.busy} onClick=${async () => {
         if (await run(() => api('POST', `/agents/${encodeURIComponent(agent.username)}/${verb}`))) toast(`${agent.username} ${verb}d.`);
@@ -1088,9 +1117,94 @@ function AgentsPage() {
   `;
 }
 
+// --- Connecting a client (OAuth) -----------------------------------------------------------
+
+const hostOf = (url) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+};
+
+// An MCP client asks to act as one of the agents (src/oauth). The person sees who asks and, most
+// plainly, where the browser goes back to (a lookalike shows there), picks the agent, and approves
+// or denies; the answer is the address to continue at. The request is read from and decided at
+// this page's own address, where the server ties it to the browser that started it.
+function AuthorizePage() {
+  const here = location.pathname.replace(/\/+$/, '');
+  const [view, setView] = useState({ status: 'loading', request: null, error: null });
+  const [agent, setAgent] = useState('');
+  const [unchosen, setUnchosen] = useState(false);
+  const [action, run] = useAction();
+  async function load() {
+    setView({ status: 'loading', request: null, error: null });
+    try {
+      setView({ status: 'ready', request: await api('GET', `${here}/request`), error: null });
+    } catch (error) {
+      setView({ status: 'error', request: null, error: error.message });
+    }
+  }
+  useEffect(() => void load(), []);
+  if (view.status === 'loading') return html`<h1>Connect a client</h1><p class="hint placeholder" role="status">Loading the request…</p>`;
+  if (view.status === 'error') {
+    return html`<h1>Connect a client</h1>
+      <div class="notice problem" role="alert"><p>${view.error}</p><button type="button" onClick=${load}>Try again</button></div>`;
+  }
+  const { client, resource, agents } = view.request;
+  const name = client.name ?? 'an unnamed client';
+  const agentError = unchosen ? 'Choose the agent the client will act as.' : action.error?.startsWith('agent: ') ? action.error.slice(7) : null;
+  const otherError = action.error && !action.error.startsWith('agent: ') ? action.error : null;
+  async function decide(decision) {
+    if (decision === 'approve' && !agent) return setUnchosen(true);
+    const decided = await run(() => api('POST', `${here}/decision`, decision === 'approve' ? { decision, agent } : { decision }));
+    if (decided) location.assign(decided.redirectTo);
+  }
+  return html`
+    <h1>Connect ${name}</h1>
+    <section class="card consent" aria-label="Authorization request">
+      <p><strong>${name}</strong> asks to act as one of your agents. It will read and send that agent's messages over MCP
+        at <code>${resource}</code> until someone disconnects it on the Agents page.</p>
+      <dl class="facts">
+        <dt>After you decide, you return to</dt>
+        <dd><strong class="return-host">${hostOf(client.redirectUri)}</strong> <code class="url">${client.redirectUri}</code></dd>
+        ${client.uri ? html`<dt>Client website</dt><dd><code class="url">${client.uri}</code></dd>` : null}
+        ${client.metadataDocument
+          ? html`<dt>Client published by</dt>
+              <dd><strong class="return-host">${hostOf(client.clientId)}</strong> <code class="url">${client.clientId}</code></dd>`
+          : html`<dt>Client id</dt>
+              <dd><code class="small">${client.clientId}</code></dd>`}
+      </dl>
+      <form class="stack" onSubmit=${(event) => {
+        event.preventDefault();
+        decide('approve');
+      }}>
+        <fieldset class="choices" aria-describedby="agent-error" aria-invalid=${agentError ? 'true' : null}>
+          <legend>Act as</legend>
+          ${agents.length === 0
+            ? html`<p class="hint">There is no active agent to choose. Register one on the <a href="/dashboard/agents">Agents page</a>,
+                then connect again from the client; or deny this request.</p>`
+            : agents.map((a) => html`<label class="check" key=${a}>
+                <input type="radio" name="agent" value=${a} checked=${agent === a} onChange=${() => {
+                  setAgent(a);
+                  setUnchosen(false);
+                }} /> ${a}
+              </label>`)}
+        </fieldset>
+        <${ErrorText} id="agent-error" error=${agentError} />
+        <div class="buttons">
+          <button type="submit" disabled=${action.busy || agents.length === 0}>Approve</button>
+          <button type="button" class="quiet" disabled=${action.busy} onClick=${() => decide('deny')}>Deny</button>
+        </div>
+        <${ErrorText} id="decision-error" error=${otherError} />
+      </form>
+    </section>
+  `;
+}
+
 // --- Start ----------------------------------------------------------------------------------
 
-const pages = { deliveries: DeliveriesPage, threads: ThreadsPage, thread: ThreadPage, agents: AgentsPage };
+const pages = { deliveries: DeliveriesPage, threads: ThreadsPage, thread: ThreadPage, agents: AgentsPage, authorize: AuthorizePage };
 if (PAGE === 'sign-in') signInPage();
 else {
   startHeader();
