@@ -6,7 +6,8 @@ import { EmbeddedPostgresFailed } from './db/embedded';
 import { isDatabaseUnavailable } from './db/unavailable';
 import { DomainError } from './domain/errors';
 import { createLogger, type Logger } from './log';
-import { createService } from './service';
+import { holdPort } from './http/starting';
+import { createService, type HttpService } from './service';
 
 // One entry point for the server, migrations and the admin CLI, so that the single compiled
 // executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
@@ -40,10 +41,16 @@ ${usage()}`);
 async function serve(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
   await runUntilSignal(log, async (fail) => {
-    const service = await createService(config, { log, http: true, worker: config.WORKER === 'inline', onWorkerFailed: fail });
+    const holding = holdPort(config.HOST, config.PORT);
+    let service: HttpService;
+    try {
+      service = await createService(config, { log, http: true, worker: config.WORKER === 'inline', onWorkerFailed: fail });
+    } finally {
+      holding.release();
+    }
     let port: number;
     try {
-      port = service.listen();
+      port = service.listen(holding.port);
     } catch (error) {
       await service.stop();
       throw error;

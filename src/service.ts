@@ -1,7 +1,7 @@
 import type { Config } from './config';
 import { cacheAgents, type AgentCacheListener } from './db/agent-cache';
 import type { Sql } from './db/connect';
-import { openDatabase } from './db/database';
+import { openDatabase, waitWhileBusy } from './db/database';
 import { listenForInbox, type InboxListener } from './db/inbox-signal';
 import { buildApp, type App } from './http/app';
 import type { Logger } from './log';
@@ -36,8 +36,9 @@ export type HttpService = WorkerService & {
   agentCache: AgentCacheListener;
   // The OAuth authorization server, when PUBLIC_URL is set.
   oauth: OAuthServer | null;
-  // Listens on HOST and PORT; stop() then closes the server in its turn. Answers the port.
-  listen: () => number;
+  // Listens on HOST and PORT (or the port given); stop() then closes the server in its turn.
+  // Answers the port.
+  listen: (port?: number) => number;
 };
 
 // The whole service wired once, for `ams serve`, `ams worker` (http: false), the bench's server and
@@ -82,18 +83,19 @@ export async function createService(
   };
   try {
     if (http) {
-      started.inboxSignal = listenForInbox(db.sql, log);
-      await started.inboxSignal.start();
-      started.agentCache = cacheAgents(db.sql, log);
-      await started.agentCache.start();
-      const inboxSignal = started.inboxSignal;
-      const oauth = (started.oauth = await createOAuthServer(db.sql, config, log));
+      // Each part that needs a connection waits, as the migration did, while PostgreSQL has none
+      // to give (database.ts).
+      const inboxSignal = (started.inboxSignal = listenForInbox(db.sql, log));
+      await waitWhileBusy(log, () => inboxSignal.start());
+      const agentCache = (started.agentCache = cacheAgents(db.sql, log));
+      await waitWhileBusy(log, () => agentCache.start());
+      const oauth = (started.oauth = await waitWhileBusy(log, () => createOAuthServer(db.sql, config, log)));
       started.app = buildApp({
         sql: db.sql,
         config,
         log,
         inboxSignal,
-        agentCache: started.agentCache,
+        agentCache,
         metrics,
         auditor,
         waitingInboxRequests: () => inboxSignal.waiting(),
@@ -101,7 +103,9 @@ export async function createService(
       });
     }
     if (withWorker) {
-      started.worker = await startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics });
+      started.worker = await waitWhileBusy(log, () =>
+        startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics }),
+      );
     }
     const inboxSignal = started.inboxSignal;
     metrics.observe({
@@ -120,9 +124,9 @@ export async function createService(
   const service = { sql: db.sql, databaseUrl: db.url, worker: started.worker ?? null, stop };
   if (!http) return service;
   const app = started.app!;
-  const listen = () => {
+  const listen = (port = config.PORT) => {
     app.listen({
-      port: config.PORT,
+      port,
       hostname: config.HOST,
       // Bun's own cap answers a bare 413 without the envelope; ours (http/body.ts) refuses at
       // BODY_LIMIT_BYTES in the envelope, from the declared length or while reading a chunked body.

@@ -4,6 +4,7 @@ import { connect } from '../src/db/connect';
 import { isDatabaseUnavailable } from '../src/db/unavailable';
 import { useHarness } from './support/harness';
 import { pgGate } from './support/pg-gate';
+import { eventually } from './support/receiver';
 
 // What counts as "the database is away" rather than a fault, and that both drivers say so instead of
 // leaving a query waiting. graphile-worker's driver, node-postgres, names no code when a connection
@@ -115,4 +116,50 @@ test('errors that are faults stay faults', () => {
   expect(isDatabaseUnavailable(new Error('Connection terminated unexpectedly, and more'))).toBe(false);
   expect(isDatabaseUnavailable('Connection terminated unexpectedly')).toBe(false);
   expect(isDatabaseUnavailable(Object.assign(new Error('x'), { code: '08006' }))).toBe(true);
+});
+
+test('postgres.js: a LISTEN that comes back after an outage of many connection attempts calls onlisten once', async () => {
+  const { gate, url } = gateFor(h.db.url);
+  gate.open();
+  const sql = connect(url, 1, 2);
+  stops.push(() => sql.end({ timeout: 1 }));
+  const heard: string[] = [];
+  const relistened: string[] = [];
+  for (const channel of ['storm_a', 'storm_b']) {
+    await sql.listen(
+      channel,
+      (payload) => heard.push(`${channel} ${payload}`),
+      () => relistened.push(channel),
+    );
+  }
+  expect(relistened).toEqual(['storm_a', 'storm_b']);
+  // The listening connection is cut and every new one refused for a while: the pool tries again
+  // and again (its backoff here is capped at 1 s), each failed attempt closing it once more.
+  gate.close();
+  gate.cutAll();
+  await Bun.sleep(2_500);
+  gate.open();
+  await eventually(async () => relistened.length >= 4, 10_000);
+  // Any wake-ups still to come would come now, with the connection back.
+  await Bun.sleep(500);
+  expect(relistened.toSorted()).toEqual(['storm_a', 'storm_a', 'storm_b', 'storm_b']);
+  await sql.notify('storm_a', 'one');
+  await eventually(async () => heard.length === 1, 5_000);
+  await Bun.sleep(100);
+  expect(heard).toEqual(['storm_a one']);
+});
+
+test('postgres.js: a LISTEN that fails leaves nothing behind, so asking again listens once', async () => {
+  const { gate, url } = gateFor(h.db.url);
+  const sql = connect(url, 1, 2);
+  stops.push(() => sql.end({ timeout: 1 }));
+  const heard: string[] = [];
+  const refused = await sql.listen('retry_a', (payload) => heard.push(payload)).catch((error: { code?: string }) => error.code);
+  expect(refused).toBe('53300');
+  gate.open();
+  await sql.listen('retry_a', (payload) => heard.push(payload));
+  await sql.notify('retry_a', 'once');
+  await eventually(async () => heard.length === 1, 5_000);
+  await Bun.sleep(100);
+  expect(heard).toEqual(['once']);
 });

@@ -3,7 +3,7 @@ import { removeParticipant } from '../src/domain/threads';
 import { silentLogger } from '../src/log';
 import { rememberWebhooks } from '../src/webhooks/credentials';
 import { endpointSlots } from '../src/webhooks/endpoint-slots';
-import { notifyTask } from '../src/webhooks/notify-task';
+import { notifier } from '../src/webhooks/notify-task';
 import { useHarness } from './support/harness';
 import { eventually, receiver } from './support/receiver';
 import { attemptRows, deliveryRow, FAST_WEBHOOKS, post, useWorkerHarness } from './support/webhooks';
@@ -60,7 +60,7 @@ describe('a doorbell prepared by the post', () => {
     const [agent] = await q.db.sql`select id, webhook_url, signing_secret from agents where username = ${recipient.username}`;
     const credentials = rememberWebhooks();
     credentials.remember(agent!.id, job!.payload.doorbell.webhookVersion, { url: agent!.webhook_url, secret: agent!.signing_secret });
-    const task = notifyTask({
+    const { task } = notifier({
       sql: q.db.sql,
       log: silentLogger,
       send: { policy: { allowLocal: true }, timeoutMs: 300 },

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { GRAPHILE_WORKER_VERSION, releaseDeadWorkers } from '../src/db/job-queue';
+import { GRAPHILE_WORKER_VERSION, makeDueWhere, releaseDeadWorkers } from '../src/db/job-queue';
 import { useHarness } from './support/harness';
+import { eventually } from './support/receiver';
 
 // src/db/job-queue.ts reaches into graphile-worker's private tables and types. These tests fail
 // when graphile-worker changes under it, and prove that its recovery touches only our own jobs.
@@ -45,5 +46,39 @@ describe('releasing the jobs of dead workers', () => {
       { id: String(ours), locked_by: null },
       { id: String(theirs), locked_by: 'their-busy-pool' },
     ]);
+  });
+});
+
+describe('waking parked jobs', () => {
+  // Each wake-up counts what it made due; a job made due twice is one wake-up lost, and with it a
+  // free slot nobody fills until the job's backstop.
+  test('two wake-ups at once never make the same job due twice', async () => {
+    const parked = { parked: true, endpoint: 'https://race.example/hook' };
+    const park = async () => {
+      const [job] = await h.db.sql<{ id: string }[]>`
+        select id from graphile_worker.add_job('race_parked', ${h.db.sql.json(parked)}::json, run_at => now() + interval '1 hour')`;
+      return job!.id;
+    };
+    const ids = [await park(), await park()];
+    let commit!: () => void;
+    const held = new Promise<void>((resolve) => (commit = resolve));
+    let firstWoke = -1;
+    const first = h.db.sql.begin(async (tx) => {
+      firstWoke = await makeDueWhere(tx, 'race_parked', parked, 1);
+      await held;
+    });
+    await eventually(async () => firstWoke === 1);
+    // The second starts while the first has not committed: it must take the other job, not wait
+    // for the first's and then wake it once more.
+    const second = makeDueWhere(h.db.sql, 'race_parked', parked, 1);
+    await Bun.sleep(100);
+    commit();
+    await first;
+    expect(await second).toBe(1);
+    const due = await h.db.sql`
+      select id from graphile_worker._private_jobs where id = any(${ids.map(String)}::bigint[]) and run_at <= now()`;
+    expect(due).toHaveLength(2);
+    // Nothing is left parked to wake.
+    expect(await makeDueWhere(h.db.sql, 'race_parked', parked, 1)).toBe(0);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { eventually, receiver } from './support/receiver';
+import { parkNotifyJob } from '../src/domain/notify-jobs';
 import { attemptRows, useWorkerHarness } from './support/webhooks';
 
 // Doorbells over their endpoint's cap wait parked, holding no worker slot, and are woken from the
@@ -48,5 +49,25 @@ describe('parked doorbells', () => {
     };
     expect((await recorded(third.id)).map((a) => [a.attempt, a.status])).toEqual([[1, 200]]);
     expect((await recorded(first.id)).map((a) => [a.attempt, a.status])).toEqual([[1, 200]]);
+  }, 20_000);
+
+  test('a doorbell parked by another process, for an endpoint this worker never saw, is woken by its sweep', async () => {
+    // As a worker that died (or one still busy elsewhere) leaves it: parked in the queue, due in a
+    // minute, with no process here knowing of it. This worker has free slots for that endpoint.
+    const sender = await h.agent('sweep-sender');
+    const recipient = await h.agent('sweep-recipient', { webhookUrl: hook.url('/swept') });
+    const threadId = await h.thread(sender, [recipient]);
+    const message = await h.post(sender, threadId, 'rung, then parked again elsewhere');
+    await eventually(async () => hook.received.some((r) => r.raw.includes(message.id)));
+    const [delivery] = await h.db.sql`select id from deliveries where message_id = ${message.id}`;
+    const deliveryId = delivery!.id as string;
+    await eventually(async () => (await h.db.sql`select 1 from graphile_worker.jobs where key = ${`notify:${deliveryId}`}`).length === 0);
+    const parkedAt = performance.now();
+    await parkNotifyJob(h.db.sql, { deliveryId }, hook.url('/never-seen-here'), 60_000);
+    // Woken within the sweep (every second), run, and finished: the delivery is notified already,
+    // so it rings no more.
+    await eventually(async () => (await h.db.sql`select 1 from graphile_worker.jobs where key = ${`notify:${deliveryId}`}`).length === 0, 10_000);
+    expect(performance.now() - parkedAt).toBeLessThan(3_000);
+    expect(hook.received.filter((r) => r.raw.includes(message.id))).toHaveLength(1);
   }, 20_000);
 });

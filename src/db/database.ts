@@ -19,22 +19,14 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
     await embedded?.stop();
   };
   try {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await sql`select 1`.catch((error: unknown) => {
-          if (isBusy(error)) throw error;
-          const which = embedded ? 'the embedded PostgreSQL' : 'DATABASE_URL';
-          throw new Error(`Could not connect to PostgreSQL at ${address(url)} (${which}): ${unreachable(error, config)}.`);
-        });
-        await migrate(sql, url);
-        break;
-      } catch (error) {
-        if (!isBusy(error)) throw error;
-        const retryInMs = Math.min(BUSY_RETRY_FIRST_MS * 2 ** (attempt - 1), BUSY_RETRY_MAX_MS);
-        log.warn('database_busy', { attempt, error: (error as Error).message, retryInMs });
-        await Bun.sleep(retryInMs);
-      }
-    }
+    await waitWhileBusy(log, async () => {
+      await sql`select 1`.catch((error: unknown) => {
+        if (isBusy(error)) throw error;
+        const which = embedded ? 'the embedded PostgreSQL' : 'DATABASE_URL';
+        throw new Error(`Could not connect to PostgreSQL at ${address(url)} (${which}): ${unreachable(error, config)}.`);
+      });
+      await migrate(sql, url);
+    });
   } catch (error) {
     await close().catch(() => {});
     throw error;
@@ -44,11 +36,26 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
 
 // PostgreSQL out of connections (too_many_connections) or still starting (cannot_connect_now):
 // both pass by themselves, as other clients let go or the server comes up, so a starting instance
-// waits for them, saying so, rather than exiting to be restarted into the same refusal.
+// waits for them, saying so, rather than exiting to be restarted into the same refusal. Every step
+// of a start that opens a connection (the first query and the migration, each LISTEN, the worker's
+// pool and its first statements) goes through here, and each must leave nothing behind when it fails.
 const BUSY = new Set(['53300', '57P03']);
 const isBusy = (error: unknown) => BUSY.has((error as { code?: unknown } | null)?.code as string);
 const BUSY_RETRY_FIRST_MS = 250;
 const BUSY_RETRY_MAX_MS = 5_000;
+
+export async function waitWhileBusy<T>(log: Logger, step: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+      const retryInMs = Math.min(BUSY_RETRY_FIRST_MS * 2 ** (attempt - 1), BUSY_RETRY_MAX_MS);
+      log.warn('database_busy', { attempt, error: (error as Error).message, retryInMs });
+      await Bun.sleep(retryInMs);
+    }
+  }
+}
 
 // Host and port only: the URL may hold a password.
 function address(url: string): string {

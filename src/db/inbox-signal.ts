@@ -65,20 +65,23 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
       const unwatch = deliveryIds.map((id) => register(watchers, id, fn));
       return () => unwatch.forEach((undo) => undo());
     },
+    // Resumable: a start that failed part-way (PostgreSQL out of connections) is asked again.
     async start() {
-      const listening = await sql.listen(
-        INBOX_CHANNEL,
-        (agentId) => wake(waiters.get(agentId)),
-        () => {
-          if (listens++ === 0) return;
-          log.info('inbox_listener_reconnected', { waiting: waiters.size });
-          wakeAll();
-        },
-      );
-      unlisten = listening.unlisten;
+      if (!unlisten) {
+        const listening = await sql.listen(
+          INBOX_CHANNEL,
+          (agentId) => wake(waiters.get(agentId)),
+          () => {
+            if (listens++ === 0) return;
+            log.info('inbox_listener_reconnected', { waiting: waiters.size });
+            wakeAll();
+          },
+        );
+        unlisten = listening.unlisten;
+      }
       // The same connection (postgres.js keeps one per pool for every channel), so one reconnect
       // above covers both.
-      unlistenDeliveries = (await sql.listen(DELIVERY_CHANNEL, (deliveryId) => wake(watchers.get(deliveryId)))).unlisten;
+      unlistenDeliveries ??= (await sql.listen(DELIVERY_CHANNEL, (deliveryId) => wake(watchers.get(deliveryId)))).unlisten;
     },
     async stop() {
       stopped = true;

@@ -83,18 +83,36 @@ export const isShuttingDown = (pool: WorkerPool) => pool._shuttingDown;
 
 
 // Makes due now the queued, unlocked jobs of `task` due later whose payload contains `match`, the
-// oldest first, at most `limit` of them (graphile-worker's own reschedule_jobs, which leaves
-// running jobs alone). The payload is only in the private table. Answers how many.
-export async function makeDueWhere(sql: Sql, task: string, match: { [key: string]: JSONValue }, limit?: number): Promise<number> {
+// oldest first, at most `limit` of them. Answers how many. Callers that run at once never make the
+// same job due twice (each would count it as woken, and one wake-up would be lost): a job another
+// caller is waking is skipped, and one it has just woken is due, so no longer matches. Written
+// against the private table, as graphile-worker's reschedule_jobs neither locks nor looks again.
+export async function makeDueWhere(sql: Queries, task: string, match: { [key: string]: JSONValue }, limit?: number): Promise<number> {
   const rows = await sql`
-    select id from graphile_worker.reschedule_jobs(array(
+    with due as (
       select j.id from graphile_worker._private_jobs j
       join graphile_worker._private_tasks t on t.id = j.task_id
-      where t.identifier = ${task} and j.locked_at is null and j.run_at > now() and j.payload::jsonb @> ${sql.json(match)}::jsonb
+      where t.identifier = ${task} and j.locked_at is null and j.run_at > clock_timestamp()
+        and j.payload::jsonb @> ${sql.json(match)}::jsonb
       order by j.run_at, j.id
       ${limit === undefined ? sql`` : sql`limit ${limit}`}
-    ), run_at => now())`;
+      for update of j skip locked
+    )
+    update graphile_worker._private_jobs j set run_at = clock_timestamp()
+    from due where j.id = due.id
+    returning j.id`;
   return rows.length;
+}
+
+// The distinct values of one payload field among the queued, unlocked jobs of `task` due later
+// whose payload contains `match`.
+export async function payloadValuesWhere(sql: Sql, task: string, match: { [key: string]: JSONValue }, field: string): Promise<string[]> {
+  const rows = await sql<{ value: string }[]>`
+    select distinct j.payload::jsonb ->> ${field} as value from graphile_worker._private_jobs j
+    join graphile_worker._private_tasks t on t.id = j.task_id
+    where t.identifier = ${task} and j.locked_at is null and j.run_at > now()
+      and j.payload::jsonb @> ${sql.json(match)}::jsonb and j.payload::jsonb ? ${field}`;
+  return rows.map((r) => r.value);
 }
 
 // Jobs of a task still to run (queued, scheduled or running, attempts left), and how long the

@@ -1,6 +1,6 @@
 import type { JSONValue } from 'postgres';
 import type { Queries, Sql } from '../db/connect';
-import { addJobs, liveJob, overdueJob, makeDueWhere } from '../db/job-queue';
+import { addJobs, liveJob, overdueJob, makeDueWhere, payloadValuesWhere } from '../db/job-queue';
 
 // Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
 // graphile-worker's own retries only cover a crashed worker; the contract's retry schedule is
@@ -57,6 +57,5 @@ export async function parkNotifyJob(sql: Sql, payload: { deliveryId: string; doo
 export const wakeParkedNotifyJobs = (sql: Sql, endpoint: string, count: number) =>
   makeDueWhere(sql, NOTIFY_TASK, { parked: true, endpoint }, count);
 
-// Every parked doorbell due now, for a worker that starts: the process that parked them may have
-// died, and nothing else would wake them before their backstop.
-export const wakeAllParkedNotifyJobs = (sql: Sql) => makeDueWhere(sql, NOTIFY_TASK, { parked: true });
+// The endpoints that have doorbells parked for them, by any process.
+export const parkedNotifyEndpoints = (sql: Sql) => payloadValuesWhere(sql, NOTIFY_TASK, { parked: true }, 'endpoint');

@@ -13,12 +13,17 @@ const ids = new WeakMap<Request, string>();
 
 export const requestIdOf = (request: Request): string => ids.get(request) ?? 'unknown';
 
+// The caller's id when it is sane, otherwise a new one.
+export const requestIdFrom = (request: Request): string => {
+  const given = request.headers.get(REQUEST_ID_HEADER);
+  return given !== null && SANE_ID.test(given) ? given : randomUUIDv7();
+};
+
 // Every answer carries the request's id, whatever answers it: a route, a refusal before routing,
 // the error handler, MCP.
 export const requestIds = () =>
   new Elysia({ name: 'request-id' }).onRequest(({ request, set }) => {
-    const given = request.headers.get(REQUEST_ID_HEADER);
-    const id = given !== null && SANE_ID.test(given) ? given : randomUUIDv7();
+    const id = requestIdFrom(request);
     ids.set(request, id);
     set.headers[REQUEST_ID_HEADER] = id;
   });

@@ -6,8 +6,9 @@ import type { Logger } from '../log';
 export type HeartbeatOptions = {
   intervalMs: number;
   staleMs: number;
-  // Called after jobs of dead pools were put back, so this pool can take them without waiting to poll.
-  onReleased: () => void;
+  // Called after jobs of dead pools (how many pools) or this pool's lost jobs were put back, so
+  // this pool can take them without waiting to poll.
+  onReleased: (deadWorkers: number) => void;
   // Ids of the jobs this pool is running right now.
   running: () => string[];
   // Our task names: only their jobs are ever released.
@@ -26,7 +27,7 @@ export function startHeartbeat(sql: Sql, workerId: string, options: HeartbeatOpt
       if (released.length > 0) log.warn('dead_workers_released', { workerIds: released });
       const lost = await releaseLostJobs(sql, workerId, options.running(), options.staleMs);
       if (lost > 0) log.warn('lost_jobs_released', { workerId, jobs: lost });
-      if (released.length > 0 || lost > 0) options.onReleased();
+      if (released.length > 0 || lost > 0) options.onReleased(released.length);
     } catch (error) {
       // A beat missed while the database is away is the outage, logged as such by every part; the
       // next beat that gets through releases what the outage left behind.

@@ -3,7 +3,7 @@ import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { announceDeliveryChanges } from '../domain/announce';
 import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordDoorbellAttempts, recordInterruptedAttempt } from '../domain/delivery-steps';
-import { parkNotifyJob, wakeParkedNotifyJobs } from '../domain/notify-jobs';
+import { parkNotifyJob, parkedNotifyEndpoints, wakeParkedNotifyJobs } from '../domain/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { doorbellBody, type DoorbellFields } from '../domain/doorbell-body';
@@ -65,26 +65,52 @@ async function ringable(deps: NotifyDeps, payload: NotifyPayload) {
   return { ...loaded, prepared: false };
 }
 
+export type Notifier = {
+  task: Task;
+  // Wakes, for every endpoint with doorbells parked in the queue (by any process, a dead one
+  // included), as many as this process has free slots for there. Run when the worker starts,
+  // after a dead worker's jobs are given back, and every PARKED_SWEEP_MS.
+  // Answers how many were woken.
+  wakeEveryParked: () => Promise<number>;
+};
+
 // One doorbell attempt. Failures of the handler are not thrown: the attempt is recorded and the
 // next one scheduled (or the delivery failed) in one statement, on the contract's schedule
 // rather than graphile-worker's. Only an unexpected database error is thrown, leaving the job to
 // graphile-worker's own retries.
-export const notifyTask = (deps: NotifyDeps): Task => {
-  // Endpoints this process parked doorbells for, or ran parked doorbells of: a freed slot there
-  // asks the queue for parked ones; elsewhere no query is made. Cleared once the queue has none.
-  const mayHaveParked = new Set<string>();
+export const notifier = (deps: NotifyDeps): Notifier => {
+  // Endpoints this process parked doorbells for, or ran parked doorbells of, or found parked: a
+  // freed slot there asks the queue for parked ones; elsewhere no query is made. Each is noted with
+  // the number of the last park seen, so that a wake-up that found none forgets the endpoint only
+  // if no doorbell was parked for it meanwhile (one whose park committed after the wake-up's
+  // query, and that would then never be woken by this process).
+  const parkedFor = new Map<string, number>();
+  let parks = 0;
+  const noteParked = (endpoint: string) => parkedFor.set(endpoint, ++parks);
 
   // Makes due up to `count` doorbells parked for the endpoint, by any process, oldest first. A
-  // database error leaves them to their backstop.
-  const wakeParked = async (endpoint: string, count: number) => {
-    if (count <= 0 || !mayHaveParked.has(endpoint)) return;
+  // database error leaves them to the next sweep.
+  const wakeParked = async (endpoint: string, count: number): Promise<number> => {
+    const seen = parkedFor.get(endpoint);
+    if (count <= 0 || seen === undefined) return 0;
     try {
       const woken = await wakeParkedNotifyJobs(deps.sql, endpoint, count);
-      if (woken < count) mayHaveParked.delete(endpoint);
+      if (woken < count && parkedFor.get(endpoint) === seen) parkedFor.delete(endpoint);
       if (woken > 0) deps.nudge(woken);
+      return woken;
     } catch (error) {
       deps.log.warn('parked_doorbell_wake_failed', { endpoint, error: (error as Error).message });
+      return 0;
     }
+  };
+
+  const wakeEveryParked = async () => {
+    let woken = 0;
+    for (const endpoint of await parkedNotifyEndpoints(deps.sql)) {
+      noteParked(endpoint);
+      woken += await wakeParked(endpoint, deps.slots.free(endpoint));
+    }
+    return woken;
   };
 
   // One run of the job. `interrupted` records, once, an attempt a previous run was cut off in.
@@ -104,7 +130,7 @@ export const notifyTask = (deps: NotifyDeps): Task => {
     const release = deps.slots.take(doorbell.url) ?? (await deps.slots.waitForSlot(doorbell.url, WAIT_FOR_QUICK_SLOT_MS));
     if (!release) {
       await parkNotifyJob(deps.sql, { deliveryId: payload.deliveryId, doorbell: payload.doorbell }, endpoint, deps.parkedForMs);
-      mayHaveParked.add(endpoint);
+      noteParked(endpoint);
       // Slots may have freed while it was being parked, with nothing left to wake it.
       await wakeParked(endpoint, deps.slots.free(doorbell.url));
       return;
@@ -122,9 +148,9 @@ export const notifyTask = (deps: NotifyDeps): Task => {
   // instead, the job would lose an attempt and wait e^attempts seconds for the next (20 s after the
   // third, 55 s after the fourth), and after the fifth be left to the re-publish sweep. A doorbell
   // sent before the record of it failed is sent once more, as after a crash.
-  return async (rawPayload, helpers) => {
+  const task: Task = async (rawPayload, helpers) => {
     const payload = rawPayload as NotifyPayload;
-    if (payload.endpoint) mayHaveParked.add(payload.endpoint);
+    if (payload.endpoint) noteParked(payload.endpoint);
     const interrupted = { recorded: false };
     const deadline = Date.now() + DATABASE_WAIT_MS;
     for (;;) {
@@ -136,6 +162,7 @@ export const notifyTask = (deps: NotifyDeps): Task => {
       }
     }
   };
+  return { task, wakeEveryParked };
 };
 
 // How long a run waits for the database to come back before it fails its job.

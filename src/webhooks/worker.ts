@@ -5,7 +5,7 @@ import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown } from '../db/job-queue';
 import { workerPool } from '../db/worker-pool';
-import { NOTIFY_TASK, wakeAllParkedNotifyJobs } from '../domain/notify-jobs';
+import { NOTIFY_TASK } from '../domain/notify-jobs';
 import { sweepIdempotencyKeys } from '../domain/idempotency';
 import { sweepExpiredSignIns } from '../domain/people';
 import { pruneHistory } from '../domain/retention';
@@ -14,16 +14,19 @@ import type { Metrics } from '../metrics';
 import { startHeartbeat } from './heartbeat';
 import { rememberWebhooks } from './credentials';
 import { endpointSlots } from './endpoint-slots';
-import { notifyTask } from './notify-task';
+import { notifier as createNotifier } from './notify-task';
 import { REPUBLISH_TASK, republishTask } from './republish';
 
 const SWEEP_SIGN_INS_TASK = 'sweep_sign_ins';
 const SWEEP_IDEMPOTENCY_KEYS_TASK = 'sweep_idempotency_keys';
 const PRUNE_HISTORY_TASK = 'prune_history';
 
-// A doorbell parked behind its endpoint's cap is woken by this process when a slot frees; should
-// the process stop first, the job falls due by itself after this long and is tried again.
+// A doorbell parked behind its endpoint's cap is woken when a slot frees there; should every process
+// that could wake it stop first, the job falls due by itself after this long and is tried again.
 const PARKED_BACKSTOP_MS = 60_000;
+// How often a worker looks for endpoints with parked doorbells that it has free slots for: parked by
+// another process (a dead one included), or a wake-up that failed on a database error.
+const PARKED_SWEEP_MS = 1_000;
 
 // Where graphile-worker's add_jobs announces new jobs.
 const JOBS_CHANNEL = 'jobs:insert';
@@ -91,25 +94,26 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   const pgPool = workerPool(databaseUrl, config.WEBHOOK_CONCURRENCY + 2, (error) =>
     log.warn('worker_pool_error', { error: error.message }),
   );
-  const taskList = {
-    [NOTIFY_TASK]: notifyTask({
-      sql,
-      log,
-      metrics,
-      send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
-      retryDelaysMs: retryDelays(config),
-      onRetryScheduled: wakeAfter,
-      credentials: rememberWebhooks(),
-      // An endpoint that answers quickly may use half the slots; one that is slow or not yet heard
-      // from, its small cap (endpoint-slots.ts).
-      slots: endpointSlots({
-        slowCap: config.WEBHOOK_ENDPOINT_CONCURRENCY,
-        fastCap: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
-        reserve: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
-      }),
-      parkedForMs: PARKED_BACKSTOP_MS,
-      nudge: (count) => pool && !isShuttingDown(pool) && pool.nudge(count),
+  const notifier = createNotifier({
+    sql,
+    log,
+    metrics,
+    send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
+    retryDelaysMs: retryDelays(config),
+    onRetryScheduled: wakeAfter,
+    credentials: rememberWebhooks(),
+    // An endpoint that answers quickly may use half the slots; one that is slow or not yet heard
+    // from, its small cap (endpoint-slots.ts).
+    slots: endpointSlots({
+      slowCap: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      fastCap: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
+      reserve: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
     }),
+    parkedForMs: PARKED_BACKSTOP_MS,
+    nudge: (count) => pool && !isShuttingDown(pool) && pool.nudge(count),
+  });
+  const taskList = {
+    [NOTIFY_TASK]: notifier.task,
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
     [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
     [SWEEP_IDEMPOTENCY_KEYS_TASK]: async () =>
@@ -124,81 +128,117 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
         }),
       ),
   };
-  const runner = await run({
-    pgPool,
-    // No localQueue and no batched completions: after a database restart the first stopped the
-    // pool taking jobs, and a failed batch of the second ended the whole runner
-    // (test-faults/postgres-restart.test.ts). Each job is fetched and completed on its own.
-    preset: { plugins: [replaceExitedWorkers] },
-    concurrency: config.WEBHOOK_CONCURRENCY,
-    noHandleSignals: true,
-    events,
-    logger: workerLogger(log),
-    taskList,
-    crontab: [
-      `${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`,
-      `0 * * * * ${SWEEP_SIGN_INS_TASK}`,
-      `30 * * * * ${SWEEP_IDEMPOTENCY_KEYS_TASK}`,
-      `45 * * * * ${PRUNE_HISTORY_TASK}`,
-    ].join('\n'),
-  });
-  const workerId = pool!.id;
-  let stopping = false;
-  let runnerEnded = false;
-  runner.promise.then(
-    () => ended(new Error('graphile-worker stopped without being asked to.')),
-    (error: Error) => ended(error),
-  );
-  function ended(error: Error) {
-    runnerEnded = true;
-    if (stopping) return;
-    log.error('worker_failed', { workerId, error: error.message });
-    onFailed?.(error);
-  }
-  // graphile-worker's own LISTEN backs off for up to a minute after it loses its connection (7 s,
-  // then 20 s, after a few seconds' outage). While it is down, our listening connection (back
-  // within a second) passes new-job notifications on, so doorbells keep going out at once instead
-  // of on the 2-second poll.
   let ownListenerDown = false;
   events.on('pool:listen:error', () => (ownListenerDown = true));
   events.on('pool:listen:success', () => (ownListenerDown = false));
-  const relay = await sql.listen(JOBS_CHANNEL, (payload) => {
-    if (!ownListenerDown || !pool || isShuttingDown(pool)) return;
-    let count = 1;
+  let stopping = false;
+  let runnerEnded = false;
+  let runner: Runner | undefined;
+  let relay: { unlisten: () => Promise<void> } | undefined;
+  let heartbeat: ReturnType<typeof startHeartbeat> | undefined;
+  let sweep: ReturnType<typeof setInterval> | undefined;
+  // Running doorbells finish; one still waiting when graphile-worker's grace period ends is
+  // cancelled and its job released for another worker. After a failed start every part is taken
+  // down whatever the others answer.
+  const stop = async ({ afterFailedStart = false } = {}) => {
+    const step = (done: Promise<unknown>) => (afterFailedStart ? done.catch(() => {}) : done);
+    stopping = true;
+    clearInterval(sweep);
+    for (const timer of wakeTimers) clearTimeout(timer);
+    await relay?.unlisten().catch(() => {});
+    if (runner && !runnerEnded) await step(runner.stop());
+    if (heartbeat) await step(heartbeat.stop());
+    await step(pgPool.end());
+  };
+  // One sweep at a time; a sweep that fails on a database error is the next one's to do.
+  let sweeping = false;
+  async function wakeEveryParked() {
+    if (sweeping || !pool || isShuttingDown(pool)) return;
+    sweeping = true;
     try {
-      const announced = Number((JSON.parse(payload) as { count?: unknown }).count);
-      if (Number.isInteger(announced) && announced > 0) count = announced;
-    } catch {}
-    pool.nudge(count);
-  });
-  const heartbeat = startHeartbeat(
-    sql,
-    workerId,
-    {
-      intervalMs: config.WORKER_HEARTBEAT_MS,
-      staleMs: config.WORKER_STALE_MS,
-      onReleased: () => pool && !isShuttingDown(pool) && pool.nudge(config.WEBHOOK_CONCURRENCY),
-      running: held,
-      tasks: Object.keys(taskList),
-    },
-    log,
-  );
-  await heartbeat.ready;
-  const woken = await wakeAllParkedNotifyJobs(sql);
-  if (woken > 0) pool!.nudge(Math.min(woken, config.WEBHOOK_CONCURRENCY));
-  log.info('worker_started', { workerId, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });
+      await notifier.wakeEveryParked();
+    } catch (error) {
+      log[isDatabaseUnavailable(error) ? 'warn' : 'error']('parked_doorbell_sweep_failed', { error: (error as Error).message });
+    } finally {
+      sweeping = false;
+    }
+  }
+  try {
+    runner = await run({
+      pgPool,
+      // No localQueue and no batched completions: after a database restart the first stopped the
+      // pool taking jobs, and a failed batch of the second ended the whole runner
+      // (test-faults/postgres-restart.test.ts). Each job is fetched and completed on its own.
+      preset: { plugins: [replaceExitedWorkers] },
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      noHandleSignals: true,
+      events,
+      logger: workerLogger(log),
+      taskList,
+      crontab: [
+        `${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`,
+        `0 * * * * ${SWEEP_SIGN_INS_TASK}`,
+        `30 * * * * ${SWEEP_IDEMPOTENCY_KEYS_TASK}`,
+        `45 * * * * ${PRUNE_HISTORY_TASK}`,
+      ].join('\n'),
+    });
+    runner.promise.then(
+      () => ended(new Error('graphile-worker stopped without being asked to.')),
+      (error: Error) => ended(error),
+    );
+    // graphile-worker's own LISTEN backs off for up to a minute after it loses its connection (7 s,
+    // then 20 s, after a few seconds' outage). While it is down, our listening connection (back
+    // within a second) passes new-job notifications on, so doorbells keep going out at once
+    // instead of on the 2-second poll.
+    relay = await sql.listen(JOBS_CHANNEL, (payload) => {
+      if (!ownListenerDown || !pool || isShuttingDown(pool)) return;
+      let count = 1;
+      try {
+        const announced = Number((JSON.parse(payload) as { count?: unknown }).count);
+        if (Number.isInteger(announced) && announced > 0) count = announced;
+      } catch {}
+      pool.nudge(count);
+    });
+    heartbeat = startHeartbeat(
+      sql,
+      pool!.id,
+      {
+        intervalMs: config.WORKER_HEARTBEAT_MS,
+        staleMs: config.WORKER_STALE_MS,
+        // A dead pool's parked doorbells have nobody left to wake them: they are woken with its jobs.
+        onReleased: (deadWorkers) => {
+          if (pool && !isShuttingDown(pool)) pool.nudge(config.WEBHOOK_CONCURRENCY);
+          if (deadWorkers > 0) void wakeEveryParked();
+        },
+        running: held,
+        tasks: Object.keys(taskList),
+      },
+      log,
+    );
+    await heartbeat.ready;
+    // The process that parked these may have died, and nothing else would wake them before their
+    // backstop.
+    const woken = await notifier.wakeEveryParked();
+    sweep = setInterval(() => void wakeEveryParked(), PARKED_SWEEP_MS);
+    log.info('worker_started', { workerId: pool!.id, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });
+  } catch (error) {
+    // A start that failed (the database out of connections, say) leaves nothing running, so that
+    // it can be tried again.
+    await stop({ afterFailedStart: true });
+    throw error;
+  }
+  const workerId = pool!.id;
+  function ended(error: Error) {
+    runnerEnded = true;
+    if (stopping) return;
+    log.error('worker_failed', { workerId: pool?.id, error: error.message });
+    onFailed?.(error);
+  }
   return {
     workerId,
-    runner,
-    // Running doorbells finish; one still waiting when graphile-worker's grace period ends is
-    // cancelled and its job released for another worker.
+    runner: runner!,
     stop: async () => {
-      stopping = true;
-      for (const timer of wakeTimers) clearTimeout(timer);
-      await relay.unlisten().catch(() => {});
-      if (!runnerEnded) await runner.stop();
-      await heartbeat.stop();
-      await pgPool.end();
+      await stop();
       log.info('worker_stopped', { workerId });
     },
   };

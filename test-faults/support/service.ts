@@ -22,9 +22,18 @@ export const FAST = {
   WORKER_STALE_MS: '1000',
 };
 
-export async function startService(env: Record<string, string>, { port }: { port?: number } = {}): Promise<Service> {
+// Starts the server (or, with `command: 'worker'`, the webhook worker alone) and waits until it
+// logs `listening` (`worker_started`), or with `until`, the first line that matches it.
+export async function startService(
+  env: Record<string, string>,
+  {
+    port,
+    command = 'serve',
+    until = (line) => line.event === (command === 'serve' ? 'listening' : 'worker_started'),
+  }: { port?: number; command?: 'serve' | 'worker'; until?: (line: Record<string, unknown>) => boolean } = {},
+): Promise<Service> {
   const listenPort = port ?? (await freePort());
-  const proc = Bun.spawn(['bun', 'src/main.ts', 'serve'], {
+  const proc = Bun.spawn(['bun', 'src/main.ts', command], {
     env: {
       ...process.env,
       ...FAST,
@@ -56,15 +65,15 @@ export async function startService(env: Record<string, string>, { port }: { port
         try {
           const parsed = JSON.parse(line);
           lines.push(parsed);
-          if (parsed.event === 'listening') ready.resolve();
+          if (until(parsed)) ready.resolve();
         } catch {
           lines.push({ event: 'unparsed', line });
         }
       }
     }
-    ready.reject(new Error(`the server exited before listening:\n${text}`));
+    ready.reject(new Error(`the server exited before it was ready:\n${text}`));
   })();
-  const timer = setTimeout(() => ready.reject(new Error(`the server did not start within 30 s:\n${text}`)), 30_000);
+  const timer = setTimeout(() => ready.reject(new Error(`the server was not ready within 30 s:\n${text}`)), 30_000);
   await ready.promise.finally(() => clearTimeout(timer));
   return {
     proc,

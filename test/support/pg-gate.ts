@@ -26,8 +26,10 @@ function flush(socket: Socket<unknown>, queue: Uint8Array[]) {
 // A TCP gate in front of the real PostgreSQL. While `full`, each new connection gets the error
 // PostgreSQL itself sends when every slot is taken (FATAL 53300 "sorry, too many clients already")
 // and is closed; otherwise bytes pass both ways untouched. Connections already open stay open.
+// `admit(n)` lets the next n connections through and then fills up again, so that a test can run
+// out of connections at a chosen step of a start.
 export function pgGate(target: { host: string; port: number }) {
-  const state = { full: true };
+  const state = { full: true, admitting: 0 };
   const clients = new Set<Socket<Link>>();
   const server = Bun.listen<Link>({
     hostname: '127.0.0.1',
@@ -35,7 +37,9 @@ export function pgGate(target: { host: string; port: number }) {
     socket: {
       async open(client) {
         clients.add(client);
-        const link: Link = (client.data = { upstream: null, pending: [], refused: state.full, toClient: [], toUpstream: [] });
+        const admitted = state.admitting > 0;
+        if (admitted && --state.admitting === 0) state.full = true;
+        const link: Link = (client.data = { upstream: null, pending: [], refused: state.full && !admitted, toClient: [], toUpstream: [] });
         if (link.refused) return;
         link.upstream = await Bun.connect({
           hostname: target.host,
@@ -69,8 +73,15 @@ export function pgGate(target: { host: string; port: number }) {
   });
   return {
     port: server.port,
-    open: () => (state.full = false),
+    open: () => {
+      state.full = false;
+      state.admitting = 0;
+    },
     close: () => (state.full = true),
+    admit: (connections: number) => {
+      state.full = true;
+      state.admitting = connections;
+    },
     // Cuts every connection that passed through, as a restart or a pooler would.
     cutAll: () => {
       for (const client of clients) {
