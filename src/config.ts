@@ -89,7 +89,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const rules = [...invalid].map((key) => `${key} must be ${expected(ConfigSchema.properties[key as keyof Config])}`);
     throw new Error(`${rules.join('; ')}.`);
   }
-  return converted as Config;
+  const config = converted as Config;
+  // Otherwise live workers would take each other's jobs between two beats.
+  if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
+  return config;
 }
 
 // What a variable must be, in words, from its schema. The value given is not repeated: it may be

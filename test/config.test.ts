@@ -40,3 +40,10 @@ test('a bad value is refused in one sentence that says what the variable must be
     new Error('PORT must be a whole number from 0 to 65535; LOG_LEVEL must be one of debug, info, warn, error.'),
   );
 });
+
+test('values that only make sense together are checked together', () => {
+  expect(() => loadConfig({ WORKER_HEARTBEAT_MS: '1000', WORKER_STALE_MS: '1999' })).toThrow(
+    'WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.',
+  );
+  expect(loadConfig({ WORKER_HEARTBEAT_MS: '1000', WORKER_STALE_MS: '2000' }).WORKER_STALE_MS).toBe(2000);
+});

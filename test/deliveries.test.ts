@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { oneLine } from '../src/domain/deliveries';
+import { oneLine } from '../src/domain/summary-line';
 import { uniqueName, useHarness } from './support/harness';
 import { eventually } from './support/receiver';
 

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/connect';
-import { stalledSql } from './deliveries';
+import { awaitingReportSql, retryingSql, stalledSql, stallsAt } from './delivery-states';
 
 export type Attention = {
   failed: number;
@@ -16,15 +16,13 @@ export type Attention = {
 export async function attention(sql: Sql, stalledAfterMs: number): Promise<Attention> {
   const [row] = await sql`
     select (select count(*) from deliveries d where d.step = 'failed')::int as failed,
-           (select count(*) from deliveries d where d.step = 'accepted' and d.next_attempt_at is not null)::int as retrying,
+           (select count(*) from deliveries d where ${retryingSql(sql)})::int as retrying,
            (select count(*) from deliveries d where ${stalledSql(sql, stalledAfterMs)})::int as stalled,
            (select count(*) from threads where state = 'close-pending')::int as "closeRequests",
-           (select min(d.notified_at) from deliveries d
-             where d.step = 'notified' and d.delivered_at is null
-               and d.notified_at >= now() - make_interval(secs => ${stalledAfterMs / 1000})) as "oldestAwaiting"`;
+           (select min(d.notified_at) from deliveries d where ${awaitingReportSql(sql, stalledAfterMs)}) as "oldestAwaiting"`;
   const { oldestAwaiting, ...counts } = row!;
   return {
     ...(counts as Omit<Attention, 'nextStallAt'>),
-    nextStallAt: oldestAwaiting ? new Date((oldestAwaiting as Date).getTime() + stalledAfterMs).toISOString() : null,
+    nextStallAt: stallsAt({ step: 'notified', notifiedAt: oldestAwaiting as Date | null, deliveredAt: null }, stalledAfterMs)?.toISOString() ?? null,
   };
 }

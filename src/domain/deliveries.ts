@@ -1,22 +1,13 @@
 import type { Sql } from '../db/connect';
-import type { Agent } from './agents';
+import type { Agent } from './actors';
 import { notFound } from './errors';
 import { isId } from './ids';
 import { toDelivered } from './delivery-steps';
 import { LIMITS, type InboxEntry } from './schemas';
+import { oneLine } from './summary-line';
 import { agentSeesThread } from './visibility';
 
 const deliveryNotFound = () => notFound('No such delivery, or it is not addressed to you.');
-
-// The line shown for a message where no body may go: the sender's summary, else the body's
-// first line, cut to `max` characters.
-export function oneLine(summary: string | null, content: string, max: number): string {
-  const text = (summary ?? content).split(/\r?\n/).find((l) => l.trim() !== '') ?? '';
-  // Counted in code points, so that a cut never splits an emoji into a lone surrogate (which
-  // would read differently once stored as UTF-8 than when sent straight away).
-  const chars = Array.from(text.trim().replace(/\s+/g, ' '));
-  return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('')}…`;
-}
 
 // Everything accepted for the agent and not acknowledged, oldest first, leaving out closed
 // threads and threads the agent has been removed from. Exactly `limit` rows means there may be more.
@@ -108,20 +99,3 @@ export async function acknowledgeMessage(sql: Sql, agent: Agent, messageId: stri
   if (!row) throw notFound('No such message delivered to you.');
   return acknowledge(sql, agent, row.id);
 }
-
-// "Stalled" is a display condition, not a step: the handler answered the doorbell but never
-// reported delivered within the threshold. The same rule in SQL, for filtering before paging:
-export const stalledSql = (sql: Sql, thresholdMs: number) => sql`
-  d.step = 'notified' and d.delivered_at is null
-  and d.notified_at < now() - make_interval(secs => ${thresholdMs / 1000})`;
-
-export function isStalled(
-  d: { step: string; notifiedAt: Date | string | null; deliveredAt: Date | string | null },
-  thresholdMs: number,
-  now = Date.now(),
-): boolean {
-  return d.step === 'notified' && !d.deliveredAt && !!d.notifiedAt && now - new Date(d.notifiedAt).getTime() > thresholdMs;
-}
-
-// "Retrying" is a display condition too: the last attempt failed and the next one is queued.
-export const isRetrying = (d: { step: string; nextAttemptAt: Date | string | null }) => d.step === 'accepted' && d.nextAttemptAt !== null;

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/connect';
-import { stalledSql } from './deliveries';
+import { retryingSql, stalledSql } from './delivery-states';
 
 export type DeliveryCounts = {
   byStep: Record<'accepted' | 'notified' | 'delivered' | 'fetched' | 'failed', number>;
@@ -17,7 +17,7 @@ export async function countDeliveries(sql: Sql, stalledAfterMs: number): Promise
            count(*) filter (where d.step = 'fetched')::int as fetched,
            count(*) filter (where d.step = 'failed')::int as failed,
            count(*) filter (where ${stalledSql(sql, stalledAfterMs)})::int as stalled,
-           count(*) filter (where d.step = 'accepted' and d.next_attempt_at is not null)::int as retrying
+           count(*) filter (where ${retryingSql(sql)})::int as retrying
     from deliveries d`;
   const { stalled, retrying, ...byStep } = row!;
   return { byStep: byStep as DeliveryCounts['byStep'], stalled: stalled!, retrying: retrying! };

@@ -1,5 +1,6 @@
 import type { Sql } from '../db/connect';
-import { isRetrying, isStalled, oneLine } from './deliveries';
+import { isRetrying, isStalled, stallsAt } from './delivery-states';
+import { oneLine } from './summary-line';
 import { filterSql, type DeliveryFilter } from './delivery-query';
 import { doorbellBody } from './doorbell-body';
 import { isId } from './ids';
@@ -102,14 +103,13 @@ function toProgress(r: Record<string, any>, stalledAfterMs: number): DeliveryPro
   const lastError = last && !(last.status !== null && last.status >= 200 && last.status < 300)
     ? (last.error ?? `the handler answered HTTP ${last.status}`)
     : null;
-  const awaitingReport = delivery.step === 'notified' && !delivery.deliveredAt && notifiedAt !== null;
   const payload = delivery.webhook
     ? doorbellBody({ deliveryId: r.id, messageId: r.messageId, threadId: r.threadId, threadTitle: r.thread, sender: r.sender, summary: r.summary, content: r.content })
     : null;
   return {
     ...delivery,
     stalled: isStalled(delivery, stalledAfterMs),
-    stallsAt: awaitingReport ? new Date(Date.parse(notifiedAt) + stalledAfterMs).toISOString() : null,
+    stallsAt: stallsAt(delivery, stalledAfterMs)?.toISOString() ?? null,
     retrying: isRetrying(delivery),
     lastError,
     payload,

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/connect';
-import { stalledSql } from './deliveries';
+import { retryingSql, stalledSql, DELIVERY_STATES, type DeliveryState } from './delivery-states';
 import { invalid } from './errors';
 import { isId } from './ids';
 import { containing, searchText } from './search';
@@ -8,9 +8,6 @@ import { checkStorableText } from './validate';
 // Which deliveries a person is looking at: one state, a recipient, a thread, a search and a time
 // range. The same filter picks the rows of the list, counts the Failed ones in view and chooses
 // what a bulk resend resends, so the three always agree.
-
-export const DELIVERY_STATES = ['failed', 'retrying', 'stalled', 'accepted', 'notified', 'delivered', 'fetched'] as const;
-export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
 export type DeliveryFilter = {
   state: DeliveryState | null;
@@ -63,7 +60,7 @@ function stateSql(sql: Sql, state: DeliveryState, stalledAfterMs: number) {
     case 'failed':
       return sql`d.step = 'failed'`;
     case 'retrying':
-      return sql`d.step = 'accepted' and d.next_attempt_at is not null`;
+      return retryingSql(sql);
     case 'stalled':
       return stalledSql(sql, stalledAfterMs);
     default:

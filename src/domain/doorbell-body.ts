@@ -1,4 +1,4 @@
-import { oneLine } from './deliveries';
+import { oneLine } from './summary-line';
 import type { DoorbellFields } from './delivery-steps';
 import { LIMITS } from './schemas';
 

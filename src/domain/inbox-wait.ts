@@ -1,6 +1,6 @@
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Sql } from '../db/connect';
-import type { Agent } from './agents';
+import type { Agent } from './actors';
 import { inbox } from './deliveries';
 import { invalid } from './errors';
 import { isId } from './ids';

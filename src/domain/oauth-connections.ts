@@ -1,6 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Sql } from '../db/connect';
-import type { Agent } from './agents';
+import type { Agent } from './actors';
 import { invalid, notFound, unauthorized } from './errors';
 import { hashKey } from './keys';
 

@@ -2,7 +2,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { Type as T } from '@sinclair/typebox';
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connect';
-import type { Actor } from './agents';
+import type { Actor } from './actors';
 import { conflict, invalid, rateLimited } from './errors';
 import { hashKey } from './keys';
 import { Username } from './schemas';

@@ -1,7 +1,7 @@
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Sql } from '../db/connect';
-import type { Agent } from './agents';
-import { isStalled } from './deliveries';
+import type { Agent } from './actors';
+import { isRetrying, isStalled } from './delivery-states';
 import { invalid, notFound } from './errors';
 import { isId } from './ids';
 import { settlesWithin } from './inbox-wait';
@@ -44,7 +44,7 @@ async function read(sql: Sql, agent: Agent, messageId: string, stalledAfterMs: n
     step: r.step,
     failedStep: r.failed_step,
     webhook: r.webhook,
-    retrying: r.step === 'accepted' && r.next_attempt_at !== null,
+    retrying: isRetrying({ step: r.step, nextAttemptAt: r.next_attempt_at }),
     stalled: isStalled({ step: r.step, notifiedAt: r.notified_at, deliveredAt: r.delivered_at }, stalledAfterMs),
     acceptedAt: r.created_at.toISOString(),
     notifiedAt: iso(r.notified_at),

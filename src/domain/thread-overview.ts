@@ -1,5 +1,5 @@
 import type { Sql } from '../db/connect';
-import { isRetrying, isStalled } from './deliveries';
+import { isRetrying, isStalled } from './delivery-states';
 import { invalid, notFound } from './errors';
 import { isId } from './ids';
 import { keyBounds, pageOf, type PageQuery } from './keyset';

@@ -1,5 +1,5 @@
 import type { Queries, Sql } from '../db/connect';
-import type { Actor, Agent } from './agents';
+import type { Actor, Agent } from './actors';
 import { forbidden, invalid, notFound } from './errors';
 import { once, type Idempotency } from './idempotency';
 import { isId } from './ids';

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
-import { authenticateAgent, type Agent } from '../domain/agents';
+import type { Agent } from '../domain/actors';
+import { authenticateAgent } from '../domain/authentication';
 import { DomainError } from '../domain/errors';
 import { readJsonBody, readTextBody } from './body';
 

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
-import { asActor } from '../domain/agents';
+import { asActor } from '../domain/actors';
 import { listLimit } from '../domain/limit';
 import { listMessages, postMessage } from '../domain/messages';
 import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/schemas';

@@ -1,7 +1,7 @@
 import { Type as T, type TSchema } from '@sinclair/typebox';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Sql } from '../db/connect';
-import { asActor, type Agent } from '../domain/agents';
+import { asActor, type Agent } from '../domain/actors';
 import { acknowledgeMessage } from '../domain/deliveries';
 import { checkIdempotencyKey } from '../domain/idempotency';
 import { messageReceipts, waitForStep } from '../domain/receipts';

@@ -50,10 +50,6 @@ export type RunningWorker = { workerId: string; runner: Runner; stop: () => Prom
 // heartbeat lets any live worker release the jobs of a dead one. Tasks are a list, not a
 // directory, so the compiled executable carries them.
 export async function startWorker({ sql, databaseUrl, config, log, onFailed, metrics }: WorkerDeps): Promise<RunningWorker> {
-  if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) {
-    // Otherwise live workers would take each other's jobs between two beats.
-    throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
-  }
   const events: WorkerEvents = new EventEmitter();
   let pool: WorkerPool | undefined;
   events.on('pool:create', ({ workerPool }) => {

@@ -1,0 +1,7 @@
+// An authenticated agent, as every door hands it to the domain.
+export type Agent = { id: string; username: string };
+
+// Who is acting: an agent with its key, or a person signed in to the dashboard.
+export type Actor = { kind: 'agent'; id: string; username: string } | { kind: 'person'; id: string; username: string };
+
+export const asActor = (agent: Agent): Actor => ({ kind: 'agent', id: agent.id, username: agent.username });
