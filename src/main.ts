@@ -6,7 +6,7 @@ import { EmbeddedPostgresFailed } from './db/embedded';
 import { isDatabaseUnavailable } from './db/unavailable';
 import { DomainError } from './domain/errors';
 import { createLogger, type Logger } from './log';
-import { holdPort } from './http/starting';
+import { holdPort } from './web/starting';
 import { createService, type HttpService } from './service';
 
 // One entry point for the server, migrations and the admin CLI, so that the single compiled

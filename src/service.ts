@@ -3,7 +3,7 @@ import { cacheAgents, type AgentCacheListener } from './db/agent-cache';
 import type { Sql } from './db/connect';
 import { openDatabase, waitWhileBusy } from './db/database';
 import { listenForInbox, type InboxListener } from './db/inbox-signal';
-import { buildApp, type App } from './http/app';
+import { buildApp, type App } from './app';
 import type { Logger } from './log';
 import { startLossAudit } from './loss-auditor';
 import { createMetrics } from './metrics';
@@ -128,7 +128,7 @@ export async function createService(
     app.listen({
       port,
       hostname: config.HOST,
-      // Bun's own cap answers a bare 413 without the envelope; ours (http/body.ts) refuses at
+      // Bun's own cap answers a bare 413 without the envelope; ours (web/body.ts) refuses at
       // BODY_LIMIT_BYTES in the envelope, from the declared length or while reading a chunked body.
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     });

@@ -3,7 +3,7 @@ import { cacheAgents, type AgentCacheListener } from '../src/db/agent-cache';
 import { connect, type Sql } from '../src/db/connect';
 import { listenForInbox } from '../src/db/inbox-signal';
 import { setArchived } from '../src/domain/agents';
-import { buildApp, type App } from '../src/http/app';
+import { buildApp, type App } from '../src/app';
 import { silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness } from './support/harness';
 

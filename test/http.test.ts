@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { loadConfig } from '../src/config';
 import { cacheAgents } from '../src/db/agent-cache';
 import { connect } from '../src/db/connect';
-import { buildApp } from '../src/http/app';
+import { buildApp } from '../src/app';
 import { createLogger, silentLogger } from '../src/log';
 import { uniqueName, useHarness } from './support/harness';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { cacheAgents } from '../src/db/agent-cache';
 import { connect } from '../src/db/connect';
 import { listenForInbox } from '../src/db/inbox-signal';
-import { buildApp } from '../src/http/app';
+import { buildApp } from '../src/app';
 import { silentLogger } from '../src/log';
 import { useHarness } from './support/harness';
 import { parkedWait } from './support/inbox';

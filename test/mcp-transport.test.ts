@@ -3,7 +3,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/p
 import { loadConfig } from '../src/config';
 import { connect } from '../src/db/connect';
 import { LIMITS } from '../src/domain/schemas';
-import { buildApp } from '../src/http/app';
+import { buildApp } from '../src/app';
 import { createLogger, silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';

@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
 import { loadConfig } from '../src/config';
-import { buildApp } from '../src/http/app';
+import { buildApp } from '../src/app';
 import { silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness } from './support/harness';
 import { parkedWait } from './support/inbox';

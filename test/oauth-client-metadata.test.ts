@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Config } from '../src/config';
-import { buildApp } from '../src/http/app';
+import { buildApp } from '../src/app';
 import { createLogger } from '../src/log';
 import { createOAuthServer } from '../src/oauth/provider';
 import { useDashboardHarness } from './support/dashboard';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { loadConfig } from '../src/config';
-import { buildApp } from '../src/http/app';
+import { buildApp } from '../src/app';
 import { createLogger } from '../src/log';
 import { createMetrics } from '../src/metrics';
 import { EXPIRED_REQUEST } from '../src/oauth/consent';

@@ -1,7 +1,7 @@
 import { beforeAll, expect, test } from 'bun:test';
 import { cacheAgents } from '../src/db/agent-cache';
 import { connect } from '../src/db/connect';
-import { buildApp } from '../src/http/app';
+import { buildApp } from '../src/app';
 import { silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
 import { openApiValidator } from './support/openapi-validator';

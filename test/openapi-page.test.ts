@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { Elysia } from 'elysia';
-import { buildApp } from '../src/http/app';
+import { buildApp } from '../src/app';
 import { referencePage, SCALAR_PATH, SCALAR_VERSION } from '../src/http/reference-page';
 import { silentLogger } from '../src/log';
 import { track } from './support/children';

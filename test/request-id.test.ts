@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
-import { buildApp } from '../src/http/app';
-import { internalError } from '../src/http/envelope';
+import { buildApp } from '../src/app';
+import { internalError } from '../src/web/envelope';
 import { createLogger } from '../src/log';
 import { callApp, uniqueName, useHarness } from './support/harness';
 

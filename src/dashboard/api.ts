@@ -14,11 +14,11 @@ import { endSession, personActor, requestSignInCode, verifySignInCode, type Code
 import { searchText } from '../domain/search';
 import { listThreadsPage, threadFilter, threadMessages } from '../domain/thread-overview';
 import { confirmClose, declineClose, getThread, removeParticipant } from '../domain/threads';
-import { ok } from '../http/envelope';
-import { requestLog } from '../http/request-id';
+import { ok } from '../web/envelope';
+import { requestLog } from '../web/request-id';
 import type { Logger } from '../log';
 import { deliveryEvents, type DeliveryFeed } from './feed';
-import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from './guard';
+import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from '../web/person-session';
 import type { SessionStreams } from './session-streams';
 
 export type DashboardDeps = { sql: Sql; config: Config; log: Logger; sendCode: CodeSender; feed: DeliveryFeed; streams: SessionStreams };

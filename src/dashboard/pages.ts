@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Elysia } from 'elysia';
 import type { Sql } from '../db/connect';
 import { sessionPerson } from '../domain/people';
-import { refuseAgentKeys, sessionToken } from './guard';
+import { refuseAgentKeys, sessionToken } from '../web/person-session';
 import htmModule from '../../node_modules/htm/dist/htm.module.js' with { type: 'text' };
 import preactModule from '../../node_modules/preact/dist/preact.module.js' with { type: 'text' };
 import hooksModule from '../../node_modules/preact/hooks/dist/hooks.module.js' with { type: 'text' };
@@ -15,6 +15,7 @@ import layoutHtml from './web/layout.html' with { type: 'text' };
 import signInHtml from './web/sign-in.html' with { type: 'text' };
 import threadHtml from './web/thread.html' with { type: 'text' };
 import threadsHtml from './web/threads.html' with { type: 'text' };
+import { escapeHtml } from '../web/html';
 
 // The pages are plain HTML, CSS and one script module, embedded as text so that the compiled
 // executable serves them with no build step and nothing fetched from elsewhere. (Bun's types
@@ -45,8 +46,6 @@ const sections = [
   { page: 'threads', title: 'Threads', main: text(threadsHtml) },
   { page: 'agents', title: 'Agents', main: text(agentsHtml) },
 ] as const;
-
-export const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function render(page: string, section: string, title: string, main: string, signedIn: boolean): string {
   const nav = signedIn

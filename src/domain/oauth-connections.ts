@@ -4,6 +4,9 @@ import type { Agent } from './actors';
 import { invalid, notFound, unauthorized } from './errors';
 import { hashKey } from './keys';
 
+// The one scope an access token is issued for: calling this service's MCP tools as one agent.
+export const MCP_SCOPE = 'mcp';
+
 // A client a person connected to an agent on the dashboard (OAuth for MCP clients, src/oauth). Its
 // tokens act as that agent, under every rule of the agent's key, while the connection exists and
 // the agent is not archived; archiving ends the connection for good (sql/015_oauth.sql).

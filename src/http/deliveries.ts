@@ -6,9 +6,10 @@ import { acknowledge, reportDelivered } from '../domain/deliveries';
 import { inboxCursor, waitForInbox, waitSeconds } from '../domain/inbox-wait';
 import { listLimit } from '../domain/limit';
 import { Acknowledgement, DeliveredReport, InboxEntry } from '../domain/schemas';
-import { agentAuth } from './agent-auth';
-import { ok, responses } from './envelope';
-import { holdOpen } from './hold-open';
+import { agentAuth } from '../web/agent-auth';
+import { ok } from '../web/envelope';
+import { responses } from './responses';
+import { holdOpen } from '../web/hold-open';
 import { InboxQuery } from './query';
 
 const DeliveryParams = t.Object({ deliveryId: t.String({ description: 'The deliveryId from the webhook payload or the inbox' }) });

@@ -2,8 +2,8 @@ import { Elysia, t } from 'elysia';
 import type { Sql } from '../db/connect';
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
 import type { LossAuditor } from '../loss-auditor';
-import { fail, ok } from './envelope';
-import { refuseNonOperator } from './operator';
+import { fail, ok } from '../web/envelope';
+import { refuseNonOperator } from '../web/operator';
 
 export type HealthSources = { token: string | undefined; auditor?: LossAuditor; waitingInboxRequests?: () => number };
 

@@ -1,8 +1,9 @@
 import { toOpenAPISchema } from '@elysiajs/openapi';
 import { Elysia, type AnyElysia } from 'elysia';
 import { LIMITS } from '../domain/schemas';
-import { USER_AGENT } from '../webhooks/sign';
-import { EXAMPLE_REQUEST_ID, EXAMPLES, fail, Failure, type Examples } from './envelope';
+import { USER_AGENT } from '../domain/doorbell-signature';
+import { EXAMPLE_REQUEST_ID, fail } from '../web/envelope';
+import { EXAMPLES, Failure, type Examples } from './responses';
 import { referencePage } from './reference-page';
 
 const id = (description: string) => ({ type: 'string' as const, description });

@@ -6,9 +6,10 @@ import type { InboxSignal } from '../db/inbox-signal';
 import { waitSeconds } from '../domain/inbox-wait';
 import { messageReceipts, waitForStep } from '../domain/receipts';
 import { MessageReceipts } from '../domain/schemas';
-import { agentAuth } from './agent-auth';
-import { ok, responses } from './envelope';
-import { holdOpen } from './hold-open';
+import { agentAuth } from '../web/agent-auth';
+import { ok } from '../web/envelope';
+import { responses } from './responses';
+import { holdOpen } from '../web/hold-open';
 import { ReceiptsQuery } from './query';
 
 const MessageParams = t.Object({ messageId: t.String({ description: 'The id of a message the caller sent' }) });

@@ -9,11 +9,12 @@ import { addParticipant, getThread, listThreads, openThread, requestClose } from
 import { checkIdempotencyKey, type Idempotency } from '../domain/idempotency';
 import type { Config } from '../config';
 import { Overloaded } from '../db/batcher';
-import { agentAuth } from './agent-auth';
+import { agentAuth } from '../web/agent-auth';
 import type { Logger } from '../log';
-import { jsonBody, ok, responses } from './envelope';
+import { ok } from '../web/envelope';
+import { jsonBody, responses } from './responses';
 import { IdempotencyHeaders, LimitQuery } from './query';
-import { requestLog } from './request-id';
+import { requestLog } from '../web/request-id';
 
 const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
 const noSuchThread = { noSuchThread: 'No such thread, or you are not a participant.' };

@@ -5,12 +5,12 @@ import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import { LIMITS } from '../domain/schemas';
 import type { Logger } from '../log';
-import { agentAuth } from '../http/agent-auth';
-import { fail } from '../http/envelope';
-import { holdOpen } from '../http/hold-open';
-import { countEarlyAnswer } from '../http/metrics';
-import { requestLog } from '../http/request-id';
-import { MCP_SCOPE, type OAuthServer } from '../oauth/provider';
+import { agentAuth } from '../web/agent-auth';
+import { fail } from '../web/envelope';
+import { holdOpen } from '../web/hold-open';
+import { countEarlyAnswer } from '../web/metrics';
+import { requestLog } from '../web/request-id';
+import { MCP_SCOPE } from '../domain/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp } from './server';
 
@@ -33,7 +33,8 @@ export const mcpRoutes = (
   agentCache: AgentCache,
   log: Logger,
   config: Config,
-  oauth: OAuthServer | null,
+  // Where a client learns how to get an access token (the OAuth server's metadata), when OAuth is on.
+  oauth: { resource: string; resourceMetadataUrl: string } | null,
 ) => {
   const refuseForeign = mcpOriginGuard(config);
   const app = new Elysia({ name: 'mcp-routes' })

@@ -1,11 +1,8 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Overloaded } from '../db/batcher';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
-import { DomainError } from '../domain/errors';
-import { internalError, statusOf } from '../http/envelope';
-import { requestIdOf } from '../http/request-id';
+import { failureOf } from '../web/failure';
+import { requestIdOf } from '../web/request-id';
 import type { Logger } from '../log';
 import { toolList, tools, type ToolContext } from './tools';
 
@@ -37,14 +34,10 @@ async function callTool(ctx: ToolContext, log: Logger, request: Request, name: s
     const input = args && typeof args === 'object' ? (args as Record<string, unknown>) : {};
     return success(await tool.run(ctx, input));
   } catch (error) {
-    if (error instanceof DomainError) return refusal(error.message, statusOf[error.kind]);
-    if (error instanceof Overloaded) return refusal(error.message, 503);
-    if (isDatabaseUnavailable(error)) {
-      log.warn('database_unavailable', { door: 'mcp', tool: name, error: (error as Error).message });
-      return refusal(DATABASE_UNAVAILABLE, 503);
-    }
-    log.error('mcp_tool_failed', { tool: name, agent: ctx.agent.username, error: (error as Error).stack ?? String(error) });
-    return refusal(internalError(requestIdOf(request)), 500);
+    const failure = failureOf(error, requestIdOf(request));
+    if (failure.log === 'database_unavailable') log.warn('database_unavailable', { door: 'mcp', tool: name, error: (error as Error).message });
+    if (failure.log === 'fault') log.error('mcp_tool_failed', { tool: name, agent: ctx.agent.username, error: (error as Error).stack ?? String(error) });
+    return refusal(failure.sentence, failure.status);
   }
 }
 

@@ -2,13 +2,13 @@ import { Elysia } from 'elysia';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import { invalid, notFound } from '../domain/errors';
-import { choosableAgents, connectClient, findActiveAgentNamed } from '../domain/oauth-connections';
-import { dashboardGuard } from '../dashboard/guard';
-import { ok } from '../http/envelope';
-import { requestLog } from '../http/request-id';
+import { choosableAgents, connectClient, findActiveAgentNamed, MCP_SCOPE } from '../domain/oauth-connections';
+import { dashboardGuard } from '../web/person-session';
+import { ok } from '../web/envelope';
+import { requestLog } from '../web/request-id';
 import type { Logger } from '../log';
 import { nodeRequest } from './bridge';
-import { MCP_SCOPE, type OAuthServer } from './provider';
+import { type OAuthServer } from './provider';
 
 export const EXPIRED_REQUEST =
   'This authorization request has expired or was started in another browser; start connecting again from the client.';

@@ -3,16 +3,15 @@ import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
-import { escapeHtml, SECURITY_HEADERS } from '../dashboard/pages';
-import { findPerson, takeRegistrationSlot } from '../domain/oauth-connections';
+import { SECURITY_HEADERS } from '../dashboard/pages';
+import { escapeHtml } from '../web/html';
+import { findPerson, MCP_SCOPE, takeRegistrationSlot } from '../domain/oauth-connections';
 import type { Logger } from '../log';
 import { artifactStore } from './adapter';
 import { authorizationServerKeys } from './keys';
 import { outboundFetch } from './outbound-fetch';
 
 // The one scope a client asks for: acting as an agent over MCP. A token carries it only for /mcp.
-export const MCP_SCOPE = 'mcp';
-
 export type OAuthServer = {
   provider: Provider;
   // PUBLIC_URL: the issuer, and the origin of every endpoint below.

@@ -11,7 +11,7 @@ import type { WebhookCredentials } from './credentials';
 import { endpointOf, type EndpointSlots } from './endpoint-slots';
 import { afterAttempt } from './retry';
 import { sendDoorbell, type SendOptions } from './send';
-import { doorbellHeaders } from './sign';
+import { doorbellHeaders } from '../domain/doorbell-signature';
 
 export type NotifyDeps = {
   sql: Sql;

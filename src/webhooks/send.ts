@@ -3,7 +3,7 @@ import { request as httpsRequest } from 'node:https';
 import { DomainError } from '../domain/errors';
 import { pinnedLookup, resolveOutboundAddresses, type WebhookUrlPolicy } from '../domain/webhook-url';
 import type { AttemptOutcome } from './retry';
-import { SIGNATURE_HEADER } from './sign';
+import { SIGNATURE_HEADER } from '../domain/doorbell-signature';
 
 // `headers` comes from doorbellHeaders (sign.ts): every header but Content-Length.
 export type Doorbell = { url: string; body: string; headers: Record<string, string> };

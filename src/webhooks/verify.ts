@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { signature, standardSignature } from './sign';
+import { signature, standardSignature } from '../domain/doorbell-signature';
 
 // For handlers: true when `header` (the X-Signature-256 value) is the signature of the raw,
 // unparsed request body under `secret`. Compared in constant time, so a forger learns nothing

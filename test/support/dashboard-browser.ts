@@ -2,7 +2,7 @@ import { afterAll, beforeAll } from 'bun:test';
 import { mkdirSync } from 'node:fs';
 import type { BrowserContext, Page } from 'playwright-core';
 import { invitePerson } from '../../src/domain/people';
-import { buildApp } from '../../src/http/app';
+import { buildApp } from '../../src/app';
 import { createLogger } from '../../src/log';
 import { launchChromium } from './chromium';
 import { useHarness, type Harness } from './harness';

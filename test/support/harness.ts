@@ -3,7 +3,7 @@ import { loadConfig, type Config } from '../../src/config';
 import type { AgentCacheListener } from '../../src/db/agent-cache';
 import type { InboxListener } from '../../src/db/inbox-signal';
 import { createAgent } from '../../src/domain/agents';
-import type { App } from '../../src/http/app';
+import type { App } from '../../src/app';
 import { silentLogger } from '../../src/log';
 import { createService, type HttpService } from '../../src/service';
 import { createTestDatabase, type TestDatabase } from './database';

@@ -1,6 +1,6 @@
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { EXAMPLE_REQUEST_ID } from '../../src/http/envelope';
+import { EXAMPLE_REQUEST_ID } from '../../src/web/envelope';
 import type { Reply } from './harness';
 
 type Json = Record<string, any>;

@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import { forbidden, unauthorized } from '../domain/errors';
 import { sessionPerson, type Person } from '../domain/people';
-import { lowerBodyLimit, readJsonBody } from '../http/body';
+import { lowerBodyLimit, readJsonBody } from './body';
 
 export const SESSION_COOKIE = 'ams_session';
 

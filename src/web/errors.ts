@@ -1,11 +1,8 @@
 import { Elysia, ValidationError } from 'elysia';
-import { Overloaded } from '../db/batcher';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
-import { DomainError } from '../domain/errors';
 import { describeValueError } from '../domain/validate';
 import type { Logger } from '../log';
-import { BodyTooLarge } from './body';
-import { fail, internalError, statusOf } from './envelope';
+import { fail } from './envelope';
+import { failureOf } from './failure';
 import { requestIdOf, requestLog } from './request-id';
 
 function validationSentence(error: ValidationError): string {
@@ -24,23 +21,14 @@ export const errorHandling = (log: Logger) =>
     // Elysia wraps whatever a parse hook throws (authentication included) in a ParseError; only a
     // body that would not parse is the client's fault.
     const cause = code === 'PARSE' && error.cause !== undefined ? error.cause : error;
-    if (cause instanceof DomainError) {
-      set.status = statusOf[cause.kind];
-      return fail(cause.message);
-    }
-    if (cause instanceof BodyTooLarge) {
-      set.status = 413;
-      return fail(cause.message);
-    }
-    if (cause instanceof Overloaded) {
-      set.status = 503;
-      set.headers['retry-after'] = '1';
-      return fail(cause.message);
-    }
-    if (isDatabaseUnavailable(cause)) {
-      requestLog(log, request).warn('database_unavailable', { method: request.method, path, error: (cause as Error).message });
-      set.status = 503;
-      return fail(DATABASE_UNAVAILABLE);
+    const failure = failureOf(cause, requestIdOf(request));
+    if (failure.log !== 'fault') {
+      if (failure.log === 'database_unavailable') {
+        requestLog(log, request).warn('database_unavailable', { method: request.method, path, error: (cause as Error).message });
+      }
+      set.status = failure.status;
+      if (failure.retryAfter) set.headers['retry-after'] = '1';
+      return fail(failure.sentence);
     }
     switch (code) {
       case 'VALIDATION':
@@ -61,6 +49,6 @@ export const errorHandling = (log: Logger) =>
       code,
       error: cause instanceof Error ? (cause.stack ?? cause.message) : String(cause),
     });
-    set.status = 500;
-    return fail(internalError(requestIdOf(request)));
+    set.status = failure.status;
+    return fail(failure.sentence);
   });

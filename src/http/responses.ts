@@ -1,25 +1,9 @@
 import { Type as T, type TSchema } from '@sinclair/typebox';
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
-import type { ErrorKind } from '../domain/errors';
+import { EXAMPLE_REQUEST_ID, internalError } from '../web/envelope';
 
-// The one place that shapes responses: { success: true, data } or { success: false, error }.
-export const ok = <D>(data: D) => ({ success: true as const, data });
-export const fail = (error: string) => ({ success: false as const, error });
-
-// The request id lets an operator find the logged fault from a client's report.
-export const internalError = (requestId: string) =>
-  `Internal server error (request id ${requestId}); nothing about the request will fix it.`;
-export const EXAMPLE_REQUEST_ID = '019ab3f2-5c1e-7d43-8a9b-2f6e4c1d0a57';
-
-export const statusOf: Record<ErrorKind, number> = {
-  invalid: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
-  rate_limited: 429,
-};
-
+// The agent API's responses as the OpenAPI document describes them: the envelope's schemas, and
+// the failures each route can answer with example sentences.
 export const Success = <S extends TSchema>(data: S) =>
   T.Object({ success: T.Literal(true), data }, { description: 'Success envelope' });
 
