@@ -78,6 +78,19 @@ async function offlinePage(viewport: { width: number; height: number }, origin =
   return { page, outside, problems, violations };
 }
 
+// Playwright's driver under Bun now and then loses track of a response object in the middle of a
+// navigation ("Object with guid response@… was not bound in the connection": a protocol error in
+// the test's own client, seen once in five CI runs, not an answer of the server). Such a navigation
+// is made once more; any other error fails the test.
+async function navigate(go: () => Promise<unknown>) {
+  try {
+    await go();
+  } catch (error) {
+    if (!/was not bound in the connection/.test((error as Error).message)) throw error;
+    await go();
+  }
+}
+
 test('offline, from the bundle this server serves, the reference lists every operation on a desktop and opens one by link on a phone', async () => {
   // One page for both sizes: closing a page while its requests are still settling trips up the
   // browser driver under Bun ("object was not bound in the connection").
@@ -91,8 +104,8 @@ test('offline, from the bundle this server serves, the reference lists every ope
     ['phone', { width: 390, height: 844 }, '/openapi#tag/threads/POST/api/threads/{threadId}/messages'],
   ] as const) {
     await page.setViewportSize(viewport);
-    await page.goto(base + path);
-    if (name === 'phone') await page.reload();
+    await navigate(() => page.goto(base + path));
+    if (name === 'phone') await navigate(() => page.reload());
     await expect(page.title()).resolves.toBe('Agent Messaging Service');
     const shown = name === 'desktop' ? OPERATIONS : ['Post a message'];
     for (const summary of shown) await page.getByText(summary, { exact: true }).filter({ visible: true }).first().waitFor();
