@@ -82,6 +82,15 @@ export async function releaseLostJobs(sql: Sql, workerId: string, running: strin
 export const isShuttingDown = (pool: WorkerPool) => pool._shuttingDown;
 
 
+// The queued, unlocked jobs `j` of `task` not due yet whose payload contains `match` (the payload
+// is only in the private table). The clock is read as the statement runs, not at its
+// transaction's start, so that a job just made due by another statement no longer counts.
+const queuedForLater = (sql: Queries, task: string, match: { [key: string]: JSONValue }) => sql`
+  from graphile_worker._private_jobs j
+  join graphile_worker._private_tasks t on t.id = j.task_id
+  where t.identifier = ${task} and j.locked_at is null and j.run_at > clock_timestamp()
+    and j.payload::jsonb @> ${sql.json(match)}::jsonb`;
+
 // Makes due now the queued, unlocked jobs of `task` due later whose payload contains `match`, the
 // oldest first, at most `limit` of them. Answers how many. Callers that run at once never make the
 // same job due twice (each would count it as woken, and one wake-up would be lost): a job another
@@ -90,10 +99,7 @@ export const isShuttingDown = (pool: WorkerPool) => pool._shuttingDown;
 export async function makeDueWhere(sql: Queries, task: string, match: { [key: string]: JSONValue }, limit?: number): Promise<number> {
   const rows = await sql`
     with due as (
-      select j.id from graphile_worker._private_jobs j
-      join graphile_worker._private_tasks t on t.id = j.task_id
-      where t.identifier = ${task} and j.locked_at is null and j.run_at > clock_timestamp()
-        and j.payload::jsonb @> ${sql.json(match)}::jsonb
+      select j.id ${queuedForLater(sql, task, match)}
       order by j.run_at, j.id
       ${limit === undefined ? sql`` : sql`limit ${limit}`}
       for update of j skip locked
@@ -108,10 +114,7 @@ export async function makeDueWhere(sql: Queries, task: string, match: { [key: st
 // whose payload contains `match`.
 export async function payloadValuesWhere(sql: Sql, task: string, match: { [key: string]: JSONValue }, field: string): Promise<string[]> {
   const rows = await sql<{ value: string }[]>`
-    select distinct j.payload::jsonb ->> ${field} as value from graphile_worker._private_jobs j
-    join graphile_worker._private_tasks t on t.id = j.task_id
-    where t.identifier = ${task} and j.locked_at is null and j.run_at > now()
-      and j.payload::jsonb @> ${sql.json(match)}::jsonb and j.payload::jsonb ? ${field}`;
+    select distinct j.payload::jsonb ->> ${field} as value ${queuedForLater(sql, task, match)} and j.payload::jsonb ? ${field}`;
   return rows.map((r) => r.value);
 }
 

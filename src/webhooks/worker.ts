@@ -148,7 +148,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   };
   // One sweep at a time; a sweep that fails on a database error is the next one's to do.
   let sweeping = false;
-  async function wakeEveryParked() {
+  async function sweepParked() {
     if (sweeping || !pool || isShuttingDown(pool)) return;
     sweeping = true;
     try {
@@ -204,7 +204,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
         // A dead pool's parked doorbells have nobody left to wake them: they are woken with its jobs.
         onReleased: (deadWorkers) => {
           if (pool && !isShuttingDown(pool)) pool.nudge(config.WEBHOOK_CONCURRENCY);
-          if (deadWorkers > 0) void wakeEveryParked();
+          if (deadWorkers > 0) void sweepParked();
         },
         running: held,
         tasks: Object.keys(taskList),
@@ -215,7 +215,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     // The process that parked these may have died, and nothing else would wake them before their
     // backstop.
     const woken = await notifier.wakeEveryParked();
-    sweep = setInterval(() => void wakeEveryParked(), PARKED_SWEEP_MS);
+    sweep = setInterval(() => void sweepParked(), PARKED_SWEEP_MS);
     log.info('worker_started', { workerId: pool!.id, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });
   } catch (error) {
     // A start that failed (the database out of connections, say) leaves nothing running, so that
