@@ -64,7 +64,7 @@ describe('a doorbell prepared by the post', () => {
       sql: q.db.sql,
       log: silentLogger,
       send: { policy: { allowLocal: true }, timeoutMs: 300 },
-      retryDelaysMs: [50, 100, 150],
+      retryPolicy: { delaysMs: [50, 100, 150] },
       onRetryScheduled: () => {},
       credentials,
       slots: endpointSlots({ slowCap: 4, fastCap: 16, reserve: 16 }),

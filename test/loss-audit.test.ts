@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
 import { createLogger } from '../src/log';
-import { startLossAudit } from '../src/loss-auditor';
+import { startLossAudit } from '../src/domain/loss-audit';
 import { uniqueName, useHarness } from './support/harness';
 import { eventually } from './support/receiver';
 import { post } from './support/webhooks';

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/connect';
-import { DELIVERY_CHANNEL } from '../domain/announce';
+import { DELIVERY_CHANNEL } from '../domain/delivery-wake-ups';
 import { deliveryProgress, type DeliveryProgress } from '../domain/delivery-progress';
 import type { SessionEnd } from '../domain/people';
 import type { Logger } from '../log';

@@ -1,4 +1,5 @@
 import type { Sql } from '../db/connect';
+import { answeredOk, describeOutcome } from './retry-policy';
 import { isRetrying, isStalled, stallsAt } from './delivery-states';
 import { oneLine } from './summary-line';
 import { filterSql, type DeliveryFilter } from './delivery-query';
@@ -100,9 +101,7 @@ function toProgress(r: Record<string, any>, stalledAfterMs: number): DeliveryPro
   };
   const attempts = (r.attempts as Attempt[]).map((a) => ({ ...a, attemptedAt: iso(a.attemptedAt)! }));
   const last = attempts.at(-1);
-  const lastError = last && !(last.status !== null && last.status >= 200 && last.status < 300)
-    ? (last.error ?? `the handler answered HTTP ${last.status}`)
-    : null;
+  const lastError = last && !answeredOk(last.status) ? describeOutcome(last) : null;
   const payload = delivery.webhook
     ? doorbellBody({ deliveryId: r.id, messageId: r.messageId, threadId: r.threadId, threadTitle: r.thread, sender: r.sender, summary: r.summary, content: r.content })
     : null;

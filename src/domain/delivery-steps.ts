@@ -1,7 +1,9 @@
 import { batchedStatement } from '../db/batcher';
 import type { Sql } from '../db/connect';
 import type { Logger } from '../log';
-import { announceDeliveryChanges } from './announce';
+import { wakeAfterAttempts } from './delivery-wake-ups';
+import { maxAttempts, GAVE_UP_AFTER_CUT_OFF_TEMPLATE, type AfterAttempt, type AttemptOutcome, type RetryPolicy } from './retry-policy';
+import type { DoorbellFields } from './doorbell-body';
 import { filterSql, type DeliveryFilter } from './delivery-query';
 import { notFound, invalid } from './errors';
 import { isId } from './ids';
@@ -33,18 +35,6 @@ export const owesDoorbell = (sql: Sql) => sql`
   d.webhook and d.step = 'accepted' and d.acknowledged_at is null and a.webhook_url is not null
   and ${recipientSees(sql)}`;
 
-// What a doorbell announces (webhooks/doorbell.ts builds the body from it; the content only
-// serves as the summary when the sender gave none).
-export type DoorbellFields = {
-  deliveryId: string;
-  messageId: string;
-  threadId: string;
-  threadTitle: string;
-  sender: string;
-  summary: string | null;
-  content: string;
-};
-
 export type OwedDoorbell = {
   fields: DoorbellFields;
   recipientId: string;
@@ -60,7 +50,7 @@ export type AttemptNumbers = { publish: number; attempt: number; resend: number 
 // Everything a doorbell needs, or null when none is owed. The attempt's numbers are read here:
 // the job key allows one live job per delivery, so nothing else moves them while it runs.
 export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDoorbell | null> {
-  const [d] = await sql`
+  const [d] = await sql<(DoorbellFields & AttemptNumbers & { url: string; secret: string; recipientId: string; webhookVersion: string })[]>`
     select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as "threadTitle",
            m.sender, m.summary, m.content, a.webhook_url as url, a.signing_secret as secret,
            a.id as "recipientId", ${webhookVersion(sql, 'a')} as "webhookVersion",
@@ -72,7 +62,7 @@ export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDo
     where d.id = ${deliveryId} and ${owesDoorbell(sql)}`;
   if (!d) return null;
   const { url, secret, recipientId, webhookVersion: version, publish, attempt, resend, ...fields } = d;
-  return { fields: fields as OwedDoorbell['fields'], url, secret, recipientId, webhookVersion: version, publish, attempt, resend };
+  return { fields, url, secret, recipientId, webhookVersion: version, publish, attempt, resend };
 }
 
 // The same question for a doorbell prepared by the post (its fields already in the job): still
@@ -89,7 +79,36 @@ export async function owedPreparedAttempt(
   return row ?? null;
 }
 
-export type AttemptRecord = AttemptNumbers & {
+// One attempt as the worker reports it: which one it was, when, how long it took, what came back,
+// and what the retry policy (retry-policy.ts) made of it.
+export type AttemptReport = AttemptNumbers & {
+  deliveryId: string;
+  attemptedAt: Date;
+  durationMs: number;
+  outcome: AttemptOutcome;
+  next: AfterAttempt;
+};
+
+// The worker's report of an attempt: the delivery moves and the attempt is logged by the
+// statement below, and watchers are woken after the commit. Answers whether the retry the policy
+// called for was queued (none is while the doorbell is no longer owed).
+export async function recordAttempt(sql: Sql, log: Logger, report: AttemptReport): Promise<boolean> {
+  const { outcome, next, ...numbers } = report;
+  const retryQueued = await recordDoorbellAttempts(sql, {
+    ...numbers,
+    status: outcome.status,
+    error: outcome.error,
+    responseBody: outcome.responseBody ?? null,
+    requestHeaders: outcome.requestHeaders ?? {},
+    notified: next.kind === 'notified',
+    failure: next.kind === 'failed' ? next.error : null,
+    retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
+  });
+  wakeAfterAttempts(sql, log, [report.deliveryId]);
+  return retryQueued;
+}
+
+type AttemptRecord = AttemptNumbers & {
   deliveryId: string;
   attemptedAt: Date;
   durationMs: number;
@@ -109,10 +128,11 @@ export type AttemptRecord = AttemptNumbers & {
 // forward: a handler that reported delivered, or an agent that read the message, got there first
 // and keeps its step; the attempt is logged all the same, and a notified_at is kept even then,
 // since the answer did come. A retry is queued only while the doorbell is still owed. Raising
-// send_attempts keeps the dashboard trigger quiet; the caller announces the changes after the commit.
-// Attempts that finish together are recorded by one statement, as concurrent posts are written:
-// one commit for many doorbells instead of one each. Answers, per record, whether its retry was queued.
-export const recordDoorbellAttempts = batchedStatement(insertAttempts);
+// send_attempts keeps the dashboard trigger quiet; watchers are woken after the commit
+// (delivery-wake-ups.ts). Attempts that finish together are recorded by one statement, as
+// concurrent posts are written: one commit for many doorbells instead of one each. Answers, per
+// record, whether its retry was queued.
+const recordDoorbellAttempts = batchedStatement(insertAttempts);
 
 async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boolean[]> {
   // One JSON document for the whole batch: postgres.js serialises an array parameter by the
@@ -176,9 +196,10 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
 // A doorbell job that runs again after a run that never finished (the worker was killed, stopped
 // or lost the database mid-attempt) first records that cut-off attempt, so that the log never
 // hides one: the doorbell may or may not have reached the handler. It counts as an attempt, as
-// it may well have been one; when it was the last of `maxAttempts`, the delivery is Failed. Recorded whether or not a doorbell is still owed (the handler may
-// have reported delivered meanwhile).
-export async function recordInterruptedAttempt(sql: Sql, log: Logger, deliveryId: string, maxAttempts: number): Promise<void> {
+// it may well have been one; when it was the policy's last, the delivery is Failed. Recorded
+// whether or not a doorbell is still owed (the handler may have reported delivered meanwhile).
+export async function recordInterruptedAttempt(sql: Sql, log: Logger, policy: RetryPolicy, deliveryId: string): Promise<void> {
+  const last = maxAttempts(policy);
   await sql`
     with d as (
       select id, step, publish_attempts, send_attempts + 1 as attempt, resends from deliveries
@@ -189,13 +210,13 @@ export async function recordInterruptedAttempt(sql: Sql, log: Logger, deliveryId
     )
     update deliveries set send_attempts = d.attempt,
       -- The contract's attempts are used up: no further one is sent.
-      step = case when d.step = 'accepted' and d.attempt >= ${maxAttempts} then 'failed' else deliveries.step end,
-      failed_step = case when d.step = 'accepted' and d.attempt >= ${maxAttempts} then 'accepted' else deliveries.failed_step end,
-      error = case when d.step = 'accepted' and d.attempt >= ${maxAttempts}
-                   then 'Gave up after ' || d.attempt || ' attempts; the last one was cut off before its outcome was recorded.'
+      step = case when d.step = 'accepted' and d.attempt >= ${last} then 'failed' else deliveries.step end,
+      failed_step = case when d.step = 'accepted' and d.attempt >= ${last} then 'accepted' else deliveries.failed_step end,
+      error = case when d.step = 'accepted' and d.attempt >= ${last}
+                   then format(${GAVE_UP_AFTER_CUT_OFF_TEMPLATE}, d.attempt)
                    else deliveries.error end
     from d where deliveries.id = d.id`;
-  announceDeliveryChanges(sql, log, [deliveryId]);
+  wakeAfterAttempts(sql, log, [deliveryId]);
 }
 
 // A retry's job that found no doorbell owed any more (the recipient left, say): nothing is due.

@@ -1,8 +1,16 @@
 import { oneLine } from './summary-line';
-import type { DoorbellFields } from './delivery-steps';
 import { LIMITS } from './schemas';
 
-export type { DoorbellFields };
+// What a doorbell announces; the content only serves as the summary when the sender gave none.
+export type DoorbellFields = {
+  deliveryId: string;
+  messageId: string;
+  threadId: string;
+  threadTitle: string;
+  sender: string;
+  summary: string | null;
+  content: string;
+};
 
 export const DOORBELL_EVENT = 'message.created';
 

@@ -6,7 +6,6 @@ import { invalid } from './errors';
 // within the retention, answers what the first one answered and creates nothing. Keys are the
 // agent's own for each operation: two agents, or one agent's two operations, may use the same one.
 export type Idempotency = { key: string; retentionMs: number };
-export type Answer<T> = { status: number; data: T };
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -44,8 +43,8 @@ export async function once<T>(
   idempotency: Idempotency,
   operation: string,
   request: unknown,
-  create: (tx: Queries) => Promise<Answer<T>>,
-): Promise<Answer<T> & { replayed: boolean }> {
+  create: (tx: Queries) => Promise<T>,
+): Promise<{ data: T; replayed: boolean }> {
   const fingerprint = fingerprintOf(operation, request);
   return sql.begin(async (tx) => {
     const [claimed] = await tx`
@@ -56,21 +55,23 @@ export async function once<T>(
         where k.created_at < now() - ${idempotency.retentionMs} * interval '1 millisecond'
       returning 1`;
     if (!claimed) {
-      const [first] = await tx<{ fingerprint: string; status: number; response: T }[]>`
-        select fingerprint, status, response from idempotency_keys
+      const [first] = await tx<{ fingerprint: string; response: T }[]>`
+        select fingerprint, response from idempotency_keys
         where agent_id = ${agentId} and operation = ${operation} and key = ${idempotency.key}`;
       if (first!.fingerprint !== fingerprint) {
         throw invalid(
           `Idempotency-Key ${idempotency.key} was already used for a different request; use a new key for a new request.`,
         );
       }
-      return { status: first!.status, data: first!.response, replayed: true };
+      return { data: first!.response, replayed: true };
     }
-    const answer = await create(tx);
+    const data = await create(tx);
+    // The answer's HTTP status is each door's to give; the column `status` stays unwritten, and is
+    // kept so that an instance of the previous release still reads these rows during an upgrade.
     await tx`
-      update idempotency_keys set status = ${answer.status}, response = ${tx.json(answer.data as never)}
+      update idempotency_keys set response = ${tx.json(data as never)}
       where agent_id = ${agentId} and operation = ${operation} and key = ${idempotency.key}`;
-    return { ...answer, replayed: false };
+    return { data, replayed: false };
   });
 }
 

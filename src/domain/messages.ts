@@ -4,7 +4,7 @@ import type { Logger } from '../log';
 import { once, type Idempotency } from './idempotency';
 import type { Actor } from './actors';
 import { invalid, notFound } from './errors';
-import { announceNewDeliveries, wakeWithJobs } from './announce';
+import { wakeForNewDeliveries, wakeWithJobs } from './delivery-wake-ups';
 import { oneLine } from './summary-line';
 import { inIdOrder, toFetched } from './delivery-steps';
 import { addNotifyJobs, webhookVersion } from './notify-jobs';
@@ -32,7 +32,7 @@ type PostOutcome = {
   createdAt: Date | null;
   deliveryIds: string[];
   recipientIds: string[];
-  // Whether the statement woke the recipients' waiters itself (see announce.ts).
+  // Whether the statement woke the recipients' waiters itself (see delivery-wake-ups.ts).
   announced: boolean;
 };
 
@@ -42,7 +42,7 @@ type PostOutcome = {
 // Concurrent posts share the statement (db/batcher.ts): each post is still whole or absent, and
 // under load the database does one statement's fixed work for many posts. The wake-ups of waiting
 // inboxes and dashboards follow the commit, unless a doorbell job already makes the statement
-// notify (see announce.ts); a wake-up that fails is reported to `log`.
+// notify (see delivery-wake-ups.ts); a wake-up that fails is reported to `log`.
 export async function postMessage(
   sql: Sql,
   log: Logger,
@@ -69,7 +69,7 @@ export async function postMessage(
   };
   if (!idempotency) {
     const row = await posts(sql, post);
-    if (!row.announced) announceNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
+    if (!row.announced) wakeForNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
     return accepted(row, actor, threadId);
   }
   // Written in the key's own transaction rather than a shared statement, so that the message and
@@ -77,9 +77,9 @@ export async function postMessage(
   let written: PostOutcome | undefined;
   const answer = await once(sql, actor.id, idempotency, 'send_message', { threadId, content: body.content, summary: body.summary }, async (tx) => {
     [written] = await insertPosts(tx, [post]);
-    return { status: 201, data: accepted(written!, actor, threadId) };
+    return accepted(written!, actor, threadId);
   });
-  if (!answer.replayed && !written!.announced) announceNewDeliveries(sql, log, written!.deliveryIds, written!.recipientIds);
+  if (!answer.replayed && !written!.announced) wakeForNewDeliveries(sql, log, written!.deliveryIds, written!.recipientIds);
   return answer.data;
 }
 
@@ -158,13 +158,16 @@ async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[
     order by i.n`;
 }
 
-const toMessage = (r: Record<string, unknown>): MessageRecord => ({
-  id: r.id as string,
-  threadId: r.threadId as string,
-  sender: r.sender as string,
-  content: r.content as string,
-  summary: r.summary as string | null,
-  createdAt: (r.createdAt as Date).toISOString(),
+// A message as the driver reads it.
+type MessageRow = Omit<MessageRecord, 'createdAt'> & { createdAt: Date };
+
+const toMessage = (r: MessageRow): MessageRecord => ({
+  id: r.id,
+  threadId: r.threadId,
+  sender: r.sender,
+  content: r.content,
+  summary: r.summary,
+  createdAt: r.createdAt.toISOString(),
 });
 
 export type MessagePage = { messages: MessageRecord[]; omittedMessageIds: string[] };
@@ -181,7 +184,8 @@ export async function listMessagesWithin(
   budget: number | null,
 ): Promise<MessagePage> {
   if (!isId(threadId)) throw threadNotFound();
-  const rows = await sql`
+  // One row with nulls when the page is empty, so that `visible` is always answered.
+  const rows = await sql<(MessageRow & { visible: boolean; kept: boolean })[]>`
     with visible as (
       select 1 where ${agentSeesThread(sql, sql`${threadId}::uuid`, actor.id)}
     ), page as (
@@ -203,7 +207,7 @@ export async function listMessagesWithin(
   const listed = rows.filter((r) => r.id !== null);
   return {
     messages: listed.filter((r) => r.kept).map(toMessage),
-    omittedMessageIds: listed.filter((r) => !r.kept).map((r) => r.id as string).reverse(),
+    omittedMessageIds: listed.filter((r) => !r.kept).map((r) => r.id).reverse(),
   };
 }
 
@@ -214,7 +218,7 @@ export const listMessages = async (sql: Sql, actor: Actor, threadId: string, lim
 // One message by id, recording only that read (the preferred way for an agent to read).
 export async function readMessage(sql: Sql, actor: Actor, messageId: string): Promise<MessageRecord> {
   if (!isId(messageId)) throw messageNotFound();
-  const [row] = await sql`
+  const [row] = await sql<MessageRow[]>`
     with message as (
       select m.id, m.thread_id as "threadId", m.sender, m.content, m.summary, m.created_at as "createdAt"
       from messages m

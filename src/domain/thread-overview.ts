@@ -5,7 +5,7 @@ import { isId } from './ids';
 import { keyBounds, pageOf, type PageQuery } from './keyset';
 import type { Page, ThreadRecord } from './schemas';
 import { containing, searchText } from './search';
-import { selectThreads, toRecord } from './threads';
+import { selectThreads, toRecord, type ThreadRow } from './threads';
 
 // The threads as the people who run the service see them: every thread, closed ones included, a
 // page at a time; and one thread's messages with how far each got to each recipient.
@@ -24,7 +24,7 @@ export function threadFilter(raw: Record<string, unknown>): ThreadFilter {
 // Newest first; a search looks in titles, goals and participants' names.
 export async function listThreadsPage(sql: Sql, filter: ThreadFilter, page: PageQuery): Promise<Page<ThreadRecord>> {
   const pattern = filter.search ? containing(filter.search) : null;
-  const rows = await sql`
+  const rows = await sql<ThreadRow[]>`
     ${selectThreads(sql)}
     where true
       ${filter.state ? sql`and t.state = ${filter.state}` : sql``}

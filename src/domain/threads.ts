@@ -19,8 +19,11 @@ export function selectThreads(sql: Queries) {
     from threads t join agents o on o.id = t.opened_by`;
 }
 
-export function toRecord(row: Record<string, unknown>): ThreadRecord {
-  return { ...(row as ThreadRecord), createdAt: (row.createdAt as Date).toISOString() };
+// A row of selectThreads: the record with its time as the driver reads it.
+export type ThreadRow = Omit<ThreadRecord, 'createdAt'> & { createdAt: Date };
+
+export function toRecord(row: ThreadRow): ThreadRecord {
+  return { ...row, createdAt: row.createdAt.toISOString() };
 }
 
 // An agent gets the thread only while it sees it (see visibility.ts); a person sees every thread.
@@ -28,8 +31,8 @@ export async function getThread(sql: Queries, actor: Actor, threadId: string): P
   if (!isId(threadId)) throw threadNotFound();
   const rows =
     actor.kind === 'agent'
-      ? await sql`${selectThreads(sql)} where t.id = ${threadId} and ${agentSeesThread(sql, sql`t.id`, actor.id)}`
-      : await sql`${selectThreads(sql)} where t.id = ${threadId}`;
+      ? await sql<ThreadRow[]>`${selectThreads(sql)} where t.id = ${threadId} and ${agentSeesThread(sql, sql`t.id`, actor.id)}`
+      : await sql<ThreadRow[]>`${selectThreads(sql)} where t.id = ${threadId}`;
   if (!rows[0]) throw threadNotFound();
   return toRecord(rows[0]);
 }
@@ -37,7 +40,7 @@ export async function getThread(sql: Queries, actor: Actor, threadId: string): P
 // The threads an agent sees, newest first: the visibility rule as a join, so that the agent's own
 // participations drive the scan.
 export async function listThreads(sql: Sql, agent: Agent): Promise<ThreadRecord[]> {
-  const rows = await sql`${selectThreads(sql)}
+  const rows = await sql<ThreadRow[]>`${selectThreads(sql)}
     join participants me on me.thread_id = t.id and me.agent_id = ${agent.id}
     where t.state <> 'closed'
     order by t.id desc`;
@@ -60,17 +63,14 @@ export async function openThread(sql: Sql, actor: Actor, input: unknown, idempot
   const body = validate(NewThread, input);
   if (!idempotency) return createThread(sql, actor, body);
   const request = { title: body.title, goal: body.goal, participantUsernames: body.participantUsernames };
-  const answer = await once(sql, actor.id, idempotency, 'open_thread', request, async (tx) => ({
-    status: 201,
-    data: await createThread(tx, actor, body),
-  }));
+  const answer = await once(sql, actor.id, idempotency, 'open_thread', request, (tx) => createThread(tx, actor, body));
   return answer.data;
 }
 
 async function createThread(sql: Queries, actor: Actor, body: NewThread): Promise<ThreadRecord> {
   const others = [...new Set(body.participantUsernames ?? [])].filter((u) => u !== actor.username);
   const ids = await resolveAgents(sql, others, 'participantUsernames');
-  const [row] = await sql`
+  const [row] = await sql<{ id: string }[]>`
     with thread as (
       insert into threads (title, goal, opened_by)
       values (${body.title}, ${body.goal ?? null}, ${actor.id})

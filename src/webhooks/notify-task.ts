@@ -1,15 +1,14 @@
 import type { JobHelpers, Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
-import { announceDeliveryChanges } from '../domain/announce';
-import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordDoorbellAttempts, recordInterruptedAttempt } from '../domain/delivery-steps';
+import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordAttempt, recordInterruptedAttempt } from '../domain/delivery-steps';
 import { parkNotifyJob, parkedNotifyEndpoints, wakeParkedNotifyJobs } from '../domain/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { doorbellBody, type DoorbellFields } from '../domain/doorbell-body';
 import type { WebhookCredentials } from './credentials';
 import { endpointOf, type EndpointSlots } from './endpoint-slots';
-import { afterAttempt } from './retry';
+import { afterAttempt, type RetryPolicy } from '../domain/retry-policy';
 import { sendDoorbell, type SendOptions } from './send';
 import { doorbellHeaders } from '../domain/doorbell-signature';
 
@@ -18,7 +17,7 @@ export type NotifyDeps = {
   log: Logger;
   metrics?: Metrics;
   send: Omit<SendOptions, 'signal'>;
-  retryDelaysMs: number[];
+  retryPolicy: RetryPolicy;
   // Called with the delay of every retry that was scheduled, so the pool can wake up for it.
   onRetryScheduled: (delayMs: number) => void;
   credentials: WebhookCredentials;
@@ -116,7 +115,7 @@ export const notifier = (deps: NotifyDeps): Notifier => {
   // One run of the job. `interrupted` records, once, an attempt a previous run was cut off in.
   const runOnce = async (payload: NotifyPayload, helpers: JobHelpers, interrupted: { recorded: boolean }) => {
     if (!interrupted.recorded && previousRunCutOff(helpers.job)) {
-      await recordInterruptedAttempt(deps.sql, deps.log, payload.deliveryId, deps.retryDelaysMs.length + 1);
+      await recordInterruptedAttempt(deps.sql, deps.log, deps.retryPolicy, payload.deliveryId);
     }
     interrupted.recorded = true;
     const doorbell = await ringable(deps, payload);
@@ -203,27 +202,12 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | 
   if (signal?.aborted && outcome.status === null) throw new Error(SHUT_DOWN_MID_SEND);
   const durationMs = Math.round(performance.now() - started);
   const { publish, attempt, resend } = doorbell;
-  const next = afterAttempt(outcome, attempt, deps.retryDelaysMs);
+  const next = afterAttempt(outcome, attempt, deps.retryPolicy);
   deps.metrics?.doorbellAttempt(next.kind, outcome.status, (performance.now() - started) / 1000);
   deps.log.info('doorbell_attempt', {
     deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
-  const retried = await recordDoorbellAttempts(deps.sql, {
-    deliveryId,
-    publish,
-    attempt,
-    resend,
-    attemptedAt,
-    durationMs,
-    status: outcome.status,
-    error: outcome.error,
-    responseBody: outcome.responseBody ?? null,
-    requestHeaders: outcome.requestHeaders ?? {},
-    notified: next.kind === 'notified',
-    failure: next.kind === 'failed' ? next.error : null,
-    retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
-  });
-  announceDeliveryChanges(deps.sql, deps.log, [deliveryId]);
+  const retryQueued = await recordAttempt(deps.sql, deps.log, { deliveryId, publish, attempt, resend, attemptedAt, durationMs, outcome, next });
   // The running job is locked, so graphile-worker moves the key to the retry and retires this one.
-  if (next.kind === 'retry' && retried) deps.onRetryScheduled(next.delayMs);
+  if (next.kind === 'retry' && retryQueued) deps.onRetryScheduled(next.delayMs);
 }

@@ -2,7 +2,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { DomainError } from '../domain/errors';
 import { pinnedLookup, resolveOutboundAddresses, type WebhookUrlPolicy } from '../domain/webhook-url';
-import type { AttemptOutcome } from './retry';
+import type { AttemptOutcome } from '../domain/retry-policy';
 import { SIGNATURE_HEADER } from '../domain/doorbell-signature';
 
 // `headers` comes from doorbellHeaders (sign.ts): every header but Content-Length.

@@ -6,9 +6,6 @@ import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown } from '../db/job-queue';
 import { workerPool } from '../db/worker-pool';
 import { NOTIFY_TASK } from '../domain/notify-jobs';
-import { sweepIdempotencyKeys } from '../domain/idempotency';
-import { sweepExpiredSignIns } from '../domain/people';
-import { pruneHistory } from '../domain/retention';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { startHeartbeat } from './heartbeat';
@@ -16,10 +13,7 @@ import { rememberWebhooks } from './credentials';
 import { endpointSlots } from './endpoint-slots';
 import { notifier as createNotifier } from './notify-task';
 import { REPUBLISH_TASK, republishTask } from './republish';
-
-const SWEEP_SIGN_INS_TASK = 'sweep_sign_ins';
-const SWEEP_IDEMPOTENCY_KEYS_TASK = 'sweep_idempotency_keys';
-const PRUNE_HISTORY_TASK = 'prune_history';
+import { sweeps } from '../sweeps';
 
 // A doorbell parked behind its endpoint's cap is woken when a slot frees there; should every process
 // that could wake it stop first, the job falls due by itself after this long and is tried again.
@@ -95,7 +89,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     log,
     metrics,
     send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
-    retryDelaysMs: retryDelays(config),
+    retryPolicy: { delaysMs: retryDelays(config) },
     onRetryScheduled: wakeAfter,
     credentials: rememberWebhooks(),
     // An endpoint that answers quickly may use half the slots; one that is slow or not yet heard
@@ -108,21 +102,11 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     parkedForMs: PARKED_BACKSTOP_MS,
     nudge: (count) => pool && !isShuttingDown(pool) && pool.nudge(count),
   });
+  const cleanUps = sweeps(sql, log, config);
   const taskList = {
     [NOTIFY_TASK]: notifier.task,
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
-    [SWEEP_SIGN_INS_TASK]: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
-    [SWEEP_IDEMPOTENCY_KEYS_TASK]: async () =>
-      log.info('idempotency_keys_swept', await sweepIdempotencyKeys(sql, config.IDEMPOTENCY_RETENTION_MS)),
-    [PRUNE_HISTORY_TASK]: async () =>
-      log.info(
-        'history_pruned',
-        await pruneHistory(sql, {
-          attemptLogDays: config.ATTEMPT_LOG_RETENTION_DAYS,
-          deadJobDays: config.DEAD_JOB_RETENTION_DAYS,
-          messageDays: config.MESSAGE_RETENTION_DAYS ?? null,
-        }),
-      ),
+    ...cleanUps.tasks,
   };
   let ownListenerDown = false;
   events.on('pool:listen:error', () => (ownListenerDown = true));
@@ -171,12 +155,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       events,
       logger: workerLogger(log),
       taskList,
-      crontab: [
-        `${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`,
-        `0 * * * * ${SWEEP_SIGN_INS_TASK}`,
-        `30 * * * * ${SWEEP_IDEMPOTENCY_KEYS_TASK}`,
-        `45 * * * * ${PRUNE_HISTORY_TASK}`,
-      ].join('\n'),
+      crontab: [`${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`, ...cleanUps.crontab].join('\n'),
     });
     runner.promise.then(
       () => ended(new Error('graphile-worker stopped without being asked to.')),

@@ -2,20 +2,39 @@ import type { Queries, Sql } from '../db/connect';
 import { DELIVERY_CHANNEL, INBOX_CHANNEL } from '../db/inbox-signal';
 import type { Logger } from '../log';
 
-// Changes to deliveries wake whoever listens: an agent's waiting inbox requests (channel
-// ams_inbox, by recipient id) for a new delivery, and the open dashboards (ams_delivery, by
-// delivery id) for any change. The busiest writers, a post and the webhook worker's attempt
-// record, announce in a statement of their own once they have committed, not inside it: a
-// transaction that notifies holds PostgreSQL's cluster-wide notify lock through its commit, which
-// serialised every post and every attempt behind each other's WAL flush. (Other changes notify
-// through a trigger; see sql/004.) The cost of the split: a process that dies between the two
-// statements leaves a waiter to find the message when its wait ends, and a dashboard to show the
-// change on its next one or on reload.
+// The wake-up contract: who hears of a change to a delivery, and which write sends it. Every
+// write that changes what a watcher sees wakes it exactly once, by exactly one of three ways, and
+// test/delivery-wake-ups.test.ts holds each write path of src/domain to that. (A re-publish that
+// queues a lost doorbell again changes nothing a watcher sees, and wakes nobody.)
+//
+// Who listens:
+// - ams_inbox, payload the recipient's id: an agent's waiting inbox request, for a new delivery.
+// - ams_delivery, payload the delivery's id: open dashboards and senders waiting on receipts, for
+//   any change they could see (a new delivery, its step, an attempt, a retry queued or dropped,
+//   a report, a read, an acknowledgement).
+//
+// Who sends:
+// 1. The trigger deliveries_changed (sql/010_attempt_log.sql), inside the writer's transaction, for
+//    an update of a watched column (step, failed_step, error, notified_at, delivered_at,
+//    fetched_at, acknowledged_at, next_attempt_at), whoever makes it: reports, reads, resends,
+//    re-publishes that fail, a retry dropped. Nothing to call.
+// 2. After the commit, in a statement of its own, for the two busiest writers, which the trigger
+//    leaves alone: a post (wakeForNewDeliveries; the trigger fires on updates only) and an
+//    attempt's record (wakeAfterAttempts; it raises send_attempts, which silences the trigger).
+//    A transaction that notifies holds PostgreSQL's cluster-wide notify lock through its commit,
+//    which serialised every post and every attempt behind each other's WAL flush. The cost: a
+//    process that dies between the two statements leaves a waiter to find the message when its
+//    wait ends, and a dashboard to show the change on its next one or on reload.
+// 3. Inside a post's own statement when it queues a doorbell job (wakeWithJobs): add_jobs
+//    notifies the worker anyway, so the lock is taken whatever else is sent, and the wake-ups
+//    ride along for free; the post then skips way 2.
+//
+// A new write to deliveries either changes a watched column without raising send_attempts (way 1),
+// or calls one of the functions below (ways 2 and 3); never both, never neither.
 export { DELIVERY_CHANNEL };
 
-// Wake-ups inside a statement that queues doorbell jobs: add_jobs notifies the worker anyway, so
-// the transaction holds the notify lock whatever else it sends, and wake-ups ride along for free.
-// A SELECT over `source` (a CTE with `id`, `recipient_id` and `webhook`), empty unless a job is added.
+// Way 3: a SELECT over `source` (a CTE with `id`, `recipient_id` and `webhook`) that wakes
+// the recipients and the deliveries' watchers, empty unless a job is added.
 export const wakeWithJobs = (sql: Queries, source: string) => sql`
   select pg_notify(${INBOX_CHANNEL}, s.recipient_id::text), pg_notify(${DELIVERY_CHANNEL}, s.id::text)
   from ${sql(source)} s where exists (select 1 from ${sql(source)} w where w.webhook)`;
@@ -26,10 +45,12 @@ type Pending = { recipientIds: string[]; deliveryIds: string[]; logs: Set<Logger
 type Queue = { next: Pending | null; sending: boolean };
 const queues = new WeakMap<Sql, Queue>();
 
-export const announceNewDeliveries = (sql: Sql, log: Logger, deliveryIds: string[], recipientIds: string[]) =>
+// Way 2, for a post whose statement queued no doorbell job: its recipients and watchers.
+export const wakeForNewDeliveries = (sql: Sql, log: Logger, deliveryIds: string[], recipientIds: string[]) =>
   announce(sql, log, deliveryIds, recipientIds);
 
-export const announceDeliveryChanges = (sql: Sql, log: Logger, deliveryIds: string[]) => announce(sql, log, deliveryIds, []);
+// Way 2, for recorded attempts: their deliveries' watchers.
+export const wakeAfterAttempts = (sql: Sql, log: Logger, deliveryIds: string[]) => announce(sql, log, deliveryIds, []);
 
 // One announcing statement in flight per pool: what commits meanwhile goes out together in the
 // next one, so that under load many writers share one notify lock and one commit. Callers whose
