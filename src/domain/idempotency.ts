@@ -48,13 +48,13 @@ export async function once<T>(
 ): Promise<Answer<T> & { replayed: boolean }> {
   const fingerprint = fingerprintOf(operation, request);
   return sql.begin(async (tx) => {
-    const [claimed] = await tx`
+    const [claimed] = await tx<{ claimed: number }[]>`
       insert into idempotency_keys as k (agent_id, operation, key, fingerprint)
       values (${agentId}, ${operation}, ${idempotency.key}, ${fingerprint})
       on conflict (agent_id, operation, key) do update
         set fingerprint = excluded.fingerprint, status = null, response = null, created_at = now()
         where k.created_at < now() - ${idempotency.retentionMs} * interval '1 millisecond'
-      returning 1`;
+      returning 1 as claimed`;
     if (!claimed) {
       const [first] = await tx<{ fingerprint: string; status: number; response: T }[]>`
         select fingerprint, status, response from idempotency_keys
@@ -76,6 +76,7 @@ export async function once<T>(
 
 // Keys past their retention, deleted by the worker's hourly sweep.
 export async function sweepIdempotencyKeys(sql: Sql, retentionMs: number): Promise<{ deleted: number }> {
-  const rows = await sql`delete from idempotency_keys where created_at < now() - ${retentionMs} * interval '1 millisecond' returning 1`;
+  const rows = await sql<{ deleted: number }[]>`
+    delete from idempotency_keys where created_at < now() - ${retentionMs} * interval '1 millisecond' returning 1 as deleted`;
   return { deleted: rows.length };
 }

@@ -12,7 +12,7 @@ export const agentSeesThread = (sql: Queries, thread: PendingQuery<Row[]>, agent
 // until the transaction ends, so that the thread cannot close, nor the agent be removed, before
 // the change commits (a close or a removal waits for it). One committed first is seen, since a
 // locked row is read again at its newest version.
-export const agentHoldsThread = (tx: Queries, threadId: string, agentId: string) => tx`
-  select 1 from threads vt join participants vp on vp.thread_id = vt.id
+export const agentHoldsThread = (tx: Queries, threadId: string, agentId: string) => tx<{ held: number }[]>`
+  select 1 as held from threads vt join participants vp on vp.thread_id = vt.id
   where vt.id = ${threadId} and vt.state <> 'closed' and vp.agent_id = ${agentId}
   for share`;
