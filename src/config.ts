@@ -1,5 +1,6 @@
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import type { WebhookUrlPolicy } from './domain/webhook-url';
 
 // The one place that reads the environment. Defaults are the contract's values; tests and
 // deployments override them through the same variables.
@@ -111,4 +112,10 @@ function expected(schema: TSchema): string {
 
 export function retryDelays(config: Config): number[] {
   return config.WEBHOOK_RETRY_DELAYS_MS.split(',').map(Number);
+}
+
+// Where the service may send requests to addresses others chose: doorbells, and OAuth clients'
+// metadata documents.
+export function webhookUrlPolicy(config: Config): WebhookUrlPolicy {
+  return { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
 }

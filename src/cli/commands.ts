@@ -1,4 +1,4 @@
-import type { Config } from '../config';
+import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents';
 import { resendDelivery } from '../domain/delivery-steps';
@@ -13,14 +13,12 @@ type Command = {
   run: (deps: CliDeps, args: string[], flags: Record<string, string>) => Promise<unknown>;
 };
 
-const policy = (config: Config) => ({ allowLocal: config.WEBHOOK_ALLOW_LOCAL });
-
 // Admin commands, each a thin call into the domain. Keys are in the "group verb" form.
 export const commands: Record<string, Command> = {
   'agents create': {
     usage: 'agents create <username> [--webhook <url>]',
     run: ({ sql, config }, [username], flags) =>
-      createAgent(sql, { username, webhookUrl: flags.webhook }, policy(config)),
+      createAgent(sql, { username, webhookUrl: flags.webhook }, webhookUrlPolicy(config)),
   },
   'agents archive': {
     usage: 'agents archive <username>',
@@ -32,7 +30,7 @@ export const commands: Record<string, Command> = {
   },
   'webhooks set': {
     usage: 'webhooks set <username> <url>',
-    run: ({ sql, config }, [username, url]) => setWebhook(sql, username!, url!, policy(config)),
+    run: ({ sql, config }, [username, url]) => setWebhook(sql, username!, url!, webhookUrlPolicy(config)),
   },
   'webhooks remove': {
     usage: 'webhooks remove <username>',

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia';
-import type { Config } from '../config';
+import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agent-overview';
 import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents';
@@ -29,7 +29,7 @@ const field = (body: unknown, name: string) =>
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
 export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: DashboardDeps) => {
-  const policy = { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
+  const policy = webhookUrlPolicy(config);
   return new Elysia({ name: 'dashboard-api', prefix: '/dashboard/api' })
     .use(dashboardGuard(sql, config))
     .onAfterHandle(({ set }) => {

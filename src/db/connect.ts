@@ -1,8 +1,12 @@
 import postgres from 'postgres';
 
-export type Sql = postgres.Sql;
+// The types option below: int8 values (ids, counts not cast to int) come back as JS bigint, and
+// bigint parameters are sent as int8.
+type Types = { bigint: bigint };
+export type Sql = postgres.Sql<Types>;
+export type TransactionSql = postgres.TransactionSql<Types>;
 // Where a domain function runs its queries: the pool, or the connection of a transaction.
-export type Queries = Sql | postgres.TransactionSql;
+export type Queries = Sql | TransactionSql;
 
 export function connect(url: string, max = 20, connectTimeoutSeconds = 5): Sql {
   return postgres(url, {

@@ -70,7 +70,7 @@ export async function startEmbedded(dataDir: string, port: number, log: Logger):
     throw new EmbeddedPostgresFailed(`The embedded PostgreSQL could not start: ${reason}.`, lastLines);
   }
   const admin = postgres(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`, { max: 1, onnotice: () => {} });
-  const [exists] = await admin`select 1 from pg_database where datname = 'ams'`;
+  const [exists] = await admin<{ found: number }[]>`select 1 as found from pg_database where datname = 'ams'`;
   if (!exists) await admin`create database ams`;
   await admin.end();
   log.info('embedded_postgres_started', { port, databaseDir });

@@ -97,7 +97,7 @@ const queuedForLater = (sql: Queries, task: string, match: { [key: string]: JSON
 // caller is waking is skipped, and one it has just woken is due, so no longer matches. Written
 // against the private table, as graphile-worker's reschedule_jobs neither locks nor looks again.
 export async function makeDueWhere(sql: Queries, task: string, match: { [key: string]: JSONValue }, limit?: number): Promise<number> {
-  const rows = await sql`
+  const rows = await sql<{ id: bigint }[]>`
     with due as (
       select j.id ${queuedForLater(sql, task, match)}
       order by j.run_at, j.id
@@ -134,11 +134,11 @@ export async function owedJobs(sql: Sql, task: string): Promise<{ owed: number; 
 // a doorbell's job that died this way is long since re-published or failed by the domain.
 // Deleted a batch at a time, oldest first. Answers how many went.
 export async function deleteDeadJobs(sql: Sql, cutoff: Date, batch: number): Promise<number> {
-  const rows = await sql`
+  const rows = await sql<{ deleted: number }[]>`
     delete from graphile_worker._private_jobs where id in (
       select id from graphile_worker._private_jobs
       where attempts >= max_attempts and locked_at is null and updated_at < ${cutoff}
       order by id limit ${batch})
-    returning 1`;
+    returning 1 as deleted`;
   return rows.length;
 }

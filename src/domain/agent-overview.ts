@@ -1,7 +1,8 @@
 import type { Sql } from '../db/connect';
 import { notFound } from './errors';
+import { iso } from './iso-time';
 import { keyBounds, pageOf, type PageQuery } from './keyset';
-import { connectionFromRow, connectionsOf, type Connection } from './oauth-connections';
+import { connectionFromRow, connectionsOf, type Connection, type ConnectionRow } from './oauth-connections';
 import type { Page } from './schemas';
 import { containing } from './search';
 
@@ -16,10 +17,20 @@ export type AgentSummary = {
   connections: Connection[];
 };
 
+type AgentRow = {
+  id: string;
+  username: string;
+  archived: boolean;
+  webhookUrl: string | null;
+  webhookSetAt: Date | null;
+  createdAt: Date;
+  connections: ConnectionRow[];
+};
+
 // The agents, for the people who run them: newest first, archived ones included, a page at a
 // time, optionally only those whose name contains `search`.
 export async function listAgents(sql: Sql, search: string | null, page: PageQuery): Promise<Page<AgentSummary>> {
-  const rows = await sql`
+  const rows = await sql<AgentRow[]>`
     select id, username, archived_at is not null as archived, webhook_url as "webhookUrl",
            webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(sql, sql`agents.id`)} as connections
     from agents
@@ -27,13 +38,13 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
     order by id desc
     limit ${page.limit + 1}`;
   const agents = rows.map((r) => ({
-    id: r.id as string,
-    username: r.username as string,
-    archived: r.archived as boolean,
-    webhookUrl: r.webhookUrl as string | null,
-    webhookSetAt: r.webhookSetAt ? (r.webhookSetAt as Date).toISOString() : null,
-    createdAt: (r.createdAt as Date).toISOString(),
-    connections: (r.connections as Record<string, unknown>[]).map(connectionFromRow),
+    id: r.id,
+    username: r.username,
+    archived: r.archived,
+    webhookUrl: r.webhookUrl,
+    webhookSetAt: iso(r.webhookSetAt),
+    createdAt: r.createdAt.toISOString(),
+    connections: r.connections.map(connectionFromRow),
   }));
   return pageOf(agents, page.limit, (a) => a.id);
 }

@@ -17,7 +17,7 @@ export async function createAgent(
   const webhookUrl = input.webhookUrl === undefined ? undefined : await checkWebhookUrl(input.webhookUrl, policy);
   const apiKey = newAgentKey();
   const signingSecret = webhookUrl ? newSigningSecret() : null;
-  const [row] = await sql`
+  const [row] = await sql<{ id: string }[]>`
     with claimed as (${claimUsername(sql, username, 'agent')})
     insert into agents (username, key_hash, webhook_url, signing_secret, webhook_set_at)
     select username, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret}, ${webhookUrl ? sql`now()` : null}

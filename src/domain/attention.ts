@@ -14,7 +14,7 @@ export type Attention = {
 // What waits for a person, shown in the dashboard's navigation on every page: by the rules the
 // lists filter on, each count read from its own small partial index (sql/013), in one statement.
 export async function attention(sql: Sql, stalledAfterMs: number): Promise<Attention> {
-  const [row] = await sql`
+  const [row] = await sql<(Omit<Attention, 'nextStallAt'> & { oldestAwaiting: Date | null })[]>`
     select (select count(*) from deliveries d where d.step = 'failed')::int as failed,
            (select count(*) from deliveries d where ${retryingSql(sql)})::int as retrying,
            (select count(*) from deliveries d where ${stalledSql(sql, stalledAfterMs)})::int as stalled,
@@ -22,7 +22,7 @@ export async function attention(sql: Sql, stalledAfterMs: number): Promise<Atten
            (select min(d.notified_at) from deliveries d where ${awaitingReportSql(sql, stalledAfterMs)}) as "oldestAwaiting"`;
   const { oldestAwaiting, ...counts } = row!;
   return {
-    ...(counts as Omit<Attention, 'nextStallAt'>),
-    nextStallAt: stallsAt({ step: 'notified', notifiedAt: oldestAwaiting as Date | null, deliveredAt: null }, stalledAfterMs)?.toISOString() ?? null,
+    ...counts,
+    nextStallAt: stallsAt({ step: 'notified', notifiedAt: oldestAwaiting, deliveredAt: null }, stalledAfterMs)?.toISOString() ?? null,
   };
 }

@@ -26,8 +26,19 @@ const deliveryNotFound = () => notFound('No such delivery, or it is not addresse
 // plan for an unknown share of the rows and plans the statement afresh at every read.
 // With `after` (a deliveryId), only entries accepted after that one: a client that has seen the
 // inbox up to there waits for new mail instead of being answered at once with what it has seen.
+type InboxRow = {
+  deliveryId: string;
+  messageId: string;
+  threadId: string;
+  thread: string;
+  sender: string;
+  receivedAt: Date;
+  alreadyRead: boolean;
+  // The body is read only when there is no summary to show instead.
+} & ({ summary: string; content: null } | { summary: null; content: string });
+
 export async function inbox(sql: Sql, agent: Agent, limit: number, after?: string): Promise<InboxEntry[]> {
-  const rows = await sql`
+  const rows = await sql<InboxRow[]>`
     select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread,
            m.sender, m.summary, case when m.summary is null then m.content end as content,
            d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead"
@@ -49,8 +60,8 @@ export async function inbox(sql: Sql, agent: Agent, limit: number, after?: strin
     threadId: r.threadId,
     thread: r.thread,
     sender: r.sender,
-    summary: r.summary ?? oneLine(null, r.content, LIMITS.summary),
-    receivedAt: (r.receivedAt as Date).toISOString(),
+    summary: r.summary === null ? oneLine(null, r.content, LIMITS.summary) : r.summary,
+    receivedAt: r.receivedAt.toISOString(),
     alreadyRead: r.alreadyRead,
   }));
 }
@@ -66,27 +77,28 @@ export async function reportDelivered(sql: Sql, agent: Agent, deliveryId: string
   if (!isId(deliveryId)) throw deliveryNotFound();
   // The "first report only" test is on the row itself, so that of two concurrent reports the one
   // that waited for the other's lock finds the time already set instead of overwriting it.
-  const [reported] = await sql`
+  const [reported] = await sql<{ delivered_at: Date }[]>`
     update deliveries d set ${toDelivered(sql)}
     where d.id = ${deliveryId} and d.delivered_at is null and ${visibleDelivery(sql, agent)}
     returning d.delivered_at`;
   const [row] = reported
     ? [reported]
-    : await sql`select d.delivered_at from deliveries d where d.id = ${deliveryId} and ${visibleDelivery(sql, agent)}`;
+    : await sql<{ delivered_at: Date | null }[]>`select d.delivered_at from deliveries d where d.id = ${deliveryId} and ${visibleDelivery(sql, agent)}`;
   if (!row) throw deliveryNotFound();
-  return { message: 'Delivery reported as delivered.', deliveredAt: (row.delivered_at as Date).toISOString() };
+  // A visible delivery the update passed over had been reported already, so its time is set.
+  return { message: 'Delivery reported as delivered.', deliveredAt: row.delivered_at!.toISOString() };
 }
 
 // Takes the delivery out of the inbox; its step is left as it is. Idempotent: the first time is kept.
 export async function acknowledge(sql: Sql, agent: Agent, deliveryId: string) {
   if (!isId(deliveryId)) throw deliveryNotFound();
-  const [acked] = await sql`
+  const [acked] = await sql<{ id: string }[]>`
     update deliveries d set acknowledged_at = now()
     where d.id = ${deliveryId} and d.acknowledged_at is null and ${visibleDelivery(sql, agent)}
     returning d.id`;
   const [row] = acked
     ? [acked]
-    : await sql`select d.id from deliveries d where d.id = ${deliveryId} and ${visibleDelivery(sql, agent)}`;
+    : await sql<{ id: string }[]>`select d.id from deliveries d where d.id = ${deliveryId} and ${visibleDelivery(sql, agent)}`;
   if (!row) throw deliveryNotFound();
   return { message: 'Delivery acknowledged.' };
 }
@@ -94,7 +106,7 @@ export async function acknowledge(sql: Sql, agent: Agent, deliveryId: string) {
 // The MCP form: acknowledge by message id, for the caller's own delivery of that message.
 export async function acknowledgeMessage(sql: Sql, agent: Agent, messageId: string) {
   if (!isId(messageId)) throw notFound('No such message delivered to you.');
-  const [row] = await sql`
+  const [row] = await sql<{ id: string }[]>`
     select d.id from deliveries d where d.message_id = ${messageId} and ${visibleDelivery(sql, agent)}`;
   if (!row) throw notFound('No such message delivered to you.');
   return acknowledge(sql, agent, row.id);

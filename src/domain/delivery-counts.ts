@@ -1,8 +1,9 @@
 import type { Sql } from '../db/connect';
 import { retryingSql, stalledSql } from './delivery-states';
+import type { DeliveryStep } from './schemas';
 
 export type DeliveryCounts = {
-  byStep: Record<'accepted' | 'notified' | 'delivered' | 'fetched' | 'failed', number>;
+  byStep: Record<DeliveryStep, number>;
   stalled: number;
   retrying: number;
 };
@@ -10,7 +11,7 @@ export type DeliveryCounts = {
 // How many deliveries are at each step, and how many of them are stalled or waiting for a retry,
 // by the same rules the dashboard filters on. One statement, so the figures agree with each other.
 export async function countDeliveries(sql: Sql, stalledAfterMs: number): Promise<DeliveryCounts> {
-  const [row] = await sql<Record<string, number>[]>`
+  const [row] = await sql<(DeliveryCounts['byStep'] & { stalled: number; retrying: number })[]>`
     select count(*) filter (where d.step = 'accepted')::int as accepted,
            count(*) filter (where d.step = 'notified')::int as notified,
            count(*) filter (where d.step = 'delivered')::int as delivered,
@@ -20,5 +21,5 @@ export async function countDeliveries(sql: Sql, stalledAfterMs: number): Promise
            count(*) filter (where ${retryingSql(sql)})::int as retrying
     from deliveries d`;
   const { stalled, retrying, ...byStep } = row!;
-  return { byStep: byStep as DeliveryCounts['byStep'], stalled: stalled!, retrying: retrying! };
+  return { byStep, stalled, retrying };
 }

@@ -5,8 +5,9 @@ import { oneLine } from './summary-line';
 import { filterSql, type DeliveryFilter } from './delivery-query';
 import { doorbellBody } from './doorbell-body';
 import { isId } from './ids';
+import { iso } from './iso-time';
 import { keyBounds, pageOf, type PageQuery } from './keyset';
-import { LIMITS, type Page } from './schemas';
+import { LIMITS, type DeliveryStep, type Page } from './schemas';
 
 // How far each delivery got, for the people watching: its step, whether it reads as stalled,
 // where and why it failed, and every notification attempt.
@@ -59,8 +60,31 @@ export type DeliveryProgress = {
   attempts: Attempt[];
 };
 
-const iso = (value: unknown) => (value ? new Date(value as string).toISOString() : null);
+type ProgressRow = {
+  id: string;
+  messageId: string;
+  threadId: string;
+  thread: string;
+  sender: string;
+  summary: string | null;
+  content: string;
+  messageCreatedAt: Date;
+  recipient: string;
+  step: DeliveryStep;
+  failedStep: DeliveryStep | null;
+  error: string | null;
+  webhook: boolean;
+  createdAt: Date;
+  nextAttemptAt: Date | null;
+  notifiedAt: Date | null;
+  deliveredAt: Date | null;
+  fetchedAt: Date | null;
+  acknowledgedAt: Date | null;
+  // Built as json: its times are PostgreSQL's text, not yet the ISO form of Attempt.
+  attempts: Attempt[];
+};
 
+// The select of ProgressRow, for a where clause to follow.
 const selectProgress = (sql: Sql) => sql`
   select d.id, d.message_id as "messageId", d.thread_id as "threadId", t.title as thread, m.sender, m.summary,
          m.content, m.created_at as "messageCreatedAt", a.username as recipient, d.step, d.failed_step as "failedStep",
@@ -77,7 +101,7 @@ const selectProgress = (sql: Sql) => sql`
   join threads t on t.id = d.thread_id
   join agents a on a.id = d.recipient_id`;
 
-function toProgress(r: Record<string, any>, stalledAfterMs: number): DeliveryProgress {
+function toProgress(r: ProgressRow, stalledAfterMs: number): DeliveryProgress {
   const notifiedAt = iso(r.notifiedAt);
   const delivery = {
     id: r.id,
@@ -86,20 +110,20 @@ function toProgress(r: Record<string, any>, stalledAfterMs: number): DeliveryPro
     thread: r.thread,
     sender: r.sender,
     summary: oneLine(r.summary, r.content, LIMITS.webhookSummary),
-    messageCreatedAt: iso(r.messageCreatedAt)!,
+    messageCreatedAt: r.messageCreatedAt.toISOString(),
     recipient: r.recipient,
     step: r.step,
     failedStep: r.failedStep,
     error: r.error,
     webhook: r.webhook,
     nextAttemptAt: iso(r.nextAttemptAt),
-    createdAt: iso(r.createdAt)!,
+    createdAt: r.createdAt.toISOString(),
     notifiedAt,
     deliveredAt: iso(r.deliveredAt),
     fetchedAt: iso(r.fetchedAt),
     acknowledgedAt: iso(r.acknowledgedAt),
   };
-  const attempts = (r.attempts as Attempt[]).map((a) => ({ ...a, attemptedAt: iso(a.attemptedAt)! }));
+  const attempts = r.attempts.map((a) => ({ ...a, attemptedAt: iso(a.attemptedAt) }));
   const last = attempts.at(-1);
   const lastError = last && !answeredOk(last.status) ? describeOutcome(last) : null;
   const payload = delivery.webhook
@@ -123,7 +147,7 @@ export async function listDeliveries(
   page: PageQuery,
   stalledAfterMs: number,
 ): Promise<Page<DeliveryProgress>> {
-  const rows = await sql`
+  const rows = await sql<ProgressRow[]>`
     ${selectProgress(sql)}
     where true ${filterSql(sql, filter, stalledAfterMs)} ${keyBounds(sql, sql`d.id`, page)}
     order by d.id desc
@@ -152,6 +176,6 @@ export async function failedInView(sql: Sql, filter: DeliveryFilter, stalledAfte
 export async function deliveryProgress(sql: Sql, ids: string[], stalledAfterMs: number): Promise<DeliveryProgress[]> {
   const valid = ids.filter(isId);
   if (valid.length === 0) return [];
-  const rows = await sql`${selectProgress(sql)} where d.id = any(${valid}::uuid[]) order by d.id`;
+  const rows = await sql<ProgressRow[]>`${selectProgress(sql)} where d.id = any(${valid}::uuid[]) order by d.id`;
   return rows.map((r) => toProgress(r, stalledAfterMs));
 }

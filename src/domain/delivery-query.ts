@@ -1,7 +1,7 @@
 import type { Sql } from '../db/connect';
 import { retryingSql, stalledSql, DELIVERY_STATES, type DeliveryState } from './delivery-states';
 import { invalid } from './errors';
-import { isId } from './ids';
+import { firstIdAt, isId } from './ids';
 import { containing, searchText } from './search';
 import { checkStorableText } from './validate';
 
@@ -45,11 +45,6 @@ export function deliveryFilter(raw: Record<string, unknown>): DeliveryFilter {
   return { state: state as DeliveryState | null, agent, threadId, search: searchText(raw.q), from, to };
 }
 
-// The smallest version 7 UUID of the given millisecond: ids sort by the time they were written.
-const idAt = (ms: number) => {
-  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-};
 // A delivery's id is written a moment after its created_at (its transaction's start); a minute of
 // room either side lets the time range ride on the primary key and still be decided by created_at.
 // Times are given to the millisecond and stored to the microsecond: `to` takes its whole millisecond.
@@ -82,6 +77,6 @@ export function filterSql(sql: Sql, f: DeliveryFilter, stalledAfterMs: number) {
       ? sql`and (a.username ilike ${pattern} or m.sender ilike ${pattern} or t.title ilike ${pattern}
                  or m.summary ilike ${pattern} or m.content ilike ${pattern})`
       : sql``}
-    ${f.from ? sql`and d.id >= ${idAt(f.from.getTime() - ID_CLOCK_ROOM_MS)} and d.created_at >= ${f.from}` : sql``}
-    ${f.to ? sql`and d.id < ${idAt(f.to.getTime() + ID_CLOCK_ROOM_MS)} and d.created_at < ${new Date(f.to.getTime() + 1)}` : sql``}`;
+    ${f.from ? sql`and d.id >= ${firstIdAt(f.from.getTime() - ID_CLOCK_ROOM_MS)} and d.created_at >= ${f.from}` : sql``}
+    ${f.to ? sql`and d.id < ${firstIdAt(f.to.getTime() + ID_CLOCK_ROOM_MS)} and d.created_at < ${new Date(f.to.getTime() + 1)}` : sql``}`;
 }

@@ -47,13 +47,13 @@ export async function once<T>(
 ): Promise<{ data: T; replayed: boolean }> {
   const fingerprint = fingerprintOf(operation, request);
   return sql.begin(async (tx) => {
-    const [claimed] = await tx`
+    const [claimed] = await tx<{ claimed: number }[]>`
       insert into idempotency_keys as k (agent_id, operation, key, fingerprint)
       values (${agentId}, ${operation}, ${idempotency.key}, ${fingerprint})
       on conflict (agent_id, operation, key) do update
         set fingerprint = excluded.fingerprint, status = null, response = null, created_at = now()
         where k.created_at < now() - ${idempotency.retentionMs} * interval '1 millisecond'
-      returning 1`;
+      returning 1 as claimed`;
     if (!claimed) {
       const [first] = await tx<{ fingerprint: string; response: T }[]>`
         select fingerprint, response from idempotency_keys
@@ -77,6 +77,7 @@ export async function once<T>(
 
 // Keys past their retention, deleted by the worker's hourly sweep.
 export async function sweepIdempotencyKeys(sql: Sql, retentionMs: number): Promise<{ deleted: number }> {
-  const rows = await sql`delete from idempotency_keys where created_at < now() - ${retentionMs} * interval '1 millisecond' returning 1`;
+  const rows = await sql<{ deleted: number }[]>`
+    delete from idempotency_keys where created_at < now() - ${retentionMs} * interval '1 millisecond' returning 1 as deleted`;
   return { deleted: rows.length };
 }

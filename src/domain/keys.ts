@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 // 256-bit random credentials. Agent keys are stored only as their SHA-256; signing secrets must
 // stay readable (the contract shows them on the dashboard), so they are stored as minted.
@@ -9,3 +9,11 @@ export const newAgentKey = () => `agt_${randomBytes(32).toString('base64url')}`;
 // the key of the webhook-signature header; docs/webhooks.md tells what older secrets do.
 export const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 export const hashKey = (key: string) => createHash('sha256').update(key).digest();
+
+// Whether a presented secret (a bearer token, a signature) is the expected one, compared in
+// constant time so that a wrong guess learns nothing from how long the answer takes.
+export function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -2,6 +2,7 @@ import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import type { Logger } from '../log';
 import { owesDoorbell } from './delivery-steps';
+import { firstIdAt } from './ids';
 import { hasLiveNotifyJob, hasOverdueNotifyJob } from './notify-jobs';
 
 // What "nothing is lost" means, counted. Each figure should be 0; anything else is drift that an
@@ -20,12 +21,6 @@ export type LossAudit = {
 };
 
 export type AuditOptions = { thresholdMs: number; windowMs: number };
-
-// The smallest UUIDv7 of a moment: ids are time-ordered, so the window is a range of the primary key.
-function firstIdAt(ms: number): string {
-  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-}
 
 // One statement, every part on an index: messages by primary-key range and deliveries by their
 // (message, recipient) key; owed doorbells on the partial index of accepted webhook deliveries.

@@ -11,9 +11,8 @@ import { addNotifyJobs, webhookVersion } from './notify-jobs';
 import { isId } from './ids';
 import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from './schemas';
 import { codePoints, validate } from './validate';
-import { agentSeesThread } from './visibility';
+import { agentSeesThread, threadNotFound } from './visibility';
 
-const threadNotFound = () => notFound('No such thread, or you are not a participant.');
 const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
 
 type NewPost = {

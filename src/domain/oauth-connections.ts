@@ -2,6 +2,8 @@ import type { PendingQuery, Row } from 'postgres';
 import type { Sql } from '../db/connect';
 import type { Agent } from './actors';
 import { invalid, notFound, unauthorized } from './errors';
+import { isId } from './ids';
+import { iso } from './iso-time';
 import { hashKey } from './keys';
 
 // The one scope an access token is issued for: calling this service's MCP tools as one agent.
@@ -21,7 +23,6 @@ export type Connection = {
   lastUsedAt: string | null;
 };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Tokens the authorization server issues are base64url; anything else is refused unread.
 const ACCESS_TOKEN = /^[A-Za-z0-9_-]{20,256}$/;
 // Last use is written at most this often per connection: a busy client does not write per call.
@@ -30,7 +31,7 @@ const LAST_USE_GRANULARITY = '1 minute';
 // The authorization server's account is the person who decides (src/oauth/provider.ts): it is
 // asked for them again when a refresh token is used, and a person no longer invited gets none.
 export async function findPerson(sql: Sql, id: string): Promise<{ id: string } | undefined> {
-  if (!UUID.test(id)) return undefined;
+  if (!isId(id)) return undefined;
   const [person] = await sql<{ id: string }[]>`select id from people where id = ${id}`;
   return person;
 }
@@ -76,7 +77,7 @@ export async function connectClient(
 ) {
   // A registered client's registration is kept from then on (unconnected ones expire,
   // src/oauth/adapter.ts); a client named by its metadata document has none.
-  const [connected] = await sql`
+  const [connected] = await sql<{ grant_id: string }[]>`
     with chosen as (select id from agents where id = ${input.agentId} and archived_at is null for share),
     connected as (
       insert into oauth_connections (grant_id, agent_id, client_id, client_name, client_uri, approved_by)
@@ -93,7 +94,7 @@ export async function connectClient(
 
 // Disconnect on the dashboard: the connection goes, and with it (trigger) every code and token.
 export async function disconnectClient(sql: Sql, grantId: string) {
-  const [gone] = await sql`delete from oauth_connections where grant_id = ${grantId} returning grant_id`;
+  const [gone] = await sql<{ grant_id: string }[]>`delete from oauth_connections where grant_id = ${grantId} returning grant_id`;
   if (!gone) throw notFound('No such connected client; it may have been disconnected already.');
   return { grantId, revoked: true as const };
 }
@@ -107,11 +108,11 @@ export async function takeRegistrationSlot(sql: Sql, client: string): Promise<bo
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(3, hashtext(${client}))`;
     await tx`delete from oauth_registration_attempts where client = ${client} and attempted_at < now() - interval '1 hour'`;
-    const [taken] = await tx`
+    const [taken] = await tx<{ taken: number }[]>`
       insert into oauth_registration_attempts (client)
       select ${client}
       where (select count(*) from oauth_registration_attempts where client = ${client}) < ${REGISTRATIONS_PER_HOUR}
-      returning 1`;
+      returning 1 as taken`;
     return !!taken;
   });
 }
@@ -124,7 +125,7 @@ export async function choosableAgents(sql: Sql): Promise<string[]> {
 }
 
 // The connected clients of each agent, newest approval first, for the Agents page: a fragment for
-// listAgents' select.
+// listAgents' select, a json array of ConnectionRow.
 export const connectionsOf = (sql: Sql, agentId: PendingQuery<Row[]>) => sql`
   coalesce((
     select json_agg(json_build_object(
@@ -137,12 +138,16 @@ export const connectionsOf = (sql: Sql, agentId: PendingQuery<Row[]>) => sql`
     where c.agent_id = ${agentId}
   ), '[]'::json)`;
 
-export const connectionFromRow = (c: Record<string, unknown>): Connection => ({
-  grantId: c.grantId as string,
-  clientId: c.clientId as string,
-  clientName: (c.clientName as string | null) ?? null,
-  clientUri: (c.clientUri as string | null) ?? null,
-  approvedBy: (c.approvedBy as string | null) ?? null,
-  approvedAt: new Date(c.approvedAt as string).toISOString(),
-  lastUsedAt: c.lastUsedAt ? new Date(c.lastUsedAt as string).toISOString() : null,
+// One element of connectionsOf's array: a Connection whose times are still PostgreSQL's text, as
+// times inside json arrive.
+export type ConnectionRow = Connection;
+
+export const connectionFromRow = (c: ConnectionRow): Connection => ({
+  grantId: c.grantId,
+  clientId: c.clientId,
+  clientName: c.clientName,
+  clientUri: c.clientUri,
+  approvedBy: c.approvedBy,
+  approvedAt: iso(c.approvedAt),
+  lastUsedAt: iso(c.lastUsedAt),
 });

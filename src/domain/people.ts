@@ -1,7 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { Type as T } from '@sinclair/typebox';
-import type { TransactionSql } from 'postgres';
-import type { Sql } from '../db/connect';
+import type { Sql, TransactionSql } from '../db/connect';
 import type { Actor } from './actors';
 import { conflict, invalid, rateLimited } from './errors';
 import { hashKey } from './keys';
@@ -50,14 +49,14 @@ export async function invitePerson(sql: Sql, input: { email: unknown; username: 
   // The name is claimed in the statement that writes the person, and an invitation refused for its
   // email throws inside the transaction, so that it keeps no name.
   await sql.begin(async (tx) => {
-    const [row] = await tx`
+    const [row] = await tx<{ id: string }[]>`
       with claimed as (${claimUsername(tx, username, 'person')})
       insert into people (email, username) select ${email}, username from claimed
       on conflict (email) do nothing
       returning id`;
     if (row) return;
     if ((await usernameOwner(tx, username)) === 'agent') throw conflict(`An agent is already named ${username}; choose another username.`);
-    const [invited] = await tx`select 1 from people where email = ${email}`;
+    const [invited] = await tx<{ invited: number }[]>`select 1 as invited from people where email = ${email}`;
     throw conflict(invited ? `${email} is already invited.` : `A person is already named ${username}; choose another username.`);
   });
   return { email, username };
@@ -80,10 +79,10 @@ async function takeSlot(
   client: string,
   limits: Limits,
   refusal: string,
-): Promise<string> {
+): Promise<bigint> {
   await tx`select pg_advisory_xact_lock(1, hashtext(${email}))`;
   await tx`select pg_advisory_xact_lock(2, hashtext(${client}))`;
-  const [row] = await tx<{ id: string | null }[]>`
+  const [row] = await tx<{ id: bigint | null }[]>`
     with recent as (
       select
         count(*) filter (where email = ${email} and client = ${client}) as by_email_and_client,

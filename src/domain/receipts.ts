@@ -4,8 +4,9 @@ import type { Agent } from './actors';
 import { isRetrying, isStalled } from './delivery-states';
 import { invalid, notFound } from './errors';
 import { isId } from './ids';
+import { iso } from './iso-time';
 import { settlesWithin } from './inbox-wait';
-import type { MessageReceipts, RecipientStatus } from './schemas';
+import type { DeliveryStep, MessageReceipts, RecipientStatus } from './schemas';
 
 // What a sender may see of its own message: each recipient's step and when it got there. Nothing
 // else: no webhook URL, no error text (it can name the handler's address), no other message.
@@ -26,11 +27,24 @@ const PAST: Record<WaitFor, Set<string>> = {
 };
 const reached = (recipients: RecipientStatus[], waitFor: WaitFor) => recipients.every((r) => PAST[waitFor].has(r.step));
 
-const iso = (value: Date | null) => (value ? value.toISOString() : null);
+type ReceiptRow = {
+  id: string;
+  thread_id: string;
+  username: string;
+  step: DeliveryStep;
+  failed_step: DeliveryStep | null;
+  webhook: boolean;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  notified_at: Date | null;
+  delivered_at: Date | null;
+  fetched_at: Date | null;
+  acknowledged_at: Date | null;
+};
 
 async function read(sql: Sql, agent: Agent, messageId: string, stalledAfterMs: number) {
   if (!isId(messageId)) throw noSuchMessage();
-  const rows = await sql`
+  const rows = await sql<ReceiptRow[]>`
     select d.id, d.thread_id, a.username, d.step, d.failed_step, d.webhook, d.next_attempt_at, d.created_at,
            d.notified_at, d.delivered_at, d.fetched_at, d.acknowledged_at
     from messages m
@@ -52,7 +66,7 @@ async function read(sql: Sql, agent: Agent, messageId: string, stalledAfterMs: n
     fetchedAt: iso(r.fetched_at),
     acknowledgedAt: iso(r.acknowledged_at),
   }));
-  return { deliveryIds: rows.map((r) => r.id as string), threadId: rows[0]!.thread_id as string, recipients };
+  return { deliveryIds: rows.map((r) => r.id), threadId: rows[0]!.thread_id, recipients };
 }
 
 // The receipts of a message the agent sent. With `waitFor`, held for up to `seconds` until every

@@ -23,10 +23,10 @@ async function inBatches(remove: () => Promise<number>): Promise<number> {
 export async function pruneHistory(sql: Sql, retention: Retention): Promise<Pruned> {
   const attemptCutoff = daysAgo(retention.attemptLogDays);
   const attempts = await inBatches(async () => {
-    const rows = await sql`
+    const rows = await sql<{ deleted: number }[]>`
       delete from delivery_attempts where id in (
         select id from delivery_attempts where attempted_at < ${attemptCutoff} order by id limit ${BATCH})
-      returning 1`;
+      returning 1 as deleted`;
     return rows.length;
   });
   const deadJobs = await inBatches(() => deleteDeadJobs(sql, daysAgo(retention.deadJobDays), BATCH));
@@ -35,20 +35,20 @@ export async function pruneHistory(sql: Sql, retention: Retention): Promise<Prun
     const messageCutoff = daysAgo(retention.messageDays);
     // Deliveries and their attempts go with their message (on delete cascade).
     messages = await inBatches(async () => {
-      const rows = await sql`
+      const rows = await sql<{ deleted: number }[]>`
         delete from messages where id in (
           select id from messages where created_at < ${messageCutoff} order by id limit ${BATCH})
-        returning 1`;
+        returning 1 as deleted`;
       return rows.length;
     });
   }
   // Expired OAuth codes, tokens and interactions are already refused by their expiry; this frees
   // their rows.
   const oauthArtifacts = await inBatches(async () => {
-    const rows = await sql`
+    const rows = await sql<{ deleted: number }[]>`
       delete from oauth_artifacts where (model, id_hash) in (
         select model, id_hash from oauth_artifacts where expires_at < now() limit ${BATCH})
-      returning 1`;
+      returning 1 as deleted`;
     return rows.length;
   });
   return { attempts, deadJobs, messages, oauthArtifacts };

@@ -122,6 +122,8 @@ export const DeliveredReport = T.Object(
 export const Acknowledgement = T.Object({ message: T.String({ examples: ['Delivery acknowledged.'] }) }, { title: 'Acknowledgement' });
 
 const Step = T.Union([T.Literal('accepted'), T.Literal('notified'), T.Literal('delivered'), T.Literal('fetched'), T.Literal('failed')]);
+// The delivery_step enum of sql/001_core.sql.
+export type DeliveryStep = Static<typeof Step>;
 const When = (description: string) => T.Union([Timestamp(description), T.Null()]);
 
 export const RecipientStatus = T.Object(

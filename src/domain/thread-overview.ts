@@ -3,7 +3,7 @@ import { isRetrying, isStalled } from './delivery-states';
 import { invalid, notFound } from './errors';
 import { isId } from './ids';
 import { keyBounds, pageOf, type PageQuery } from './keyset';
-import type { Page, ThreadRecord } from './schemas';
+import type { DeliveryStep, Page, ThreadRecord } from './schemas';
 import { containing, searchText } from './search';
 import { selectThreads, toRecord, type ThreadRow } from './threads';
 
@@ -57,20 +57,32 @@ export type ThreadMessage = {
   deliveries: RecipientProgress[];
 };
 
+// Built as json: its times are PostgreSQL's text.
 type DeliveryRow = {
   deliveryId: string;
   recipient: string;
-  step: string;
-  failedStep: string | null;
+  step: DeliveryStep;
+  failedStep: DeliveryStep | null;
   notifiedAt: string | null;
   deliveredAt: string | null;
   nextAttemptAt: string | null;
 };
 
+type MessageRow = {
+  id: string;
+  sender: string;
+  content: string;
+  summary: string | null;
+  createdAt: Date;
+  deliveries: DeliveryRow[];
+};
+
 // A thread's messages, newest first, each with its deliveries by recipient name.
 export async function threadMessages(sql: Sql, threadId: string, page: PageQuery, stalledAfterMs: number): Promise<Page<ThreadMessage>> {
-  if (!isId(threadId) || !(await sql`select 1 from threads where id = ${threadId}`)[0]) throw notFound('No such thread.');
-  const rows = await sql`
+  if (!isId(threadId) || !(await sql<{ found: number }[]>`select 1 as found from threads where id = ${threadId}`)[0]) {
+    throw notFound('No such thread.');
+  }
+  const rows = await sql<MessageRow[]>`
     select m.id, m.sender, m.content, m.summary, m.created_at as "createdAt",
            coalesce((select json_agg(json_build_object('deliveryId', d.id, 'recipient', a.username, 'step', d.step,
                                                        'failedStep', d.failed_step, 'notifiedAt', d.notified_at,
@@ -82,12 +94,12 @@ export async function threadMessages(sql: Sql, threadId: string, page: PageQuery
     order by m.id desc
     limit ${page.limit + 1}`;
   const messages = rows.map((r) => ({
-    id: r.id as string,
-    sender: r.sender as string,
-    content: r.content as string,
-    summary: r.summary as string | null,
-    createdAt: (r.createdAt as Date).toISOString(),
-    deliveries: (r.deliveries as DeliveryRow[]).map((d) => ({
+    id: r.id,
+    sender: r.sender,
+    content: r.content,
+    summary: r.summary,
+    createdAt: r.createdAt.toISOString(),
+    deliveries: r.deliveries.map((d) => ({
       deliveryId: d.deliveryId,
       recipient: d.recipient,
       step: d.step,

@@ -5,9 +5,8 @@ import { once, type Idempotency } from './idempotency';
 import { isId } from './ids';
 import { NewParticipant, NewThread, type ThreadRecord } from './schemas';
 import { validate } from './validate';
-import { agentHoldsThread, agentSeesThread } from './visibility';
+import { agentHoldsThread, agentSeesThread, threadNotFound } from './visibility';
 
-const threadNotFound = () => notFound('No such thread, or you are not a participant.');
 
 // The thread record, participants included, in one query.
 export function selectThreads(sql: Queries) {

@@ -12,10 +12,13 @@ export function codePoints(text: string): number {
   return count;
 }
 
+// The field a sentence names: `thread.title` for the path /thread/title, `root` for the whole value.
+const fieldOf = (error: ValueError, root: string) => (error.path ? error.path.slice(1).replaceAll('/', '.') : root);
+
 // One sentence per broken rule, naming the field and the bound, e.g.
 // "content must be at most 10000 characters". Every door shows these same sentences.
 export function describeValueError(error: ValueError, root = 'body'): string {
-  const field = error.path ? error.path.slice(1).replaceAll('/', '.') : root;
+  const field = fieldOf(error, root);
   const s = error.schema as Record<string, unknown>;
   // A missing field fails its type check too; say what is actually wrong.
   if (error.value === undefined && error.path) return `${field} is required`;
@@ -71,7 +74,7 @@ TypeRegistry.Set<Counted>(
 
 function describeCountedString(error: ValueError, root: string): string {
   const schema = error.schema as Counted;
-  const field = error.path ? error.path.slice(1).replaceAll('/', '.') : root;
+  const field = fieldOf(error, root);
   const tooShortOrLong = typeof error.value === 'string' ? lengthSentence(schema, error.value, field) : null;
   if (tooShortOrLong) return tooShortOrLong;
   const other = schema.others.Errors(error.value).First();

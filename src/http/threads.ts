@@ -15,9 +15,10 @@ import { ok } from '../web/envelope';
 import { jsonBody, responses } from './responses';
 import { IdempotencyHeaders, LimitQuery } from './query';
 import { requestLog } from '../web/request-id';
+import { NO_SUCH_THREAD } from '../domain/visibility';
 
 const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
-const noSuchThread = { noSuchThread: 'No such thread, or you are not a participant.' };
+const noSuchThread = { noSuchThread: NO_SUCH_THREAD };
 
 // The request's Idempotency-Key, if any, with the configured retention.
 const idempotencyOf = (request: Request, retentionMs: number): Idempotency | undefined => {

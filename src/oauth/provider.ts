@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import type { Config } from '../config';
+import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { SECURITY_HEADERS } from '../dashboard/pages';
 import { escapeHtml } from '../web/html';
@@ -57,7 +57,7 @@ export async function createOAuthServer(sql: Sql, config: Config, log: Logger): 
       ),
     );
 
-  const outbound = outboundFetch({ allowLocal: config.WEBHOOK_ALLOW_LOCAL });
+  const outbound = outboundFetch(webhookUrlPolicy(config));
   const provider = new Provider(issuer, {
     adapter: artifactStore(sql),
     jwks: keys.jwks,

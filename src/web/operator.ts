@@ -1,11 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
+import { sameSecret } from '../domain/keys';
 import { fail } from './envelope';
-
-const sameToken = (given: string, expected: string) => {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-};
 
 // The operator's routes (GET /metrics, GET /health/details) answer only the bearer of
 // METRICS_TOKEN; without one configured they do not exist. Answers the refusal to send, or null.
@@ -15,7 +9,7 @@ export function refuseNonOperator(token: string | undefined, request: Request, s
     return fail('Operator routes are off: set METRICS_TOKEN to serve /metrics and /health/details.');
   }
   const given = /^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1];
-  if (given && sameToken(given, token)) return null;
+  if (given && sameSecret(given, token)) return null;
   set.status = 401;
   set.headers['www-authenticate'] = 'Bearer realm="operator"';
   return fail('Send the operator token: "Authorization: Bearer <METRICS_TOKEN>".');

@@ -1,12 +1,12 @@
-import { timingSafeEqual } from 'node:crypto';
 import { signature, standardSignature } from '../domain/doorbell-signature';
+import { sameSecret } from '../domain/keys';
 
 // For handlers: true when `header` (the X-Signature-256 value) is the signature of the raw,
 // unparsed request body under `secret`. Compared in constant time, so a forger learns nothing
 // from how long a wrong guess takes.
 export function verifySignature(rawBody: string | Uint8Array, header: string | null | undefined, secret: string): boolean {
   if (typeof header !== 'string') return false;
-  return sameBytes(header.trim(), signature(rawBody, secret));
+  return sameSecret(header.trim(), signature(rawBody, secret));
 }
 
 export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
@@ -33,7 +33,7 @@ export function verifyStandardWebhook(
   if (Math.abs(Math.floor(now.getTime() / 1000) - Number(timestamp)) > toleranceSeconds) return false;
   const expected = standardSignature(id, timestamp, rawBody, secret);
   // Every listed signature is compared, so the time taken does not tell which one matched.
-  return signatures.split(' ').reduce((found, given) => sameBytes(given, expected) || found, false);
+  return signatures.split(' ').reduce((found, given) => sameSecret(given, expected) || found, false);
 }
 
 function headerValue(headers: RequestHeaders, name: string): string | null {
@@ -42,10 +42,4 @@ function headerValue(headers: RequestHeaders, name: string): string | null {
   const value = key === undefined ? undefined : headers[key];
   // A header sent twice arrives as a list in Node; no doorbell does that, so it is not ours.
   return typeof value === 'string' ? value : null;
-}
-
-function sameBytes(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }

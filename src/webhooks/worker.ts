@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Logger as WorkerLogger, run, type Runner, type WorkerEvents, type WorkerPool } from 'graphile-worker';
-import { retryDelays, type Config } from '../config';
+import { retryDelays, webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown } from '../db/job-queue';
@@ -88,7 +88,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     sql,
     log,
     metrics,
-    send: { policy: { allowLocal: config.WEBHOOK_ALLOW_LOCAL }, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
+    send: { policy: webhookUrlPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS },
     retryPolicy: { delaysMs: retryDelays(config) },
     onRetryScheduled: wakeAfter,
     credentials: rememberWebhooks(),
