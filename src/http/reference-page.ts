@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import { escapeHtml } from '../web/html';
 import scalarBundle from '../../node_modules/@scalar/api-reference/dist/browser/standalone.js' with { type: 'file' };
 
 // The reference viewer is pinned (package.json holds the same exact version) and served from this
@@ -6,8 +7,6 @@ import scalarBundle from '../../node_modules/@scalar/api-reference/dist/browser/
 // so a cached copy is never stale and can be kept for a year.
 export const SCALAR_VERSION = '1.72.1';
 export const SCALAR_PATH = `/openapi/assets/scalar-${SCALAR_VERSION}.js`;
-
-const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 // Scripts only from this server, and no eval. Scalar's bundle injects several <style> elements and
 // style attributes of its own, so inline styles are allowed: they cannot run code.
@@ -33,18 +32,18 @@ const configuration = (specPath: string) =>
   });
 
 function renderReferencePage(info: { title: string; description?: string }, specPath: string) {
-  const description = escape(info.description ?? '');
+  const description = escapeHtml(info.description ?? '');
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(info.title)}</title>
+<title>${escapeHtml(info.title)}</title>
 <meta name="description" content="${description}">
 <meta property="og:description" content="${description}">
 </head>
 <body>
-<script id="api-reference" type="application/json" data-configuration="${escape(configuration(specPath))}"></script>
+<script id="api-reference" type="application/json" data-configuration="${escapeHtml(configuration(specPath))}"></script>
 <script src="${SCALAR_PATH}"></script>
 </body>
 </html>`;
