@@ -1,36 +1,12 @@
 import { Logger as WorkerLogger, runMigrations } from 'graphile-worker';
-import core from '../../sql/001_core.sql' with { type: 'text' };
-import webhooks from '../../sql/002_webhooks.sql' with { type: 'text' };
-import people from '../../sql/003_people.sql' with { type: 'text' };
-import announceAfterCommit from '../../sql/004_announce_after_commit.sql' with { type: 'text' };
-import uuidV7WithoutParsing from '../../sql/005_uuid_v7_without_parsing.sql' with { type: 'text' };
-import usernames from '../../sql/006_usernames.sql' with { type: 'text' };
-import agentChangesNotify from '../../sql/007_agent_changes_notify.sql' with { type: 'text' };
-import deliveryStepsForward from '../../sql/008_delivery_steps_forward.sql' with { type: 'text' };
-import attemptLog from '../../sql/010_attempt_log.sql' with { type: 'text' };
-import idempotencyKeys from '../../sql/011_idempotency_keys.sql' with { type: 'text' };
-import dashboardAtScale from '../../sql/013_dashboard_at_scale.sql' with { type: 'text' };
-import oneRecipientIndex from '../../sql/014_one_recipient_index.sql' with { type: 'text' };
-import oauth from '../../sql/015_oauth.sql' with { type: 'text' };
 import type { Sql } from './connect';
+import { readMigrations } from './migration-files' with { type: 'macro' };
+import type { Migration } from './migration-files';
 import { workerPool } from './worker-pool';
 
-// Imported as text so that `bun build --compile` carries them inside the executable.
-export const migrations: { name: string; sql: string }[] = [
-  { name: '001_core', sql: core },
-  { name: '002_webhooks', sql: webhooks },
-  { name: '003_people', sql: people },
-  { name: '004_announce_after_commit', sql: announceAfterCommit },
-  { name: '005_uuid_v7_without_parsing', sql: uuidV7WithoutParsing },
-  { name: '006_usernames', sql: usernames },
-  { name: '007_agent_changes_notify', sql: agentChangesNotify },
-  { name: '008_delivery_steps_forward', sql: deliveryStepsForward },
-  { name: '010_attempt_log', sql: attemptLog },
-  { name: '011_idempotency_keys', sql: idempotencyKeys },
-  { name: '013_dashboard_at_scale', sql: dashboardAtScale },
-  { name: '014_one_recipient_index', sql: oneRecipientIndex },
-  { name: '015_oauth', sql: oauth },
-];
+// Every file in sql/, in order, read when this module is transpiled or bundled (see
+// migration-files.ts): adding a migration is adding its file.
+export const migrations: Migration[] = readMigrations();
 
 // Applies our numbered migrations, then graphile-worker's own schema (the message transaction
 // calls graphile_worker.add_jobs, so both must exist before the first request).

@@ -1,0 +1,355 @@
+-- The schema that the migrations in sql/ build, 001_core to 015_oauth,
+-- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
+-- without owners or privileges (graphile-worker's own schema is the library's). For reading:
+-- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
+-- `bun run schema:snapshot` writes it again.
+
+-- Types
+
+CREATE TYPE public.delivery_step AS ENUM (
+    'accepted',
+    'notified',
+    'delivered',
+    'fetched',
+    'failed'
+);
+
+CREATE TYPE public.thread_state AS ENUM (
+    'open',
+    'close-pending',
+    'closed'
+);
+
+-- Functions
+
+CREATE OR REPLACE FUNCTION public.deliveries_step_forward()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if (old.step, new.step) in (
+    ('accepted', 'notified'), ('accepted', 'delivered'), ('accepted', 'fetched'), ('accepted', 'failed'),
+    ('notified', 'delivered'), ('notified', 'fetched'), ('notified', 'failed'),
+    ('delivered', 'fetched'), ('delivered', 'failed'),
+    ('failed', 'accepted'), ('failed', 'delivered'), ('failed', 'fetched')
+  ) then
+    return new;
+  end if;
+  raise exception 'A delivery step moves only forward: % to % refused.', old.step, new.step
+    using errcode = 'check_violation';
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.notify_agent_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('ams_agents', old.id::text);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.notify_agent_listing()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('ams_dashboard', 'agent:' || new.id::text);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.notify_delivery_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('ams_delivery', new.id::text);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.notify_participant_listing()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('ams_dashboard', 'thread:' || coalesce(new.thread_id, old.thread_id)::text);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.notify_thread_listing()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('ams_dashboard', 'thread:' || new.id::text);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.oauth_connection_changed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if tg_op = 'DELETE' then
+    delete from oauth_artifacts where grant_id = old.grant_id;
+  end if;
+  perform pg_notify('ams_dashboard', 'agent:' || coalesce(new.agent_id, old.agent_id)::text);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.oauth_end_connections_of_archived()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  delete from oauth_connections where agent_id = new.id;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.uuid_v7()
+ RETURNS uuid
+ LANGUAGE sql
+ PARALLEL SAFE
+AS $function$select uuidv7()$function$;
+
+-- Tables, each with its indexes and triggers
+
+CREATE TABLE public.agents (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    username text NOT NULL,
+    key_hash bytea NOT NULL,
+    archived_at timestamp with time zone,
+    webhook_url text,
+    signing_secret text,
+    webhook_set_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    username_owner text GENERATED ALWAYS AS ('agent'::text) STORED NOT NULL,
+    CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
+    CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
+    CONSTRAINT agents_pkey PRIMARY KEY (id),
+    CONSTRAINT agents_username_key UNIQUE (username),
+    CONSTRAINT agents_username_username_owner_fkey FOREIGN KEY (username, username_owner) REFERENCES public.usernames(username, owner)
+);
+CREATE TRIGGER agents_archived_end_oauth_connections AFTER UPDATE OF archived_at ON public.agents FOR EACH ROW WHEN (((new.archived_at IS NOT NULL) AND (old.archived_at IS NULL))) EXECUTE FUNCTION public.oauth_end_connections_of_archived();
+CREATE TRIGGER agents_deleted AFTER DELETE ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_change();
+CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
+CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
+
+CREATE TABLE public.deliveries (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    message_id uuid NOT NULL,
+    thread_id uuid NOT NULL,
+    recipient_id uuid NOT NULL,
+    step public.delivery_step DEFAULT 'accepted'::public.delivery_step NOT NULL,
+    failed_step public.delivery_step,
+    error text,
+    webhook boolean NOT NULL,
+    publish_attempts smallint DEFAULT 0 NOT NULL,
+    send_attempts smallint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    notified_at timestamp with time zone,
+    delivered_at timestamp with time zone,
+    fetched_at timestamp with time zone,
+    acknowledged_at timestamp with time zone,
+    resends smallint DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    CONSTRAINT deliveries_check CHECK (((step = 'failed'::public.delivery_step) = (failed_step IS NOT NULL))),
+    CONSTRAINT deliveries_message_id_fkey FOREIGN KEY (message_id) REFERENCES public.messages(id) ON DELETE CASCADE,
+    CONSTRAINT deliveries_message_id_recipient_id_key UNIQUE (message_id, recipient_id),
+    CONSTRAINT deliveries_pkey PRIMARY KEY (id),
+    CONSTRAINT deliveries_recipient_id_fkey FOREIGN KEY (recipient_id) REFERENCES public.agents(id)
+);
+CREATE INDEX deliveries_awaiting_report_idx ON public.deliveries USING btree (notified_at, id) WHERE ((step = 'notified'::public.delivery_step) AND (delivered_at IS NULL));
+CREATE INDEX deliveries_failed_idx ON public.deliveries USING btree (id) WHERE (step = 'failed'::public.delivery_step);
+CREATE INDEX deliveries_inbox_idx ON public.deliveries USING btree (recipient_id, id) WHERE (acknowledged_at IS NULL);
+CREATE INDEX deliveries_owed_idx ON public.deliveries USING btree (created_at) WHERE (webhook AND (step = 'accepted'::public.delivery_step));
+CREATE INDEX deliveries_recipient_page_idx ON public.deliveries USING btree (recipient_id, id);
+CREATE INDEX deliveries_retrying_idx ON public.deliveries USING btree (id) WHERE ((step = 'accepted'::public.delivery_step) AND (next_attempt_at IS NOT NULL));
+CREATE INDEX deliveries_thread_page_idx ON public.deliveries USING btree (thread_id, id);
+CREATE TRIGGER deliveries_changed AFTER UPDATE OF step, failed_step, error, notified_at, delivered_at, fetched_at, acknowledged_at, next_attempt_at ON public.deliveries FOR EACH ROW WHEN ((new.send_attempts <= old.send_attempts)) EXECUTE FUNCTION public.notify_delivery_change();
+CREATE TRIGGER deliveries_step_forward BEFORE UPDATE OF step ON public.deliveries FOR EACH ROW WHEN ((old.step IS DISTINCT FROM new.step)) EXECUTE FUNCTION public.deliveries_step_forward();
+
+CREATE TABLE public.delivery_attempts (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    delivery_id uuid NOT NULL,
+    publish smallint NOT NULL,
+    attempt smallint NOT NULL,
+    attempted_at timestamp with time zone DEFAULT now() NOT NULL,
+    duration_ms integer NOT NULL,
+    status integer,
+    error text,
+    resend smallint DEFAULT 0 NOT NULL,
+    response_body text,
+    request_headers jsonb,
+    interrupted boolean DEFAULT false NOT NULL,
+    CONSTRAINT delivery_attempts_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES public.deliveries(id) ON DELETE CASCADE,
+    CONSTRAINT delivery_attempts_pkey PRIMARY KEY (id)
+);
+CREATE INDEX delivery_attempts_delivery_idx ON public.delivery_attempts USING btree (delivery_id, id);
+
+CREATE TABLE public.idempotency_keys (
+    agent_id uuid NOT NULL,
+    operation text NOT NULL,
+    key text NOT NULL,
+    fingerprint text NOT NULL,
+    status smallint,
+    response json,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT idempotency_keys_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT idempotency_keys_pkey PRIMARY KEY (agent_id, operation, key)
+);
+CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree (created_at);
+
+CREATE TABLE public.messages (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    thread_id uuid NOT NULL,
+    sender_agent_id uuid,
+    sender text NOT NULL,
+    content text NOT NULL,
+    summary text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT messages_pkey PRIMARY KEY (id),
+    CONSTRAINT messages_sender_agent_id_fkey FOREIGN KEY (sender_agent_id) REFERENCES public.agents(id),
+    CONSTRAINT messages_thread_id_fkey FOREIGN KEY (thread_id) REFERENCES public.threads(id) ON DELETE CASCADE
+);
+CREATE INDEX messages_thread_idx ON public.messages USING btree (thread_id, id);
+
+CREATE TABLE public.oauth_artifacts (
+    model text NOT NULL,
+    id_hash bytea NOT NULL,
+    payload jsonb NOT NULL,
+    grant_id text,
+    uid_hash bytea,
+    expires_at timestamp with time zone,
+    CONSTRAINT oauth_artifacts_pkey PRIMARY KEY (model, id_hash)
+);
+CREATE INDEX oauth_artifacts_expiry_idx ON public.oauth_artifacts USING btree (expires_at) WHERE (expires_at IS NOT NULL);
+CREATE INDEX oauth_artifacts_grant_idx ON public.oauth_artifacts USING btree (grant_id) WHERE (grant_id IS NOT NULL);
+CREATE INDEX oauth_artifacts_uid_idx ON public.oauth_artifacts USING btree (uid_hash) WHERE (uid_hash IS NOT NULL);
+
+CREATE TABLE public.oauth_connections (
+    grant_id text NOT NULL,
+    agent_id uuid NOT NULL,
+    client_id text NOT NULL,
+    client_name text,
+    client_uri text,
+    approved_by uuid,
+    approved_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_used_at timestamp with time zone,
+    CONSTRAINT oauth_connections_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT oauth_connections_approved_by_fkey FOREIGN KEY (approved_by) REFERENCES public.people(id) ON DELETE SET NULL,
+    CONSTRAINT oauth_connections_pkey PRIMARY KEY (grant_id)
+);
+CREATE INDEX oauth_connections_agent_idx ON public.oauth_connections USING btree (agent_id, approved_at DESC);
+CREATE TRIGGER oauth_connections_changed AFTER INSERT OR DELETE OR UPDATE OF last_used_at ON public.oauth_connections FOR EACH ROW EXECUTE FUNCTION public.oauth_connection_changed();
+
+CREATE TABLE public.oauth_keys (
+    singleton boolean DEFAULT true NOT NULL,
+    jwks jsonb NOT NULL,
+    cookie_keys text[] NOT NULL,
+    CONSTRAINT oauth_keys_pkey PRIMARY KEY (singleton),
+    CONSTRAINT oauth_keys_singleton_check CHECK (singleton)
+);
+
+CREATE TABLE public.oauth_registration_attempts (
+    client text NOT NULL,
+    attempted_at timestamp with time zone DEFAULT now() NOT NULL
+);
+CREATE INDEX oauth_registration_attempts_idx ON public.oauth_registration_attempts USING btree (client, attempted_at);
+
+CREATE TABLE public.participants (
+    thread_id uuid NOT NULL,
+    agent_id uuid NOT NULL,
+    joined_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT participants_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id),
+    CONSTRAINT participants_pkey PRIMARY KEY (thread_id, agent_id),
+    CONSTRAINT participants_thread_id_fkey FOREIGN KEY (thread_id) REFERENCES public.threads(id) ON DELETE CASCADE
+);
+CREATE INDEX participants_agent_idx ON public.participants USING btree (agent_id, thread_id);
+CREATE TRIGGER participants_listing_changed AFTER INSERT OR DELETE ON public.participants FOR EACH ROW EXECUTE FUNCTION public.notify_participant_listing();
+
+CREATE TABLE public.people (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    email text NOT NULL,
+    username text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    username_owner text GENERATED ALWAYS AS ('person'::text) STORED NOT NULL,
+    CONSTRAINT people_email_key UNIQUE (email),
+    CONSTRAINT people_pkey PRIMARY KEY (id),
+    CONSTRAINT people_username_key UNIQUE (username),
+    CONSTRAINT people_username_username_owner_fkey FOREIGN KEY (username, username_owner) REFERENCES public.usernames(username, owner)
+);
+
+CREATE TABLE public.schema_migrations (
+    name text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT schema_migrations_pkey PRIMARY KEY (name)
+);
+
+CREATE TABLE public.sessions (
+    token_hash bytea NOT NULL,
+    person_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT sessions_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.people(id) ON DELETE CASCADE,
+    CONSTRAINT sessions_pkey PRIMARY KEY (token_hash)
+);
+CREATE INDEX sessions_person_idx ON public.sessions USING btree (person_id);
+
+CREATE TABLE public.sign_in_attempts (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    kind text NOT NULL,
+    email text NOT NULL,
+    client text NOT NULL,
+    attempted_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sign_in_attempts_kind_check CHECK ((kind = ANY (ARRAY['code_request'::text, 'wrong_code'::text]))),
+    CONSTRAINT sign_in_attempts_pkey PRIMARY KEY (id)
+);
+CREATE INDEX sign_in_attempts_client_idx ON public.sign_in_attempts USING btree (kind, client, attempted_at);
+CREATE INDEX sign_in_attempts_email_idx ON public.sign_in_attempts USING btree (kind, email, attempted_at);
+
+CREATE TABLE public.sign_in_codes (
+    person_id uuid NOT NULL,
+    code_hash bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT sign_in_codes_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.people(id) ON DELETE CASCADE,
+    CONSTRAINT sign_in_codes_pkey PRIMARY KEY (person_id)
+);
+
+CREATE TABLE public.threads (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    title text NOT NULL,
+    goal text,
+    state public.thread_state DEFAULT 'open'::public.thread_state NOT NULL,
+    opened_by uuid NOT NULL,
+    close_requested_at timestamp with time zone,
+    closed_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT threads_opened_by_fkey FOREIGN KEY (opened_by) REFERENCES public.agents(id),
+    CONSTRAINT threads_pkey PRIMARY KEY (id)
+);
+CREATE INDEX threads_close_pending_idx ON public.threads USING btree (id) WHERE (state = 'close-pending'::public.thread_state);
+CREATE TRIGGER threads_listing_changed AFTER INSERT OR UPDATE OF state, title, goal ON public.threads FOR EACH ROW EXECUTE FUNCTION public.notify_thread_listing();
+
+CREATE TABLE public.usernames (
+    username text NOT NULL,
+    owner text NOT NULL,
+    CONSTRAINT usernames_owner_check CHECK ((owner = ANY (ARRAY['agent'::text, 'person'::text]))),
+    CONSTRAINT usernames_pkey PRIMARY KEY (username),
+    CONSTRAINT usernames_username_owner_key UNIQUE (username, owner)
+);
+
+CREATE TABLE public.worker_heartbeats (
+    worker_id text NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    beat_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT worker_heartbeats_pkey PRIMARY KEY (worker_id)
+);
