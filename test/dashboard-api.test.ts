@@ -67,7 +67,7 @@ describe('refusals', () => {
           method,
           path,
           401,
-          { success: false, error: 'Agent keys are not accepted on the dashboard; a person signs in with an emailed code.' },
+          { success: false, error: 'Agent keys are not accepted on the dashboard; a person signs in with an emailed code.', code: 'agent_key' },
         ]);
       }
     }
@@ -76,7 +76,7 @@ describe('refusals', () => {
   test('a NUL character in a path segment is a 400, not a server fault', async () => {
     const res = await h.send('POST', '/dashboard/api/agents/a%00b/archive', { cookie });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ success: false, error: 'The request URL must not contain the NUL character (%00).' });
+    expect(res.body).toEqual({ success: false, error: 'The request URL must not contain the NUL character (%00).', code: 'invalid' });
   });
 
   test('an agent key gets 401 on the dashboard pages and assets too', async () => {
@@ -89,7 +89,7 @@ describe('refusals', () => {
         expect([page, res.status, res.body]).toEqual([
           page,
           401,
-          { success: false, error: 'Agent keys are not accepted on the dashboard; a person signs in with an emailed code.' },
+          { success: false, error: 'Agent keys are not accepted on the dashboard; a person signs in with an emailed code.', code: 'agent_key' },
         ]);
       }
     }
@@ -103,7 +103,7 @@ describe('refusals', () => {
         method,
         path,
         401,
-        { success: false, error: 'Sign in first: there is no session, or it has expired.' },
+        { success: false, error: 'Sign in first: there is no session, or it has expired.', code: 'no_session' },
       ]);
     }
     const garbage = await h.dash.handle(
@@ -182,18 +182,18 @@ describe('agents', () => {
     const unpaired = 'must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
     const controls = 'webhookUrl must not contain spaces or control characters such as a newline';
     // JSON.stringify sends each of these as its JSON escape, as any client would.
-    for (const [body, error] of [
-      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\n' }, controls],
-      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\r\nX-Injected: 1' }, controls],
-      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\u0000' }, 'webhookUrl must not contain the NUL character (U+0000)'],
-      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/\ud800' }, `webhookUrl ${unpaired}`],
-      [{ username: '\ud800' }, `username ${unpaired}`],
+    for (const [body, error, field] of [
+      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\n' }, controls, 'webhookUrl'],
+      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\r\nX-Injected: 1' }, controls, 'webhookUrl'],
+      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/in\u0000' }, 'webhookUrl must not contain the NUL character (U+0000)', 'webhookUrl'],
+      [{ username: 'lined', webhookUrl: 'http://127.0.0.1:9/\ud800' }, `webhookUrl ${unpaired}`, 'webhookUrl'],
+      [{ username: '\ud800' }, `username ${unpaired}`, 'username'],
     ] as const) {
       const res = await as('POST', '/agents', body);
-      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error }]);
+      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error, code: 'invalid', field }]);
     }
     const put = await as('PUT', '/agents/carol/webhook', { webhookUrl: 'http://127.0.0.1:9/carol\n' });
-    expect([put.status, put.body]).toEqual([400, { success: false, error: controls }]);
+    expect([put.status, put.body]).toEqual([400, { success: false, error: controls, code: 'invalid', field: 'webhookUrl' }]);
     const [lined] = await h.db.sql`select count(*)::int as n from agents where username = 'lined' or username like '%' || chr(65533) || '%'`;
     expect(lined!.n).toBe(0);
     const [carolRow] = await h.db.sql`select webhook_url from agents where username = 'carol'`;
@@ -357,9 +357,9 @@ describe('threads', () => {
       const [stored] = await h.db.sql`select content, summary from messages where id = ${res.body.data.id}`;
       expect(stored).toEqual({ content: body.content, summary: body.summary ?? null });
     }
-    for (const [body, error] of POSTS_PAST_BOUNDS) {
+    for (const [body, error, field] of POSTS_PAST_BOUNDS) {
       const res = await as('POST', `/threads/${id}/messages`, body);
-      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error }]);
+      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error, code: 'invalid', field }]);
     }
     const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
     expect(messages!.n).toBe(2);
@@ -368,12 +368,12 @@ describe('threads', () => {
   test("an unpaired surrogate in a person's post is a 400 naming the field, and nothing is stored", async () => {
     const id = await openThread('Half characters');
     const unpaired = 'must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
-    for (const [body, error] of [
-      [{ content: '\ud800' }, `content ${unpaired}`],
-      [{ content: 'fine', summary: '\udfff' }, `summary ${unpaired}`],
+    for (const [body, error, field] of [
+      [{ content: '\ud800' }, `content ${unpaired}`, 'content'],
+      [{ content: 'fine', summary: '\udfff' }, `summary ${unpaired}`, 'summary'],
     ] as const) {
       const res = await as('POST', `/threads/${id}/messages`, body);
-      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error }]);
+      expect([body, res.status, res.body]).toEqual([body, 400, { success: false, error, code: 'invalid', field }]);
     }
     const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
     expect(messages!.n).toBe(0);

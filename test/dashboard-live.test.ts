@@ -91,7 +91,7 @@ describe('a stream ends with its session', () => {
     expect((await h.send('POST', '/dashboard/api/sign-out', { cookie: leaving })).status).toBe(200);
     // SESSION_CHECK_MS is a minute here, so only the sign-out itself can have ended them.
     for (const next of [first, second]) {
-      expect(await next()).toEqual({ event: 'session-ended', data: { error: 'You signed out; sign in again.' } });
+      expect(await next()).toEqual({ event: 'session-ended', data: { error: 'You signed out; sign in again.', code: 'signed_out' } });
       await expect(next()).rejects.toThrow('the event stream ended');
     }
 
@@ -121,7 +121,7 @@ describe('a stream ends with its session, checked every SESSION_CHECK_MS', () =>
     const kept = await open(live);
 
     await s.db.sql`update sessions set expires_at = now() - interval '1 second' where token_hash = ${sha256(expiring.split('=')[1]!)}`;
-    expect(await doomed()).toEqual({ event: 'session-ended', data: { error: 'Your session expired; sign in again.' } });
+    expect(await doomed()).toEqual({ event: 'session-ended', data: { error: 'Your session expired; sign in again.', code: 'session_expired' } });
     await expect(doomed()).rejects.toThrow('the event stream ended');
 
     const alice = await s.agent('alice');
@@ -132,7 +132,7 @@ describe('a stream ends with its session, checked every SESSION_CHECK_MS', () =>
 
     // Signed out through another instance: the session is gone from the table, and this process notices.
     await s.db.sql`delete from sessions where token_hash = ${sha256(live.split('=')[1]!)}`;
-    expect(await kept()).toEqual({ event: 'session-ended', data: { error: 'You signed out; sign in again.' } });
+    expect(await kept()).toEqual({ event: 'session-ended', data: { error: 'You signed out; sign in again.', code: 'signed_out' } });
     await expect(kept()).rejects.toThrow('the event stream ended');
   });
 });

@@ -79,7 +79,7 @@ describe('sign-in codes', () => {
 
     const again = await verify('ada@example.com', code);
     expect(again.status).toBe(400);
-    expect(again.body).toEqual({ success: false, error: 'That code is wrong or has expired; request a new one.' });
+    expect(again.body).toEqual({ success: false, error: 'That code is wrong or has expired; request a new one.', code: 'invalid' });
     const me = await h.send('GET', '/dashboard/api/me', { cookie: sessionCookieOf(res) });
     expect(me.body).toEqual({ success: true, data: { email: 'ada@example.com', username: 'ada' } });
   });
@@ -88,7 +88,7 @@ describe('sign-in codes', () => {
     const before = (await h.db.sql`select count(*)::int as n from sessions`)[0]!.n;
     const res = await verify('nobody@example.com', '123456');
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ success: false, error: 'That code is wrong or has expired; request a new one.' });
+    expect(res.body).toEqual({ success: false, error: 'That code is wrong or has expired; request a new one.', code: 'invalid' });
     expect(res.headers.get('set-cookie')).toBeNull();
     expect((await h.db.sql`select count(*)::int as n from sessions`)[0]!.n).toBe(before);
   });
@@ -114,7 +114,7 @@ describe('sign-in codes', () => {
   test('a body over 4 KiB to either sign-in route is refused with 413 before it is parsed, declared or streamed', async () => {
     await h.db.sql`delete from sign_in_attempts`;
     const big = JSON.stringify({ email: 'ada@example.com', code: '123456', padding: 'x'.repeat(100 * 1024) });
-    const refusal = { success: false, error: 'The request body is larger than the limit of 4096 bytes.' };
+    const refusal = { success: false, error: 'The request body is larger than the limit of 4096 bytes.', code: 'too_large' };
     for (const route of ['code', 'verify']) {
       const declared = await h.send('POST', `/dashboard/api/sign-in/${route}`, { headers: { 'content-type': 'application/json' }, body: JSON.parse(big) });
       expect([route, declared.status, declared.body]).toEqual([route, 413, refusal]);
@@ -133,19 +133,19 @@ describe('sign-in codes', () => {
   test('bad input is a 400 naming the field', async () => {
     const res = await h.send('POST', '/dashboard/api/sign-in/code', { body: { email: 'no' } });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ success: false, error: 'email must be at least 3 characters' });
+    expect(res.body).toEqual({ success: false, error: 'email must be at least 3 characters', code: 'invalid', field: 'email' });
     const missing = await h.send('POST', '/dashboard/api/sign-in/verify', { body: { email: 'ada@example.com' } });
     expect(missing.status).toBe(400);
-    expect(missing.body).toEqual({ success: false, error: 'code is required' });
+    expect(missing.body).toEqual({ success: false, error: 'code is required', code: 'invalid', field: 'code' });
   });
 
   test('an email address with an unpaired surrogate is a 400 naming the field, and no attempt is recorded', async () => {
     const unpaired = 'email must not contain an unpaired surrogate (U+D800 to U+DFFF), which is not valid Unicode';
     const before = await h.db.sql`select count(*)::int as n from sign_in_attempts`;
     const res = await requestCode('\ud800@example.com');
-    expect([res.status, res.body]).toEqual([400, { success: false, error: unpaired }]);
+    expect([res.status, res.body]).toEqual([400, { success: false, error: unpaired, code: 'invalid', field: 'email' }]);
     const check = await verify('\udfff@example.com', '123456');
-    expect([check.status, check.body]).toEqual([400, { success: false, error: unpaired }]);
+    expect([check.status, check.body]).toEqual([400, { success: false, error: unpaired, code: 'invalid', field: 'email' }]);
     const invited = await runCommand({ sql: h.db.sql, config: h.config }, ['people', 'invite', '\ud83d@example.com', 'halfway']).catch(
       (e: DomainError) => [e.kind, e.message],
     );
@@ -161,7 +161,7 @@ describe('sign-in rate limits (429)', () => {
     for (let i = 0; i < SIGN_IN.codeRequestsPerEmail; i++) expect((await requestCode('limited@example.com')).status).toBe(200);
     const res = await requestCode('Limited@example.com');
     expect(res.status).toBe(429);
-    expect(res.body).toEqual({ success: false, error: 'Too many sign-in codes were requested; wait a few minutes and try again.' });
+    expect(res.body).toEqual({ success: false, error: 'Too many sign-in codes were requested; wait a few minutes and try again.', code: 'rate_limited' });
     const [row] = await h.db.sql`select count(*)::int as n from sign_in_attempts where kind = 'code_request' and email = 'limited@example.com'`;
     expect(row!.n).toBe(SIGN_IN.codeRequestsPerEmail);
   });
@@ -183,7 +183,7 @@ describe('sign-in rate limits (429)', () => {
     for (let i = 0; i < SIGN_IN.wrongCodesPerEmailAndClient; i++) expect((await verify('ada@example.com', wrong, '203.0.113.66')).status).toBe(400);
     const res = await verify('ada@example.com', code, '203.0.113.66');
     expect(res.status).toBe(429);
-    expect(res.body).toEqual({ success: false, error: 'Too many wrong codes; wait a few minutes, then request a new code.' });
+    expect(res.body).toEqual({ success: false, error: 'Too many wrong codes; wait a few minutes, then request a new code.', code: 'rate_limited' });
     expect(res.headers.get('set-cookie')).toBeNull();
 
     const own = await verify('ada@example.com', code, '203.0.113.20');
@@ -199,7 +199,7 @@ describe('sign-in rate limits (429)', () => {
     for (let i = 0; i < SIGN_IN.wrongCodesPerEmail; i++) expect((await verify('ada@example.com', wrong, `192.0.2.${i}`)).status).toBe(400);
     const res = await verify('ada@example.com', code, '192.0.2.200');
     expect(res.status).toBe(429);
-    expect(res.body).toEqual({ success: false, error: 'Too many wrong codes; wait a few minutes, then request a new code.' });
+    expect(res.body).toEqual({ success: false, error: 'Too many wrong codes; wait a few minutes, then request a new code.', code: 'rate_limited' });
     const [row] = await h.db.sql`select count(*)::int as n from sign_in_attempts where kind = 'wrong_code' and email = 'ada@example.com'`;
     expect(row!.n).toBe(SIGN_IN.wrongCodesPerEmail);
   });
@@ -255,7 +255,7 @@ describe('sessions', () => {
     await h.db.sql`update sessions set expires_at = now() - interval '1 second'`;
     const res = await h.send('GET', '/dashboard/api/me', { cookie });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ success: false, error: 'Sign in first: there is no session, or it has expired.' });
+    expect(res.body).toEqual({ success: false, error: 'Sign in first: there is no session, or it has expired.', code: 'no_session' });
   });
 
   test('sign-out deletes the session and clears the cookie', async () => {

@@ -345,7 +345,7 @@ describe('a token stops working', () => {
     expect(refreshed.body.error).toBe('invalid_grant');
     const again = await h.send('DELETE', `/dashboard/api/connections/${grantId}`, { cookie: session });
     expect(again.status).toBe(404);
-    expect(again.body).toEqual({ success: false, error: 'No such connected client; it may have been disconnected already.' });
+    expect(again.body).toEqual({ success: false, error: 'No such connected client; it may have been disconnected already.', code: 'not_found' });
   });
 
   test('when the agent is archived: at once, and unarchiving does not bring it back', async () => {
@@ -383,7 +383,7 @@ describe('the consent routes', () => {
 
     const noSession = await h.send('GET', requestPath, { cookie: flow.jar.header() });
     expect(noSession.status).toBe(401);
-    expect(noSession.body).toEqual({ success: false, error: 'Sign in first: there is no session, or it has expired.' });
+    expect(noSession.body).toEqual({ success: false, error: 'Sign in first: there is no session, or it has expired.', code: 'no_session' });
     const noHeader = await h.send('POST', decisionPath, { cookie: flow.jar.header(session), body: approve, csrf: false });
     expect(noHeader.status).toBe(403);
     const crossSite = await h.send('POST', decisionPath, {
@@ -392,14 +392,14 @@ describe('the consent routes', () => {
       headers: { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
     });
     expect(crossSite.status).toBe(403);
-    expect(crossSite.body).toEqual({ success: false, error: 'Cross-site request refused: the request did not come from this dashboard.' });
+    expect(crossSite.body).toEqual({ success: false, error: 'Cross-site request refused: the request did not come from this dashboard.', code: 'cross_site' });
     const agentKey = await callApp(h.dash, 'GET', requestPath, { headers: { authorization: `Bearer agt_${'a'.repeat(43)}` } });
     expect(agentKey.status).toBe(401);
     // Another browser, signed in, without the request's cookie: it cannot see or decide it.
     for (const [method, path] of [['GET', requestPath], ['POST', decisionPath]] as const) {
       const elsewhere = await h.send(method, path, { cookie: session, body: method === 'POST' ? approve : undefined });
       expect(elsewhere.status).toBe(404);
-      expect(elsewhere.body).toEqual({ success: false, error: EXPIRED_REQUEST });
+      expect(elsewhere.body).toEqual({ success: false, error: EXPIRED_REQUEST, code: 'not_found' });
     }
     // Nothing was connected by any of it.
     const n = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from oauth_connections where client_id = ${client.clientId}`)[0]!.n;
@@ -413,15 +413,15 @@ describe('the consent routes', () => {
     const client = await o.register();
     const flow = await o.authorize(client);
     const decide = (body: unknown) => h.send('POST', `/dashboard/authorize/${flow.uid}/decision`, { cookie: flow.jar.header(session), body });
-    for (const [body, error] of [
-      [{ decision: 'approve' }, 'agent: choose the agent the client will act as.'],
-      [{ decision: 'approve', agent: 'nobody' }, 'agent: no active agent named nobody.'],
-      [{ decision: 'approve', agent: 'gone-agent' }, 'agent: no active agent named gone-agent.'],
-      [{ decision: 'maybe' }, 'decision: must be "approve" or "deny".'],
+    for (const [body, error, field] of [
+      [{ decision: 'approve' }, 'agent: choose the agent the client will act as.', 'agent'],
+      [{ decision: 'approve', agent: 'nobody' }, 'agent: no active agent named nobody.', 'agent'],
+      [{ decision: 'approve', agent: 'gone-agent' }, 'agent: no active agent named gone-agent.', 'agent'],
+      [{ decision: 'maybe' }, 'decision: must be "approve" or "deny".', 'decision'],
     ] as const) {
       const res = await decide(body);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ success: false, error });
+      expect(res.body).toEqual({ success: false, error, code: 'invalid', field });
     }
     const n = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from oauth_artifacts where model = 'Grant' and payload->>'clientId' = ${client.clientId}`)[0]!.n;
     expect(n).toBe(0);

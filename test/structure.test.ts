@@ -13,7 +13,7 @@ const DOORS = ['http', 'mcp', 'dashboard', 'oauth', 'cli', 'webhooks'];
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'web' && dir.endsWith('dashboard') ? [] : sources(path);
+    if (entry.isDirectory()) return sources(path);
     return /\.ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : [];
   });
 }

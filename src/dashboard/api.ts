@@ -14,6 +14,7 @@ import { endSession, personActor, requestSignInCode, verifySignInCode, type Code
 import { searchText } from '../domain/search';
 import { listThreadsPage, threadFilter, threadMessages } from '../domain/thread-overview';
 import { confirmClose, declineClose, getThread, removeParticipant } from '../domain/threads';
+import { DASHBOARD_API, STREAM_PATH } from '../web/dashboard-protocol';
 import { ok } from '../web/envelope';
 import { requestLog } from '../web/request-id';
 import type { Logger } from '../log';
@@ -30,7 +31,7 @@ const field = (body: unknown, name: string) =>
 // document. Each route is a thin call into the domain, as in every other door.
 export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: DashboardDeps) => {
   const policy = webhookUrlPolicy(config);
-  return new Elysia({ name: 'dashboard-api', prefix: '/dashboard/api' })
+  return new Elysia({ name: 'dashboard-api', prefix: DASHBOARD_API })
     .use(dashboardGuard(sql, config))
     .onAfterHandle(({ set }) => {
       set.headers['cache-control'] = 'no-store';
@@ -135,7 +136,7 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
       },
       { person: true },
     )
-    .get('/deliveries/events', ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request, { log }), { person: true })
+    .get(STREAM_PATH, ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request, { log }), { person: true })
     .post('/deliveries/:deliveryId/resend', async ({ params }) => ok(await resendDelivery(sql, params.deliveryId)), {
       person: true,
     });

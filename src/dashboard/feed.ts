@@ -3,6 +3,7 @@ import { DELIVERY_CHANNEL } from '../domain/delivery-wake-ups';
 import { deliveryProgress, type DeliveryProgress } from '../domain/delivery-progress';
 import type { SessionEnd } from '../domain/people';
 import type { Logger } from '../log';
+import { SESSION_ENDED, STREAM_RETRY_MS, type StreamEvent } from '../web/dashboard-protocol';
 import type { SessionStreams } from './session-streams';
 
 // What an open page hears: the fresh progress of changed deliveries, or that threads (by id) or
@@ -82,11 +83,11 @@ export function deliveryFeed(sql: Sql, stalledAfterMs: number, log: Logger, gath
 
 export type DeliveryFeed = ReturnType<typeof deliveryFeed>;
 
-// What the page shows when its stream ends with the session.
-const SESSION_ENDED: Record<SessionEnd, string> = {
-  expired: 'Your session expired; sign in again.',
-  'signed-out': 'You signed out; sign in again.',
-};
+// What the page is told when its stream ends with the session. Typed by the domain's SessionEnd, so
+// that a new way for a session to end cannot go without its sentence and code.
+const endings: Record<SessionEnd, { code: string; sentence: string }> = SESSION_ENDED;
+
+const event = (name: StreamEvent, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 
 // Bytes of events a browser may leave unread before its stream is closed. A page that stopped
 // reading (a sleeping laptop, a stalled connection) would otherwise hold every later change in the
@@ -128,13 +129,13 @@ export async function deliveryEvents(
             stop();
           }
         };
-        const unsubscribe = await feed.subscribe((event) => {
-          if (event.kind === 'delivery') for (const row of event.rows) send(`event: delivery\ndata: ${JSON.stringify(row)}\n\n`);
-          else send(`event: ${event.kind}\ndata: ${JSON.stringify(event.kind === 'thread' ? { ids: event.ids } : {})}\n\n`);
+        const unsubscribe = await feed.subscribe((change) => {
+          if (change.kind === 'delivery') for (const row of change.rows) send(event('delivery', row));
+          else send(event(change.kind, change.kind === 'thread' ? { ids: change.ids } : {}));
         });
         const heartbeat = setInterval(() => send(': keep-alive\n\n'), 20_000);
         const unwatch = sessions.watch(token, (why) => {
-          send(`event: session-ended\ndata: ${JSON.stringify({ error: SESSION_ENDED[why] })}\n\n`);
+          send(event('session-ended', { error: endings[why].sentence, code: endings[why].code }));
           finish();
         });
         stop = () => {
@@ -143,7 +144,7 @@ export async function deliveryEvents(
           unwatch();
         };
         request.signal.addEventListener('abort', finish);
-        send('retry: 2000\nevent: ready\ndata: {}\n\n');
+        send(`retry: ${STREAM_RETRY_MS}\n${event('ready', {})}`);
       },
       cancel() {
         stop();

@@ -9,18 +9,19 @@ import hooksModule from '../../node_modules/preact/hooks/dist/hooks.module.js' w
 import agentsHtml from './web/agents.html' with { type: 'text' };
 import authorizeHtml from './web/authorize.html' with { type: 'text' };
 import css from './web/dashboard.css' with { type: 'text' };
-import script from './web/dashboard.js' with { type: 'text' };
 import deliveriesHtml from './web/deliveries.html' with { type: 'text' };
 import layoutHtml from './web/layout.html' with { type: 'text' };
 import signInHtml from './web/sign-in.html' with { type: 'text' };
 import threadHtml from './web/thread.html' with { type: 'text' };
 import threadsHtml from './web/threads.html' with { type: 'text' };
 import { escapeHtml } from '../web/html';
+import { bundleScript } from './script';
 
-// The pages are plain HTML, CSS and one script module, embedded as text so that the compiled
-// executable serves them with no build step and nothing fetched from elsewhere. (Bun's types
-// describe an .html import as a bundle; imported as text it is the file's text.) The script draws
-// with Preact and htm, pinned in package.json and served from here under their versions.
+// The pages are plain HTML, CSS and one script module, embedded so that the compiled executable
+// serves them with no build step and nothing fetched from elsewhere. (Bun's types describe an .html
+// import as a bundle; imported as text it is the file's text.) The script is bundled from the typed
+// modules of web/ when the process starts (script.ts); it draws with Preact and htm, pinned in
+// package.json and served from here under their versions.
 const text = (imported: unknown) => imported as string;
 
 export const VENDORED = { preact: '10.29.8', htm: '3.1.1' } as const;
@@ -31,14 +32,14 @@ const vendored = {
 };
 // The one inline script: it tells the browser where the bare names the modules import live. Its
 // hash is in the Content-Security-Policy, so nothing else inline can run.
-const IMPORT_MAP = JSON.stringify({
-  imports: {
-    preact: `/dashboard/assets/preact-${VENDORED.preact}.js`,
-    'preact/hooks': `/dashboard/assets/preact-hooks-${VENDORED.preact}.js`,
-    htm: `/dashboard/assets/htm-${VENDORED.htm}.js`,
-  },
-});
+const imports = {
+  preact: `/dashboard/assets/preact-${VENDORED.preact}.js`,
+  'preact/hooks': `/dashboard/assets/preact-hooks-${VENDORED.preact}.js`,
+  htm: `/dashboard/assets/htm-${VENDORED.htm}.js`,
+};
+const IMPORT_MAP = JSON.stringify({ imports });
 const importMapHash = createHash('sha256').update(IMPORT_MAP).digest('base64');
+const script = await bundleScript(Object.keys(imports));
 
 const layout = text(layoutHtml).replace('{{importMap}}', IMPORT_MAP);
 const sections = [

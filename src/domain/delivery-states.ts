@@ -4,9 +4,9 @@ import type { Sql } from '../db/connect';
 // step (accepted → notified → delivered → fetched, or failed) is stored; "retrying" and "stalled"
 // are read from it and are written here once, in SQL for filtering and counting before paging and
 // in TypeScript for rows already read. (The partial index of 013_dashboard_at_scale.sql has to
-// spell "retrying" out again: an index predicate cannot call a function of ours.)
-export const DELIVERY_STATES = ['failed', 'retrying', 'stalled', 'accepted', 'notified', 'delivered', 'fetched'] as const;
-export type DeliveryState = (typeof DELIVERY_STATES)[number];
+// spell "retrying" out again: an index predicate cannot call a function of ours.) The states'
+// names are in state-names.ts, a leaf module that the dashboard's browser code imports too.
+export { DELIVERY_STATES, type DeliveryState } from './state-names';
 
 // Retrying: the last attempt failed and the next one is queued.
 export const retryingSql = (sql: Sql) => sql`d.step = 'accepted' and d.next_attempt_at is not null`;

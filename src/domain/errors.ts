@@ -2,17 +2,20 @@
 // an MCP tool error, a CLI exit code); the sentence travels unchanged.
 export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'rate_limited';
 
+// `field` names the input a refusal is about, when it is one, so that a form can show the sentence
+// beside it without reading the sentence.
 export class DomainError extends Error {
   constructor(
     readonly kind: ErrorKind,
     message: string,
+    readonly field?: string,
   ) {
     super(message);
     this.name = 'DomainError';
   }
 }
 
-export const invalid = (message: string) => new DomainError('invalid', message);
+export const invalid = (message: string, field?: string) => new DomainError('invalid', message, field);
 export const unauthorized = (message: string) => new DomainError('unauthorized', message);
 export const forbidden = (message: string) => new DomainError('forbidden', message);
 export const notFound = (message: string) => new DomainError('not_found', message);

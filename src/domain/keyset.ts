@@ -1,6 +1,7 @@
 import type { Sql } from '../db/connect';
 import { invalid } from './errors';
 import { isId } from './ids';
+import { PAGE } from './limits';
 import type { Page } from './schemas';
 
 // The dashboard's lists are shown newest first and paged by key, never by offset: `after` (the
@@ -8,8 +9,6 @@ import type { Page } from './schemas';
 // meanwhile, and `since` (an id on screen, inclusive) reads again everything from the top down to
 // it, which is how a live page refreshes what it shows without losing the older pages it loaded.
 export type PageQuery = { after: string | null; since: string | null; limit: number };
-
-export const PAGE = { size: 50, window: 500 } as const;
 
 function idParameter(raw: unknown, name: string): string | null {
   if (raw === undefined || raw === null || raw === '') return null;

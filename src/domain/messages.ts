@@ -55,6 +55,7 @@ export async function postMessage(
   if (codePoints(body.content) > LIMITS.summaryRequiredAbove && summary === null) {
     throw invalid(
       `summary is required when content is longer than ${LIMITS.summaryRequiredAbove} characters; add one and resend`,
+      'summary',
     );
   }
   if (!isId(threadId)) throw threadNotFound();

@@ -63,9 +63,9 @@ export async function authenticateAccessToken(sql: Sql, token: string, resource:
 
 // The agent a person chose on the consent page: it must exist and be active.
 export async function findActiveAgentNamed(sql: Sql, username: unknown): Promise<Agent> {
-  if (typeof username !== 'string' || username === '') throw invalid('agent: choose the agent the client will act as.');
+  if (typeof username !== 'string' || username === '') throw invalid('agent: choose the agent the client will act as.', 'agent');
   const [agent] = await sql<Agent[]>`select id, username from agents where username = ${username} and archived_at is null`;
-  if (!agent) throw invalid(`agent: no active agent named ${username}.`);
+  if (!agent) throw invalid(`agent: no active agent named ${username}.`, 'agent');
   return agent;
 }
 
@@ -89,7 +89,7 @@ export async function connectClient(
       where model = 'Client' and id_hash = ${hashKey(input.clientId)} and exists (select 1 from connected)
     )
     select grant_id from connected`;
-  if (!connected) throw invalid('agent: the chosen agent was archived meanwhile; choose another.');
+  if (!connected) throw invalid('agent: the chosen agent was archived meanwhile; choose another.', 'agent');
 }
 
 // Disconnect on the dashboard: the connection goes, and with it (trigger) every code and token.

@@ -1,4 +1,5 @@
 import { Type as T, type Static } from '@sinclair/typebox';
+import { LIMITS } from './limits';
 
 // Inputs and records of the domain, in TypeBox: the domain validates with them, the HTTP door
 // hands them to Elysia (so the OpenAPI document shows the same bounds), MCP uses them as tool schemas.
@@ -8,24 +9,9 @@ import { Type as T, type Static } from '@sinclair/typebox';
 // One page of a list and the cursor of the next, or null when this was the last.
 export type Page<T> = { items: T[]; next: string | null };
 
-export const LIMITS = {
-  title: 200,
-  goal: 2000,
-  content: 10_000,
-  summary: 200,
-  summaryRequiredAbove: 200,
-  webhookSummary: 120,
-  listDefault: 50,
-  listCap: 200,
-  participantsPerRequest: 100,
-  inboxWaitSeconds: 60,
-  // MCP clients give up on a request after 60 s by default (the official SDKs do), so a tool waits
-  // at most this long, leaving room for the answer.
-  toolInboxWaitSeconds: 50,
-  // What one tool result may hold of message text (contents and summaries, in characters): hosts
-  // cap what a tool may hand the model, typically near 25 000 tokens.
-  toolResultCharacters: 60_000,
-} as const;
+// Exported here too, beside the schemas they bound; the figures live in limits.ts, a leaf module
+// that the dashboard's browser code imports as well.
+export { LIMITS };
 
 export const Username = T.String({
   minLength: 1,

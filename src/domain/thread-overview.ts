@@ -5,13 +5,13 @@ import { isId } from './ids';
 import { keyBounds, pageOf, type PageQuery } from './keyset';
 import type { DeliveryStep, Page, ThreadRecord } from './schemas';
 import { containing, searchText } from './search';
+import { THREAD_STATES, type ThreadState } from './state-names';
 import { selectThreads, toRecord, type ThreadRow } from './threads';
 
 // The threads as the people who run the service see them: every thread, closed ones included, a
 // page at a time; and one thread's messages with how far each got to each recipient.
 
-const THREAD_STATES = ['open', 'close-pending', 'closed'] as const;
-export type ThreadFilter = { state: (typeof THREAD_STATES)[number] | null; search: string | null };
+export type ThreadFilter = { state: ThreadState | null; search: string | null };
 
 export function threadFilter(raw: Record<string, unknown>): ThreadFilter {
   const state = typeof raw.state === 'string' && raw.state !== '' ? raw.state : null;

@@ -102,7 +102,7 @@ const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 // DomainError. Unknown fields are ignored so that clients can send more than we read.
 export function validate<S extends TSchema>(schema: S, input: unknown, root = 'body'): Static<S> {
   const broken = findUnstorableText(input, root);
-  if (broken) throw invalid(broken);
+  if (broken) throw invalid(broken.sentence, broken.field);
   let check = compiled.get(schema);
   if (!check) {
     check = TypeCompiler.Compile(countingCodePoints(schema) as TSchema);
@@ -110,7 +110,7 @@ export function validate<S extends TSchema>(schema: S, input: unknown, root = 'b
   }
   if (check.Check(input)) return input as Static<S>;
   const first = check.Errors(input).First();
-  throw invalid(first ? describeValueError(first, root) : `${root} is invalid`);
+  throw invalid(first ? describeValueError(first, root) : `${root} is invalid`, first ? fieldOf(first, root) : root);
 }
 
 // Text the database would not keep as given. PostgreSQL cannot store the NUL character at all, and
@@ -125,15 +125,16 @@ function ruleBrokenBy(text: string): string | null {
 // For a single string the domain reads outside a schema.
 export function checkStorableText(text: string, field: string): void {
   const broken = ruleBrokenBy(text);
-  if (broken) throw invalid(`${field} ${broken}`);
+  if (broken) throw invalid(`${field} ${broken}`, field);
 }
 
-// The sentence for the first string in the input that breaks a rule above, or null. A field is
-// named as describeValueError names it: by its path inside the input, or as root if it is the input.
-function findUnstorableText(value: unknown, root: string, path = '', depth = 0): string | null {
+// The first string in the input that breaks a rule above, as its field and the sentence, or null. A
+// field is named as describeValueError names it: by its path inside the input, or as root if it is
+// the input.
+function findUnstorableText(value: unknown, root: string, path = '', depth = 0): { field: string; sentence: string } | null {
   if (typeof value === 'string') {
     const broken = ruleBrokenBy(value);
-    return broken ? `${path || root} ${broken}` : null;
+    return broken ? { field: path || root, sentence: `${path || root} ${broken}` } : null;
   }
   if (depth > 32 || value === null || typeof value !== 'object') return null;
   for (const [key, item] of Object.entries(value)) {

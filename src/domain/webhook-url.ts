@@ -58,28 +58,28 @@ function checkPort(url: URL, policy: WebhookUrlPolicy, field: string): void {
   if (url.port === '') return;
   const port = Number(url.port);
   if (policy.allowLocal) {
-    if (port === 0) throw invalid(`${field} must not use port 0`);
+    if (port === 0) throw invalid(`${field} must not use port 0`, field);
   } else if (port < 1024 && port !== 443) {
-    throw invalid(`${field} must use port 443 or a port from 1024 to 65535`);
+    throw invalid(`${field} must use port 443 or a port from 1024 to 65535`, field);
   }
 }
 
 function parseOutboundUrl(raw: unknown, policy: WebhookUrlPolicy, field: string): URL {
-  if (typeof raw !== 'string' || raw.length === 0) throw invalid(`${field} must be a non-empty string`);
-  if (codePoints(raw) > 2048) throw invalid(`${field} must be at most 2048 characters`);
+  if (typeof raw !== 'string' || raw.length === 0) throw invalid(`${field} must be a non-empty string`, field);
+  if (codePoints(raw) > 2048) throw invalid(`${field} must be at most 2048 characters`, field);
   checkStorableText(raw, field);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw invalid(`${field} must be an absolute URL such as https://example.com/hooks/agent`);
+    throw invalid(`${field} must be an absolute URL such as https://example.com/hooks/agent`, field);
   }
   // The URL parser drops tabs, newlines and surrounding spaces and encodes the rest, so such a URL
   // would be saved as given yet called as something else.
-  if (/[\s\p{Cc}]/u.test(raw)) throw invalid(`${field} must not contain spaces or control characters such as a newline`);
+  if (/[\s\p{Cc}]/u.test(raw)) throw invalid(`${field} must not contain spaces or control characters such as a newline`, field);
   const allowed = policy.allowLocal ? ['https:', 'http:'] : ['https:'];
-  if (!allowed.includes(url.protocol)) throw invalid(`${field} must use https://`);
-  if (url.username || url.password) throw invalid(`${field} must not contain credentials`);
+  if (!allowed.includes(url.protocol)) throw invalid(`${field} must use https://`, field);
+  if (url.username || url.password) throw invalid(`${field} must not contain credentials`, field);
   checkPort(url, policy, field);
   return url;
 }
@@ -101,12 +101,12 @@ export async function resolveOutboundAddresses(
     try {
       addresses = await lookup(host, { all: true, verbatim: true });
     } catch {
-      throw invalid(`${field} host ${host} does not resolve`);
+      throw invalid(`${field} host ${host} does not resolve`, field);
     }
   }
-  if (addresses.length === 0) throw invalid(`${field} host ${host} does not resolve`);
+  if (addresses.length === 0) throw invalid(`${field} host ${host} does not resolve`, field);
   if (!policy.allowLocal && addresses.some((a) => !isPublicAddress(a.address))) {
-    throw invalid(`${field} must point to a public address; ${host} resolves to a private, loopback or reserved one`);
+    throw invalid(`${field} must point to a public address; ${host} resolves to a private, loopback or reserved one`, field);
   }
   return { url, addresses };
 }

@@ -80,7 +80,7 @@ export const consentRoutes = (sql: Sql, config: Config, log: Logger, oauth: OAut
           requestLog(log, request).info('oauth_request_denied', { clientId: String(details.params.client_id), person: person.username });
           return ok({ redirectTo });
         }
-        if (decision !== 'approve') throw invalid('decision: must be "approve" or "deny".');
+        if (decision !== 'approve') throw invalid('decision: must be "approve" or "deny".', 'decision');
         const agent = await findActiveAgentNamed(sql, field(body, 'agent'));
         const clientId = String(details.params.client_id);
         const client = await provider.Client.find(clientId);

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { BEFORE_ROUTING, countEarlyAnswer } from './metrics';
 import { invalid } from '../domain/errors';
-import { fail } from './envelope';
+import { refusalFor } from './envelope';
 
 // The body limit of the server that received each request, for the body reader below.
 const limits = new WeakMap<Request, number>();
@@ -50,7 +50,7 @@ export const bodyLimit = (maxBytes: number) =>
     if (declaredOver(request, maxBytes)) {
       set.status = 413;
       countEarlyAnswer(request, BEFORE_ROUTING, 413);
-      return fail(new BodyTooLarge(maxBytes).message);
+      return refusalFor(request, { sentence: new BodyTooLarge(maxBytes).message, code: 'too_large' });
     }
   });
 

@@ -1,9 +1,28 @@
 import type { ErrorKind } from '../domain/errors';
+import { DASHBOARD_PATH, type DashboardRefusal, type RefusalCode } from './dashboard-protocol';
 
 // The one place that shapes responses, for every door: { success: true, data } or
 // { success: false, error }.
 export const ok = <D>(data: D) => ({ success: true as const, data });
 export const fail = (error: string) => ({ success: false as const, error });
+
+// What a refusal says: the sentence for the person, the code for the program, and the input field
+// it is about, when it is one.
+export type Refusal = { sentence: string; code: RefusalCode; field?: string };
+
+const underDashboard = (request: Request) => {
+  const path = new URL(request.url).pathname;
+  return path === DASHBOARD_PATH || path.startsWith(`${DASHBOARD_PATH}/`);
+};
+
+// The dashboard's own API answers a refusal with its code beside the sentence, so that its pages
+// never read the sentence (dashboard-protocol.ts); everywhere else the contract fixes the envelope.
+export function refusalFor(request: Request, refusal: Refusal): ReturnType<typeof fail> | DashboardRefusal {
+  if (!underDashboard(request)) return fail(refusal.sentence);
+  const answer: DashboardRefusal = { success: false, error: refusal.sentence, code: refusal.code };
+  if (refusal.field !== undefined) answer.field = refusal.field;
+  return answer;
+}
 
 // The request id lets an operator find the logged fault from a client's report.
 export const internalError = (requestId: string) =>

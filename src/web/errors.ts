@@ -1,7 +1,7 @@
 import { Elysia, ValidationError } from 'elysia';
 import { describeValueError } from '../domain/validate';
 import type { Logger } from '../log';
-import { fail } from './envelope';
+import { refusalFor } from './envelope';
 import { failureOf } from './failure';
 import { requestIdOf, requestLog } from './request-id';
 
@@ -28,20 +28,20 @@ export const errorHandling = (log: Logger) =>
       }
       set.status = failure.status;
       if (failure.retryAfter) set.headers['retry-after'] = '1';
-      return fail(failure.sentence);
+      return refusalFor(request, failure);
     }
     switch (code) {
       case 'VALIDATION':
         if (error.type === 'response') break;
         set.status = 400;
-        return fail(validationSentence(error as ValidationError));
+        return refusalFor(request, { sentence: validationSentence(error as ValidationError), code: 'invalid' });
       case 'PARSE':
         if (cause !== error && !(cause instanceof SyntaxError)) break;
         set.status = 400;
-        return fail('The request body is not valid JSON.');
+        return refusalFor(request, { sentence: 'The request body is not valid JSON.', code: 'invalid' });
       case 'NOT_FOUND':
         set.status = 404;
-        return fail(`No route for ${request.method} ${path}.`);
+        return refusalFor(request, { sentence: `No route for ${request.method} ${path}.`, code: 'no_route' });
     }
     requestLog(log, request).error('request_failed', {
       method: request.method,
@@ -50,5 +50,5 @@ export const errorHandling = (log: Logger) =>
       error: cause instanceof Error ? (cause.stack ?? cause.message) : String(cause),
     });
     set.status = failure.status;
-    return fail(failure.sentence);
+    return refusalFor(request, failure);
   });

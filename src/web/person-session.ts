@@ -2,16 +2,12 @@ import { Elysia } from 'elysia';
 import type { Server } from 'bun';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
-import { forbidden, unauthorized } from '../domain/errors';
 import { sessionPerson, type Person } from '../domain/people';
 import { lowerBodyLimit, readJsonBody } from './body';
+import { CSRF_HEADER, CSRF_VALUE, DASHBOARD_PATH } from './dashboard-protocol';
+import { KernelRefusal } from './failure';
 
 export const SESSION_COOKIE = 'ams_session';
-
-// The header the dashboard's own scripts send with every state-changing request. A cross-site
-// page cannot add it without a CORS preflight, which this server never grants.
-export const CSRF_HEADER = 'x-requested-with';
-export const CSRF_VALUE = 'fetch';
 
 // The sign-in routes are open to anyone and take an email and a code: far below the server's body
 // limit, which would let every anonymous request make the server parse up to a megabyte.
@@ -33,7 +29,7 @@ function overHttps(request: Request, config: Config): boolean {
 
 export function sessionCookie(request: Request, config: Config, token: string, maxAgeSeconds: number): string {
   return new Bun.Cookie(SESSION_COOKIE, token, {
-    path: '/dashboard',
+    path: DASHBOARD_PATH,
     httpOnly: true,
     sameSite: 'lax',
     secure: overHttps(request, config),
@@ -65,18 +61,22 @@ function sameOrigin(origin: string, request: Request, config: Config): boolean {
 function refuseCrossSite(request: Request, config: Config) {
   if (request.method === 'GET' || request.method === 'HEAD') return;
   if (request.headers.get(CSRF_HEADER) !== CSRF_VALUE) {
-    throw forbidden(`Cross-site request refused: dashboard requests that change state must send ${CSRF_HEADER}: ${CSRF_VALUE}.`);
+    throw new KernelRefusal(
+      'forbidden',
+      `Cross-site request refused: dashboard requests that change state must send ${CSRF_HEADER}: ${CSRF_VALUE}.`,
+      'cross_site',
+    );
   }
   const site = request.headers.get('sec-fetch-site');
   const origin = request.headers.get('origin');
   if ((site && site !== 'same-origin') || (origin && !sameOrigin(origin, request, config))) {
-    throw forbidden('Cross-site request refused: the request did not come from this dashboard.');
+    throw new KernelRefusal('forbidden', 'Cross-site request refused: the request did not come from this dashboard.', 'cross_site');
   }
 }
 
 export function refuseAgentKeys(request: Request) {
   if (request.headers.has('authorization')) {
-    throw unauthorized('Agent keys are not accepted on the dashboard; a person signs in with an emailed code.');
+    throw new KernelRefusal('unauthorized', 'Agent keys are not accepted on the dashboard; a person signs in with an emailed code.', 'agent_key');
   }
 }
 
@@ -90,7 +90,7 @@ function admit(sql: Sql, config: Config, request: Request, needSession: boolean)
     result = (async () => {
       refuseAgentKeys(request);
       const person = needSession ? await sessionPerson(sql, sessionToken(request)) : null;
-      if (needSession && !person) throw unauthorized('Sign in first: there is no session, or it has expired.');
+      if (needSession && !person) throw new KernelRefusal('unauthorized', 'Sign in first: there is no session, or it has expired.', 'no_session');
       refuseCrossSite(request, config);
       return person;
     })();

@@ -1,5 +1,5 @@
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
-import { fail } from './envelope';
+import { refusalFor } from './envelope';
 import { REQUEST_ID_HEADER, requestIdFrom } from './request-id';
 
 // The port answers from the first moment of a start, before the database is ready (the embedded
@@ -13,7 +13,7 @@ export function holdPort(hostname: string, port: number) {
     hostname,
     port,
     fetch: (request) =>
-      Response.json(fail(DATABASE_UNAVAILABLE), {
+      Response.json(refusalFor(request, { sentence: DATABASE_UNAVAILABLE, code: 'unavailable' }), {
         status: 503,
         headers: { [REQUEST_ID_HEADER]: requestIdFrom(request), 'retry-after': '1', connection: 'close' },
       }),

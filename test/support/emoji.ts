@@ -7,7 +7,7 @@ export const POSTS_AT_BOUNDS = [{ content: EMOJI.repeat(200) }, { content: EMOJI
 
 // Message bodies one past a bound, each with the sentence every door refuses it with.
 export const POSTS_PAST_BOUNDS = [
-  [{ content: EMOJI.repeat(10_001), summary: 's' }, 'content must be at most 10000 characters'],
-  [{ content: 'x', summary: EMOJI.repeat(201) }, 'summary must be at most 200 characters'],
-  [{ content: EMOJI.repeat(201) }, 'summary is required when content is longer than 200 characters; add one and resend'],
+  [{ content: EMOJI.repeat(10_001), summary: 's' }, 'content must be at most 10000 characters', 'content'],
+  [{ content: 'x', summary: EMOJI.repeat(201) }, 'summary must be at most 200 characters', 'summary'],
+  [{ content: EMOJI.repeat(201) }, 'summary is required when content is longer than 200 characters; add one and resend', 'summary'],
 ] as const;

@@ -1,0 +1,93 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, apiError } from '../shared/api.ts';
+import { useAction } from '../shared/hooks.ts';
+import { html } from '../shared/html.ts';
+import type { ConsentRequest } from '../shared/types.ts';
+import { ErrorText } from '../shared/ui.ts';
+
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+};
+
+type RequestView = { status: 'loading' | 'ready' | 'error'; request: ConsentRequest | null; error: string | null };
+
+// An MCP client asks to act as one of the agents (src/oauth). The person sees who asks and, most
+// plainly, where the browser goes back to (a lookalike shows there), picks the agent, and approves
+// or denies; the answer is the address to continue at. The request is read from and decided at
+// this page's own address, where the server ties it to the browser that started it.
+export function AuthorizePage() {
+  const here = location.pathname.replace(/\/+$/, '');
+  const [view, setView] = useState<RequestView>({ status: 'loading', request: null, error: null });
+  const [agent, setAgent] = useState('');
+  const [unchosen, setUnchosen] = useState(false);
+  const [action, run] = useAction();
+  async function load() {
+    setView({ status: 'loading', request: null, error: null });
+    try {
+      setView({ status: 'ready', request: await api<ConsentRequest>('GET', `${here}/request`), error: null });
+    } catch (error) {
+      setView({ status: 'error', request: null, error: apiError(error).message });
+    }
+  }
+  useEffect(() => void load(), []);
+  if (view.status === 'loading') return html`<h1>Connect a client</h1><p class="hint placeholder" role="status">Loading the request…</p>`;
+  if (view.status === 'error' || !view.request) {
+    return html`<h1>Connect a client</h1>
+      <div class="notice problem" role="alert"><p>${view.error}</p><button type="button" onClick=${load}>Try again</button></div>`;
+  }
+  const { client, resource, agents } = view.request;
+  const name = client.name ?? 'an unnamed client';
+  // A refusal about the agent chosen is shown beside the choice; any other beside the buttons.
+  const aboutAgent = action.error?.field === 'agent';
+  const agentError = unchosen ? 'Choose the agent the client will act as.' : aboutAgent ? action.error!.message : null;
+  const otherError = action.error && !aboutAgent ? action.error.message : null;
+  async function decide(decision: 'approve' | 'deny') {
+    if (decision === 'approve' && !agent) return setUnchosen(true);
+    const decided = await run(() => api<{ redirectTo: string }>('POST', `${here}/decision`, decision === 'approve' ? { decision, agent } : { decision }));
+    if (decided) location.assign(decided.redirectTo);
+  }
+  return html`
+    <h1>Connect ${name}</h1>
+    <section class="card consent" aria-label="Authorization request">
+      <p><strong>${name}</strong> asks to act as one of your agents. It will read and send that agent's messages over MCP
+        at <code>${resource}</code> until someone disconnects it on the Agents page.</p>
+      <dl class="facts">
+        <dt>After you decide, you return to</dt>
+        <dd><strong class="return-host">${hostOf(client.redirectUri)}</strong> <code class="url">${client.redirectUri}</code></dd>
+        ${client.uri ? html`<dt>Client website</dt><dd><code class="url">${client.uri}</code></dd>` : null}
+        ${client.metadataDocument
+          ? html`<dt>Client published by</dt>
+              <dd><strong class="return-host">${hostOf(client.clientId)}</strong> <code class="url">${client.clientId}</code></dd>`
+          : html`<dt>Client id</dt>
+              <dd><code class="small">${client.clientId}</code></dd>`}
+      </dl>
+      <form class="stack" onSubmit=${(event: SubmitEvent) => {
+        event.preventDefault();
+        decide('approve');
+      }}>
+        <fieldset class="choices" aria-describedby="agent-error" aria-invalid=${agentError ? 'true' : null}>
+          <legend>Act as</legend>
+          ${agents.length === 0
+            ? html`<p class="hint">There is no active agent to choose. Register one on the <a href="/dashboard/agents">Agents page</a>,
+                then connect again from the client; or deny this request.</p>`
+            : agents.map((a) => html`<label class="check" key=${a}>
+                <input type="radio" name="agent" value=${a} checked=${agent === a} onChange=${() => {
+                  setAgent(a);
+                  setUnchosen(false);
+                }} /> ${a}
+              </label>`)}
+        </fieldset>
+        <${ErrorText} id="agent-error" error=${agentError} />
+        <div class="buttons">
+          <button type="submit" disabled=${action.busy || agents.length === 0}>Approve</button>
+          <button type="button" class="quiet" disabled=${action.busy} onClick=${() => decide('deny')}>Deny</button>
+        </div>
+        <${ErrorText} id="decision-error" error=${otherError} />
+      </form>
+    </section>
+  `;
+}

@@ -1,0 +1,310 @@
+import { useEffect, useState } from 'preact/hooks';
+import { DELIVERY_STATES, type DeliveryState } from '../../../domain/state-names.ts';
+import { api, apiError } from '../shared/api.ts';
+import { STATE_LABELS, STEPS, stateClass, stateOf, stepName } from '../shared/delivery-state.ts';
+import { useAction, useTimeout } from '../shared/hooks.ts';
+import { html } from '../shared/html.ts';
+import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
+import { useLive } from '../shared/live.ts';
+import { query } from '../shared/query.ts';
+import { toast } from '../shared/toast.ts';
+import type { Attempt, Delivery, Thread } from '../shared/types.ts';
+import { ErrorText, Time, fullTime } from '../shared/ui.ts';
+
+const STATES: [DeliveryState | '', string][] = [['', 'Any state'], ...DELIVERY_STATES.map((state): [DeliveryState, string] => [state, STATE_LABELS[state]])];
+const FILTERS = ['q', 'state', 'agent', 'thread', 'from', 'to'] as const;
+type Filters = Record<(typeof FILTERS)[number], string>;
+
+type PipelineState = 'done' | 'todo' | 'skipped' | 'failed' | 'stalled';
+const NOTES: Record<PipelineState, string> = {
+  done: '',
+  todo: ' (not yet)',
+  skipped: ' (not applicable: polling)',
+  failed: ' (failed)',
+  stalled: ' (stalled)',
+};
+
+// A step is done when its time is recorded. A failed delivery shows a cross on the step after the
+// one it reached; a polling delivery has no doorbell, so Notified and Delivered do not apply to it.
+function Pipeline({ d, compact }: { d: Delivery; compact?: boolean }) {
+  const failedAt = d.step === 'failed' ? STEPS.findIndex(([key]) => key === d.failedStep) : -1;
+  return html`<ol class=${compact ? 'pipeline compact' : 'pipeline'} aria-label="Progress">
+    ${STEPS.map(([key, at], i) => {
+      const label = STATE_LABELS[key];
+      let state: PipelineState = d[at] ? 'done' : 'todo';
+      if (!d.webhook && (key === 'notified' || key === 'delivered')) state = 'skipped';
+      if (failedAt >= 0 && i === failedAt + 1) state = 'failed';
+      if (d.stalled && key === 'delivered') state = 'stalled';
+      const note = NOTES[state];
+      return html`<li key=${key} class=${state} title=${d[at] ? `${label}: ${fullTime(d[at])}` : `${label}${note}`}>
+        <span class="dot" aria-hidden="true"></span><span class=${compact ? 'sr' : ''}>${label}</span><span class="sr">${note}</span>
+      </li>`;
+    })}
+  </ol>`;
+}
+
+function Status({ d }: { d: Delivery }) {
+  if (d.step === 'failed') {
+    return html`<p class="error">Failed at ${stepName(d.failedStep) ?? d.failedStep}${d.error ? `: ${d.error}` : ''}</p>`;
+  }
+  if (d.retrying) {
+    return html`<p class="warn">
+      Retrying: attempt ${d.attempts.at(-1)?.attempt ?? '?'} failed (${d.lastError ?? 'no answer'}); next attempt at <${Time} iso=${d.nextAttemptAt} />.
+    </p>`;
+  }
+  if (d.stalled) return html`<p class="warn">Stalled: notified, but the handler never reported delivered.</p>`;
+  return null;
+}
+
+// Which run an attempt belongs to: the original publish, a re-publish by the sweep, or a resend.
+const attemptRun = (a: Attempt) => (a.resend > 0 ? `Resend ${a.resend}` : a.publish > 1 ? `Re-publish ${a.publish}` : 'First publish');
+
+function AttemptDetail({ a, payload }: { a: Attempt; payload: string | null }) {
+  const headers = Object.entries(a.requestHeaders ?? {});
+  return html`<details class="attempt-detail">
+    <summary>Request and response</summary>
+    <dl>
+      <dt>Headers sent</dt>
+      <dd>${headers.length === 0 ? 'None: nothing was sent.' : html`<pre>${headers.map(([k, v]) => `${k}: ${v}`).join('\n')}</pre>`}</dd>
+      <dt>Payload sent</dt>
+      <dd>${headers.length === 0 || !payload ? 'None.' : html`<pre>${payload}</pre>`}</dd>
+      <dt>Response status</dt>
+      <dd>${a.status ?? 'None: no answer.'}</dd>
+      <dt>Response body (first KiB)</dt>
+      <dd>${a.responseBody ? html`<pre>${a.responseBody}</pre>` : 'None.'}</dd>
+    </dl>
+  </details>`;
+}
+
+const ATTEMPT_COLUMNS = ['Time', 'Run', 'Attempt', 'Status', 'Duration', 'Error', 'Detail'] as const;
+
+function AttemptLog({ d }: { d: Delivery }) {
+  if (d.attempts.length === 0) {
+    return html`<p class="hint">${d.webhook ? 'No notification attempts yet.' : 'Polling agent: no notifications are sent.'}</p>`;
+  }
+  const [time, run, attempt, status, duration, error, detail] = ATTEMPT_COLUMNS;
+  return html`<details class="attempts">
+    <summary>Attempt log (${d.attempts.length})</summary>
+    <table>
+      <thead><tr>${ATTEMPT_COLUMNS.map((c) => html`<th scope="col">${c}</th>`)}</tr></thead>
+      <tbody>
+        ${d.attempts.map((a, i) => html`<tr key=${i} class=${a.interrupted ? 'interrupted' : ''}>
+          <td data-label=${time}><${Time} iso=${a.attemptedAt} /></td>
+          <td data-label=${run}>${attemptRun(a)}</td>
+          <td data-label=${attempt}>${a.attempt}</td>
+          <td data-label=${status}>${a.status ?? '—'}</td>
+          <td data-label=${duration}>${a.interrupted ? '—' : `${a.durationMs} ms`}</td>
+          <td data-label=${error}>${a.error ?? ''}</td>
+          <td data-label=${detail}><${AttemptDetail} a=${a} payload=${d.payload} /></td>
+        </tr>`)}
+      </tbody>
+    </table>
+  </details>`;
+}
+
+function ResendButton({ d }: { d: Delivery }) {
+  const [action, run] = useAction();
+  if (d.step !== 'failed') return null;
+  return html`<span class="resend">
+    <button type="button" disabled=${action.busy} aria-describedby=${`resend-error-${d.id}`}
+      onClick=${async () => {
+        if (await run(() => api('POST', `/deliveries/${d.id}/resend`))) toast(`Resent to ${d.recipient}.`);
+      }}>Resend</button>
+    <${ErrorText} id=${`resend-error-${d.id}`} error=${action.error?.message} />
+  </span>`;
+}
+
+function DeliveryRows({ d, open, onToggle }: { d: Delivery; open: boolean; onToggle: () => void }) {
+  const detailId = `detail-${d.id}`;
+  return html`<tbody class=${`delivery step-${d.step}${d.stalled ? ' stalled' : ''}`} data-delivery=${d.id} data-step=${d.step} data-message=${d.messageId}>
+    <tr>
+      <td data-label="Accepted"><${Time} iso=${d.createdAt} short /></td>
+      <td data-label="Message" class="message-cell">
+        <span class="summary">${d.summary || '(no summary)'}</span>
+        <span class="hint">${d.sender} in <a href=${`/dashboard/threads/${d.threadId}`}>${d.thread}</a></span>
+      </td>
+      <td data-label="Recipient">${d.recipient}${d.webhook ? '' : html` <span class="hint">(polling)</span>`}</td>
+      <td data-label="Progress"><${Pipeline} d=${d} compact /></td>
+      <td data-label="State">
+        <span class=${stateClass(d)}>${stateOf(d)}</span>
+        ${d.acknowledgedAt ? html` <span class="badge muted">Acknowledged</span>` : null}
+      </td>
+      <td class="actions">
+        <button type="button" class="quiet" aria-expanded=${open ? 'true' : 'false'} aria-controls=${detailId} onClick=${onToggle}>
+          ${open ? 'Hide' : 'Details'}<span class="sr"> of the delivery to ${d.recipient}</span>
+        </button>
+        <${ResendButton} d=${d} />
+      </td>
+    </tr>
+    ${open
+      ? html`<tr class="detail-row" id=${detailId}>
+          <td colspan="6">
+            <${Pipeline} d=${d} />
+            <${Status} d=${d} />
+            <p class="hint ids">Delivery <code>${d.id}</code> · message <code>${d.messageId}</code></p>
+            <${AttemptLog} d=${d} />
+          </td>
+        </tr>`
+      : null}
+  </tbody>`;
+}
+
+// datetime-local inputs speak local time without a zone; the address and the API speak UTC.
+const toLocalInput = (iso: string) => {
+  if (!iso) return '';
+  const at = new Date(iso);
+  return Number.isNaN(at.getTime()) ? '' : new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+};
+const fromLocalInput = (value: string) => (value ? new Date(value).toISOString() : '');
+
+const noFilters = (): Filters => ({ q: '', state: '', agent: '', thread: '', from: '', to: '' });
+
+function filtersFromAddress(): Filters {
+  const params = new URLSearchParams(location.search);
+  const filters = noFilters();
+  for (const key of FILTERS) filters[key] = params.get(key) ?? '';
+  // Links made before the state filter (?failed=true and the like) still open the view they meant.
+  for (const state of ['failed', 'retrying', 'stalled'] as const) if (!filters.state && params.get(state) === 'true') filters.state = state;
+  return filters;
+}
+
+function BulkResend({ filters, onDone }: { filters: Filters; onDone: () => void }) {
+  const [state, setState] = useState<{ busy: boolean; message: string | null; error: string | null }>({ busy: false, message: null, error: null });
+  async function resend() {
+    setState({ busy: true, message: null, error: null });
+    try {
+      const { failed, upTo } = await api<{ failed: number; upTo: string | null }>('GET', `/deliveries/failed-in-view${query(filters)}`);
+      if (failed === 0) return setState({ busy: false, message: 'No Failed deliveries in this view: nothing to resend.', error: null });
+      const noun = failed === 1 ? 'delivery' : 'deliveries';
+      if (!confirm(`Resend the ${failed} Failed ${noun} in this view? Each goes back to Accepted and its doorbell is rung again.`)) {
+        return setState({ busy: false, message: null, error: null });
+      }
+      const done = await api<{ resent: number; refused: { reason: string; count: number }[] }>('POST', '/deliveries/resend-failed', { ...filters, upTo });
+      const refused = done.refused.map((r) => `${r.count} because ${r.reason}`).join('; ');
+      setState({ busy: false, message: `Resent ${done.resent} of ${failed}.${refused ? ` Not resent: ${refused}.` : ''}`, error: null });
+      onDone();
+    } catch (error) {
+      setState({ busy: false, message: null, error: apiError(error).message });
+    }
+  }
+  return html`<div class="bulk">
+    <button type="button" class="quiet" disabled=${state.busy} onClick=${resend}>Resend all Failed in this view…</button>
+    <span class="hint" role="status">${state.message ?? ''}</span>
+    <${ErrorText} id="bulk-error" error=${state.error} />
+  </div>`;
+}
+
+export function DeliveriesPage() {
+  const [filters, setFilters] = useState(filtersFromAddress);
+  const [formKey, setFormKey] = useState(0);
+  const [expanded, setExpanded] = useState(() => new Set<string>());
+  // On a phone the filters start folded, so that the deliveries are what the screen shows first.
+  const [roomy] = useState(() => matchMedia('(min-width: 601px)').matches);
+  const [threadTitle, setThreadTitle] = useState<string | null>(null);
+  const list = usePagedList<Delivery>('/deliveries', filters);
+  const { view } = list;
+
+  useEffect(() => {
+    history.replaceState(null, '', query(filters) || location.pathname);
+    setThreadTitle(null);
+    if (filters.thread) api<Thread>('GET', `/threads/${filters.thread}`).then((t) => setThreadTitle(t.title), () => {});
+  }, [JSON.stringify(filters)]);
+
+  // A change to a delivery on screen is drawn at once; the list is read again (at most every
+  // REFRESH_WAIT_MS) for what else the change may bring into or out of view.
+  useLive((event) => {
+    if (event.type === 'delivery') {
+      const changed = event.delivery;
+      list.setView((v) => (v.items.some((d) => d.id === changed.id) ? { ...v, items: v.items.map((d) => (d.id === changed.id ? changed : d)) } : v));
+      list.refresh();
+    } else if (event.type === 'ready') list.refresh();
+  });
+  // Stalling is the passing of time, not a change in the database: look again when one is due.
+  const nextStall = view.items
+    .filter((d) => d.stallsAt && !d.stalled)
+    .map((d) => d.stallsAt!)
+    .sort()[0];
+  useTimeout(nextStall, list.refresh, view.items);
+
+  function apply(event: Event) {
+    event.preventDefault?.();
+    const target = event.currentTarget as HTMLFormElement | HTMLSelectElement;
+    const form = target instanceof HTMLSelectElement ? target.form! : target;
+    const data = new FormData(form);
+    setFilters({
+      q: String(data.get('q') ?? '').trim(),
+      state: String(data.get('state') ?? ''),
+      agent: String(data.get('agent') ?? '').trim(),
+      thread: filters.thread,
+      from: fromLocalInput(String(data.get('from') ?? '')),
+      to: fromLocalInput(String(data.get('to') ?? '')),
+    });
+  }
+  function clear() {
+    setFilters(noFilters());
+    setFormKey((k) => k + 1);
+  }
+  const toggle = (id: string) =>
+    setExpanded((open) => {
+      const next = new Set(open);
+      if (!next.delete(id)) next.add(id);
+      return next;
+    });
+  const filtered = FILTERS.some((key) => filters[key]);
+
+  return html`
+    <h1>Deliveries</h1>
+    <details class="filter-box" open=${roomy}>
+    <summary>Filters${filtered ? ' (on)' : ''}</summary>
+    <form key=${formKey} class="filters" role="search" aria-label="Filter deliveries" onSubmit=${apply}>
+      <div class="field wide">
+        <label for="filter-q">Search</label>
+        <input id="filter-q" name="q" type="search" defaultValue=${filters.q} placeholder="Message, delivery or thread id, agent, title or text" />
+      </div>
+      <div class="field">
+        <label for="filter-state">State</label>
+        <select id="filter-state" name="state" value=${filters.state} onChange=${apply}>
+          ${STATES.map(([value, label]) => html`<option value=${value}>${label}</option>`)}
+        </select>
+      </div>
+      <div class="field">
+        <label for="filter-agent">Recipient</label>
+        <input id="filter-agent" name="agent" defaultValue=${filters.agent} autocomplete="off" placeholder="username" />
+      </div>
+      <div class="field">
+        <label for="filter-from">From</label>
+        <input id="filter-from" name="from" type="datetime-local" defaultValue=${toLocalInput(filters.from)} />
+      </div>
+      <div class="field">
+        <label for="filter-to">To</label>
+        <input id="filter-to" name="to" type="datetime-local" defaultValue=${toLocalInput(filters.to)} />
+      </div>
+      <div class="buttons">
+        <button type="submit">Apply</button>
+        ${filtered ? html`<button type="button" class="quiet" onClick=${clear}>Clear filters</button>` : null}
+      </div>
+    </form>
+    </details>
+    ${filters.thread
+      ? html`<p class="chip">Thread: <a href=${`/dashboard/threads/${filters.thread}`}>${threadTitle ?? filters.thread}</a>
+          <button type="button" class="quiet" onClick=${() => setFilters({ ...filters, thread: '' })}>Show every thread</button></p>`
+      : null}
+    <${BulkResend} filters=${filters} onDone=${list.refresh} />
+    <h2 class="results">${view.status === 'ready'
+      ? `${view.items.length}${view.next ? '+' : ''} ${filtered ? 'matching ' : ''}${view.items.length === 1 ? 'delivery' : 'deliveries'}, newest first`
+      : 'Deliveries'}</h2>
+    <p class="legend hint">Each recipient's delivery moves Accepted → Notified → Delivered → Fetched. Polling agents go straight from Accepted to Fetched.</p>
+    <${ListState} view=${view} noun="deliveries" onRetry=${list.reset}
+      empty=${filtered ? 'No deliveries match these filters.' : 'No deliveries yet: each message posted creates one per recipient, shown here as it moves.'} />
+    ${view.items.length > 0
+      ? html`<table class="deliveries-table">
+          <caption class="sr">Deliveries, newest first</caption>
+          <thead>
+            <tr><th scope="col">Accepted</th><th scope="col">Message</th><th scope="col">Recipient</th><th scope="col">Progress</th><th scope="col">State</th><th scope="col"><span class="sr">Actions</span></th></tr>
+          </thead>
+          ${view.items.map((d) => html`<${DeliveryRows} key=${d.id} d=${d} open=${expanded.has(d.id)} onToggle=${() => toggle(d.id)} />`)}
+        </table>`
+      : null}
+    <${MoreButton} list=${list} noun="deliveries" />
+  `;
+}

@@ -1,0 +1,82 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, apiError } from '../shared/api.ts';
+import { stateClass, stateOf } from '../shared/delivery-state.ts';
+import { useThrottled } from '../shared/hooks.ts';
+import { html } from '../shared/html.ts';
+import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
+import { useLive } from '../shared/live.ts';
+import { THREAD_STATE_LABELS, ThreadBody } from '../shared/thread-parts.ts';
+import type { Thread, ThreadMessage } from '../shared/types.ts';
+import { Time } from '../shared/ui.ts';
+
+function RecipientBadges({ message }: { message: ThreadMessage }) {
+  return html`<ul class="recipients" aria-label="Deliveries">
+    ${message.deliveries.map((d) => html`<li key=${d.deliveryId}>
+      <a href=${`/dashboard/deliveries?q=${d.deliveryId}`}>${d.recipient}</a>
+      ${' '}<span class=${stateClass(d)}>${stateOf(d)}</span>
+    </li>`)}
+  </ul>`;
+}
+
+type ThreadView = { status: 'loading' | 'ready' | 'error'; record: Thread | null; error: string | null };
+
+// One thread: its card, with everything the Threads page offers, and its messages, each with how
+// far it got to each recipient.
+export function ThreadPage() {
+  const threadId = decodeURIComponent(location.pathname.split('/').pop()!);
+  const [thread, setThread] = useState<ThreadView>({ status: 'loading', record: null, error: null });
+  const messages = usePagedList<ThreadMessage>(`/threads/${threadId}/messages`, {});
+  const loadThread = async () => {
+    try {
+      const record = await api<Thread>('GET', `/threads/${threadId}`);
+      setThread({ status: 'ready', record, error: null });
+      document.title = `${record.title} · Agent Messaging Service`;
+    } catch (error) {
+      const message = apiError(error).message;
+      setThread((t) => ({ ...t, status: t.record ? 'ready' : 'error', error: message }));
+    }
+  };
+  const refreshThread = useThrottled(loadThread);
+  useEffect(() => {
+    loadThread();
+  }, []);
+  useLive((event) => {
+    if (event.type === 'ready') {
+      refreshThread();
+      messages.refresh();
+    } else if (event.type === 'thread' && event.ids.includes(threadId)) refreshThread();
+    else if (event.type === 'delivery' && event.delivery.threadId === threadId) messages.refresh();
+  });
+  const t = thread.record;
+  return html`
+    <p><a href="/dashboard/threads">All threads</a></p>
+    ${t
+      ? html`<div class="card thread" data-thread=${t.id}>
+          <div class="card-head">
+            <h1>${t.title}</h1>
+            <span class=${`badge state-${t.state}`}>${THREAD_STATE_LABELS[t.state]}</span>
+          </div>
+          ${thread.error ? html`<p class="notice problem" role="alert">Could not refresh the thread: ${thread.error}</p>` : null}
+          <${ThreadBody} thread=${t} level=${2} />
+        </div>`
+      : html`<h1>Thread</h1>
+          ${thread.status === 'loading'
+            ? html`<p class="hint placeholder" role="status">Loading the thread…</p>`
+            : html`<div class="notice problem" role="alert"><p>Could not load the thread: ${thread.error}</p>
+                <button type="button" onClick=${loadThread}>Try again</button></div>`}`}
+    <h2>Messages</h2>
+    <${ListState} view=${messages.view} noun="messages" onRetry=${messages.reset} empty="No messages in this thread yet." />
+    <ol class="cards messages">
+      ${messages.view.items.map((m) => html`<li key=${m.id} class="card message" data-message=${m.id}>
+        <div class="card-head">
+          <h3>${m.sender}</h3>
+          <span class="hint"><${Time} iso=${m.createdAt} /></span>
+        </div>
+        ${m.summary ? html`<p class="hint">Summary: ${m.summary}</p>` : null}
+        <p class="content">${m.content}</p>
+        <${RecipientBadges} message=${m} />
+      </li>`)}
+    </ol>
+    <${MoreButton} list=${messages} noun="messages" />
+  `;
+}
