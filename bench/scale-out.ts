@@ -4,7 +4,7 @@
 // per second, connections held, and CPU per post for the instances together, PostgreSQL and this
 // load process, each as measured in the same run. Writes bench/scale-out.json.
 import { connect } from '../src/db/connect';
-import { createAgent } from '../src/domain/agents';
+import { createAgent } from '../src/domain/agents/agents';
 import { cpuPerRequest, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { freshDatabases } from './fresh-database';
 

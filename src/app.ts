@@ -13,7 +13,7 @@ import { bodyLimit } from './web/body';
 import { deliveryRoutes } from './http/deliveries';
 import { errorHandling } from './web/errors';
 import { healthRoutes } from './http/health';
-import type { LossAuditor } from './domain/loss-audit';
+import type { LossAuditor } from './domain/deliveries/loss-audit';
 import { createMetrics, type Metrics } from './metrics';
 import { metricsRoutes } from './web/metrics';
 import { nulGuard } from './web/nul-guard';

@@ -1,6 +1,6 @@
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { WebhookUrlPolicy } from './domain/webhook-url';
+import type { WebhookUrlPolicy } from './domain/agents/webhook-url';
 
 // The one place that reads the environment. Defaults are the contract's values; tests and
 // deployments override them through the same variables.
@@ -30,7 +30,7 @@ export const ConfigSchema = T.Object({
     pattern: '^$|^\\s*https?://[^\\s,/]+\\s*(,\\s*https?://[^\\s,/]+\\s*)*$',
     description: 'a comma-separated list of origins such as https://agents.example.com',
   }),
-  // History kept (domain/retention.ts): the attempt log and dead queue jobs are pruned after these
+  // History kept (domain/messages/retention.ts): the attempt log and dead queue jobs are pruned after these
   // many days; messages, with their deliveries, only if MESSAGE_RETENTION_DAYS is set.
   ATTEMPT_LOG_RETENTION_DAYS: Int(30, 1),
   DEAD_JOB_RETENTION_DAYS: Int(7, 1),
@@ -39,7 +39,7 @@ export const ConfigSchema = T.Object({
   IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
   // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.
   METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
-  // The loss audit (domain/loss-audit.ts): how often it runs, how old an owed doorbell must be to
+  // The loss audit (domain/deliveries/loss-audit.ts): how often it runs, how old an owed doorbell must be to
   // count, and how far back messages are checked.
   LOSS_AUDIT_INTERVAL_MS: Int(60_000, 100),
   LOSS_AUDIT_AFTER_MS: Int(300_000, 1),

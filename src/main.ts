@@ -4,7 +4,7 @@ import { loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
 import { EmbeddedPostgresFailed } from './db/embedded';
 import { isDatabaseUnavailable } from './db/unavailable';
-import { DomainError } from './domain/errors';
+import { DomainError } from './domain/shared/errors';
 import { createLogger, type Logger } from './log';
 import { holdPort } from './web/starting';
 import { createService, type HttpService } from './service';

@@ -1,9 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Sql } from './db/connect';
 import { owedJobs } from './db/job-queue';
-import { countDeliveries } from './domain/delivery-counts';
-import type { LossAudit } from './domain/loss-audit';
-import { NOTIFY_TASK } from './domain/notify-jobs';
+import { countDeliveries } from './domain/deliveries/delivery-counts';
+import type { LossAudit } from './domain/deliveries/loss-audit';
+import { NOTIFY_TASK } from './domain/deliveries/notify-jobs';
 
 // What one process knows about itself and the database, in the Prometheus text format (GET
 // /metrics). Counters and histograms are this process's; gauges read from the database describe

@@ -5,7 +5,7 @@ import { openDatabase, waitWhileBusy } from './db/database';
 import { listenForInbox, type InboxListener } from './db/inbox-signal';
 import { buildApp, type App } from './app';
 import type { Logger } from './log';
-import { startLossAudit } from './domain/loss-audit';
+import { startLossAudit } from './domain/deliveries/loss-audit';
 import { createMetrics } from './metrics';
 import { createOAuthServer, type OAuthServer } from './oauth/provider';
 import { startWorker, type RunningWorker } from './webhooks/worker';

@@ -1,8 +1,8 @@
 import type { Config } from './config';
 import type { Sql } from './db/connect';
-import { sweepIdempotencyKeys } from './domain/idempotency';
-import { sweepExpiredSignIns } from './domain/people';
-import { pruneHistory } from './domain/retention';
+import { sweepIdempotencyKeys } from './domain/messages/idempotency';
+import { sweepExpiredSignIns } from './domain/people/people';
+import { pruneHistory } from './domain/messages/retention';
 import type { Logger } from './log';
 
 // The hourly clean-ups, run from graphile-worker's crontab by whichever worker takes each: expired

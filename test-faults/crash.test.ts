@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { createAgent } from '../src/domain/agents';
+import { createAgent } from '../src/domain/agents/agents';
 import { testDatabase, type TestDatabase } from '../test/support/database';
 import { eventually, receiver } from '../test/support/receiver';
 import { call, FAST, startService, type Answer, type Service } from './support/service';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
-import { invitePerson } from '../src/domain/people';
+import { invitePerson } from '../src/domain/people/people';
 import { testDatabase, type TestDatabase } from '../test/support/database';
 import { pkcePair } from '../test/support/oauth';
 import { freePort } from '../test/support/ports';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { createAgent } from '../src/domain/agents';
+import { createAgent } from '../src/domain/agents/agents';
 import { testDatabase, type TestDatabase } from '../test/support/database';
 import { parkedWait } from '../test/support/inbox';
 import { eventually, receiver } from '../test/support/receiver';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { cacheAgents, type AgentCacheListener } from '../src/db/agent-cache';
 import { connect, type Sql } from '../src/db/connect';
 import { listenForInbox } from '../src/db/inbox-signal';
-import { setArchived } from '../src/domain/agents';
+import { setArchived } from '../src/domain/agents/agents';
 import { buildApp, type App } from '../src/app';
 import { silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness } from './support/harness';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { setArchived } from '../src/domain/agents';
-import { hashKey } from '../src/domain/keys';
+import { setArchived } from '../src/domain/agents/agents';
+import { hashKey } from '../src/domain/agents/keys';
 import { uniqueName, useHarness } from './support/harness';
 
 const h = useHarness();

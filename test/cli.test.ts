@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { runCommand } from '../src/cli/commands';
-import { hashKey } from '../src/domain/keys';
+import { hashKey } from '../src/domain/agents/keys';
 import { uniqueName, useHarness } from './support/harness';
 
 const h = useHarness();

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { invitePerson } from '../src/domain/people';
+import { invitePerson } from '../src/domain/people/people';
 import { EMOJI } from './support/emoji';
 import { uniqueName } from './support/harness';
 import { pageWidths, untilCount, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';

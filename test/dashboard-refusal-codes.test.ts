@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test';
 import { Overloaded } from '../src/db/batcher';
 import { DATABASE_UNAVAILABLE } from '../src/db/unavailable';
-import { conflict, forbidden, invalid, notFound, rateLimited, unauthorized } from '../src/domain/errors';
+import { conflict, forbidden, invalid, notFound, rateLimited, unauthorized } from '../src/domain/shared/errors';
 import { BodyTooLarge } from '../src/web/body';
 import { REFUSAL_CODES, SESSION_ENDED } from '../src/web/dashboard-protocol';
 import { refusalFor } from '../src/web/envelope';

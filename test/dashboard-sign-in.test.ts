@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { runCommand } from '../src/cli/commands';
-import type { DomainError } from '../src/domain/errors';
-import { SIGN_IN, sweepExpiredSignIns } from '../src/domain/people';
+import type { DomainError } from '../src/domain/shared/errors';
+import { SIGN_IN, sweepExpiredSignIns } from '../src/domain/people/people';
 import { sessionCookieOf, useDashboardHarness } from './support/dashboard';
 
 const h = useDashboardHarness();

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { oneLine } from '../src/domain/summary-line';
+import { oneLine } from '../src/domain/messages/summary-line';
 import { uniqueName, useHarness } from './support/harness';
 import { eventually } from './support/receiver';
 
@@ -180,9 +180,9 @@ describe('resend', () => {
   const fail = (id: string) => h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'HTTP 500' where id = ${id}`;
 
   test('is refused, and nothing changes, when the doorbell could never go out', async () => {
-    const { resendDelivery } = await import('../src/domain/delivery-steps');
-    const { setArchived } = await import('../src/domain/agents');
-    const { confirmClose } = await import('../src/domain/threads');
+    const { resendDelivery } = await import('../src/domain/deliveries/delivery-steps');
+    const { setArchived } = await import('../src/domain/agents/agents');
+    const { confirmClose } = await import('../src/domain/threads/threads');
     const cases: [string, (ctx: { b: { username: string }; threadId: string; a: { key: string } }) => Promise<unknown>][] = [
       ['its recipient is archived', ({ b }) => setArchived(h.db.sql, b.username, true)],
       ['its recipient has left the thread', ({ b, threadId }) =>

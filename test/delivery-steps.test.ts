@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { removeParticipant } from '../src/domain/threads';
+import { removeParticipant } from '../src/domain/threads/threads';
 import { silentLogger } from '../src/log';
 import { rememberWebhooks } from '../src/webhooks/credentials';
 import { endpointSlots } from '../src/webhooks/endpoint-slots';

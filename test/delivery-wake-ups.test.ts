@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, test } from 'bun:test';
 import { Glob } from 'bun';
 import { DELIVERY_CHANNEL, INBOX_CHANNEL } from '../src/db/inbox-signal';
-import { asActor, type Agent } from '../src/domain/actors';
-import { acknowledge, reportDelivered } from '../src/domain/deliveries';
-import { deliveryFilter } from '../src/domain/delivery-query';
+import { asActor, type Agent } from '../src/domain/agents/actors';
+import { acknowledge, reportDelivered } from '../src/domain/deliveries/inbox';
+import { deliveryFilter } from '../src/domain/deliveries/delivery-query';
 import {
   forgetNextAttempt,
   owedDoorbell,
@@ -12,14 +12,14 @@ import {
   republishStranded,
   resendDelivery,
   resendFailed,
-} from '../src/domain/delivery-steps';
-import { listMessages, postMessage, readMessage } from '../src/domain/messages';
-import { afterAttempt, type AttemptOutcome } from '../src/domain/retry-policy';
+} from '../src/domain/deliveries/delivery-steps';
+import { listMessages, postMessage, readMessage } from '../src/domain/messages/messages';
+import { afterAttempt, type AttemptOutcome } from '../src/domain/deliveries/retry-policy';
 import { silentLogger } from '../src/log';
 import { uniqueName, useHarness, type TestAgent } from './support/harness';
 import { post } from './support/webhooks';
 
-// The wake-up contract (src/domain/delivery-wake-ups.ts): every write path of the domain that
+// The wake-up contract (src/domain/deliveries/delivery-wake-ups.ts): every write path of the domain that
 // changes what a watcher sees wakes the delivery's watchers exactly once, and a new delivery's
 // recipient exactly once; a write that changes nothing wakes nobody. Heard on a connection of its
 // own, as the inbox listener and the dashboards hear it.
@@ -267,10 +267,10 @@ test('every write to deliveries in src is one this file checks', async () => {
   }
   expect(writes).toEqual({
     // reportDelivered, acknowledge
-    'src/domain/deliveries.ts': 2,
+    'src/domain/deliveries/inbox.ts': 2,
     // an attempt's record, an interrupted attempt, a dropped retry, a resend, a re-publish, its failure
-    'src/domain/delivery-steps.ts': 6,
+    'src/domain/deliveries/delivery-steps.ts': 6,
     // a post, a listing's reads, a message's read
-    'src/domain/messages.ts': 3,
+    'src/domain/messages/messages.ts': 3,
   });
 });

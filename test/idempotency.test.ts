@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
-import { sweepIdempotencyKeys } from '../src/domain/idempotency';
+import { sweepIdempotencyKeys } from '../src/domain/messages/idempotency';
 import { silentLogger } from '../src/log';
 import { createService } from '../src/service';
 import { callApp, uniqueName, useHarness, type TestAgent } from './support/harness';

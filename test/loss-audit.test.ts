@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
 import { createLogger } from '../src/log';
-import { startLossAudit } from '../src/domain/loss-audit';
+import { startLossAudit } from '../src/domain/deliveries/loss-audit';
 import { uniqueName, useHarness } from './support/harness';
 import { eventually } from './support/receiver';
 import { post } from './support/webhooks';

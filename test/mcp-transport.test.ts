@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { loadConfig } from '../src/config';
 import { connect } from '../src/db/connect';
-import { LIMITS } from '../src/domain/schemas';
+import { LIMITS } from '../src/domain/shared/schemas';
 import { buildApp } from '../src/app';
 import { createLogger, silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness, type TestAgent } from './support/harness';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { setArchived } from '../src/domain/agents';
+import { setArchived } from '../src/domain/agents/agents';
 import { internalError } from '../src/web/envelope';
 import { uniqueName, useHarness } from './support/harness';
 import { POSTS_AT_BOUNDS, POSTS_PAST_BOUNDS } from './support/emoji';

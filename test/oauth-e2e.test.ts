@@ -5,7 +5,7 @@ import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { invitePerson } from '../src/domain/people';
+import { invitePerson } from '../src/domain/people/people';
 import { axeViolations, pageWidths, useDashboardBrowser } from './support/dashboard-browser';
 import { localCertificates } from './support/tls';
 

@@ -6,7 +6,7 @@ import { silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
 import { openApiValidator } from './support/openapi-validator';
 import { eventually } from './support/receiver';
-import { MAX_QUEUED_POSTS } from '../src/domain/messages';
+import { MAX_QUEUED_POSTS } from '../src/domain/messages/messages';
 
 // Every route driven through a validator built from the published document: any status, body or
 // header the document does not describe fails, and so does any documented status or example

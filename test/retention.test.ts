@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { pruneHistory } from '../src/domain/retention';
+import { pruneHistory } from '../src/domain/messages/retention';
 import { uniqueName, useHarness } from './support/harness';
 
 // Pruning keeps what is recent and removes exactly what is past its period, on this file's own

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { loadConfig } from '../src/config';
-import { createAgent } from '../src/domain/agents';
+import { createAgent } from '../src/domain/agents/agents';
 import { createLogger } from '../src/log';
 import { createService, type HttpService } from '../src/service';
 import { createTestDatabase, publicFirst, refuseWakeUps } from './support/database';

@@ -63,18 +63,11 @@ test('the domain imports no door', () => {
   expect(found).toEqual([]);
 });
 
-// Doors that still share code through another door (issue 25): the OAuth pages use the dashboard's
-// security headers, whose script policy names the dashboard's import map. The list may only
-// shrink: a new door-to-door import fails here.
-const STILL_SHARED_THROUGH_A_DOOR = ['oauth/provider.ts -> dashboard/pages.ts'];
-
 test('no door imports another door', () => {
   const found = [...imports]
     .flatMap(([file, targets]) =>
       DOORS.includes(area(file)) ? targets.filter((t) => DOORS.includes(area(t)) && area(t) !== area(file)).map((t) => `${file} -> ${t}`) : [],
     )
     .sort();
-  expect(found.filter((edge) => !STILL_SHARED_THROUGH_A_DOOR.includes(edge))).toEqual([]);
-  // An entry that no longer exists is taken off the list.
-  expect(STILL_SHARED_THROUGH_A_DOOR.filter((edge) => !found.includes(edge))).toEqual([]);
+  expect(found).toEqual([]);
 });

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import type { ReservedSql } from 'postgres';
-import { setArchived } from '../src/domain/agents';
-import { invitePerson, personActor, type Person } from '../src/domain/people';
-import { confirmClose, declineClose, removeParticipant } from '../src/domain/threads';
+import { setArchived } from '../src/domain/agents/agents';
+import { invitePerson, personActor, type Person } from '../src/domain/people/people';
+import { confirmClose, declineClose, removeParticipant } from '../src/domain/threads/threads';
 import { uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
 import { EMOJI } from './support/emoji';
 

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
-import { createAgent } from '../src/domain/agents';
-import { DomainError } from '../src/domain/errors';
-import { invitePerson } from '../src/domain/people';
+import { createAgent } from '../src/domain/agents/agents';
+import { DomainError } from '../src/domain/shared/errors';
+import { invitePerson } from '../src/domain/people/people';
 import { useHarness } from './support/harness';
 
 const h = useHarness();

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { DomainError } from '../src/domain/errors';
-import { checkWebhookUrl, isPublicAddress } from '../src/domain/webhook-url';
+import { DomainError } from '../src/domain/shared/errors';
+import { checkWebhookUrl, isPublicAddress } from '../src/domain/agents/webhook-url';
 
 // One address inside every entry of the IANA IPv4 Special-Purpose Address Registry, plus the
 // multicast block, each with the entry it stands for.

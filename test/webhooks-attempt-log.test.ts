@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
-import { deliveryProgress, listDeliveries } from '../src/domain/delivery-progress';
-import { deliveryFilter } from '../src/domain/delivery-query';
-import { pageQuery } from '../src/domain/keyset';
-import { INTERRUPTED, resendDelivery } from '../src/domain/delivery-steps';
+import { deliveryProgress, listDeliveries } from '../src/domain/deliveries/delivery-progress';
+import { deliveryFilter } from '../src/domain/deliveries/delivery-query';
+import { pageQuery } from '../src/domain/shared/keyset';
+import { INTERRUPTED, resendDelivery } from '../src/domain/deliveries/delivery-steps';
 import { eventually, receiver } from './support/receiver';
 import { deliveryRow, post, untilStep, useWorkerHarness } from './support/webhooks';
 

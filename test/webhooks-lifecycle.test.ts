@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { removeWebhook, setWebhook } from '../src/domain/agents';
-import { republishStranded } from '../src/domain/delivery-steps';
+import { removeWebhook, setWebhook } from '../src/domain/agents/agents';
+import { republishStranded } from '../src/domain/deliveries/delivery-steps';
 import { eventually, receiver } from './support/receiver';
 import { attemptRows, deliveryRow, post, rewind, untilStep, useWorkerHarness, sign } from './support/webhooks';
 

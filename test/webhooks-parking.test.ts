@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { eventually, receiver } from './support/receiver';
-import { parkNotifyJob } from '../src/domain/notify-jobs';
+import { parkNotifyJob } from '../src/domain/deliveries/notify-jobs';
 import { attemptRows, useWorkerHarness } from './support/webhooks';
 
 // Doorbells over their endpoint's cap wait parked, holding no worker slot, and are woken from the

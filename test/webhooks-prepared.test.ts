@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { setWebhook } from '../src/domain/agents';
+import { setWebhook } from '../src/domain/agents/agents';
 import { createLogger } from '../src/log';
 import { startWorker, type RunningWorker } from '../src/webhooks/worker';
 import { useHarness } from './support/harness';

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
-import { INTERRUPTED } from '../src/domain/delivery-steps';
+import { INTERRUPTED } from '../src/domain/deliveries/delivery-steps';
 import { createLogger } from '../src/log';
 import { startWorker } from '../src/webhooks/worker';
 import { publicFirst, refuseWakeUps } from './support/database';
@@ -143,7 +143,7 @@ describe('a runner that ends without being asked to', () => {
   });
 });
 
-// A wake-up follows the commit in a statement of its own (domain/delivery-wake-ups.ts), so when it fails
+// A wake-up follows the commit in a statement of its own (domain/deliveries/delivery-wake-ups.ts), so when it fails
 // nobody is left to answer; the worker run on its own must still say so in its log.
 describe('a wake-up the split worker could not send', () => {
   test('is logged as announce_failed by `ams worker`', async () => {

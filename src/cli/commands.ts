@@ -1,10 +1,10 @@
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
-import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents';
-import { resendDelivery } from '../domain/delivery-steps';
-import { invalid } from '../domain/errors';
-import { invitePerson } from '../domain/people';
-import { confirmClose, declineClose } from '../domain/threads';
+import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents/agents';
+import { resendDelivery } from '../domain/deliveries/delivery-steps';
+import { invalid } from '../domain/shared/errors';
+import { invitePerson } from '../domain/people/people';
+import { confirmClose, declineClose } from '../domain/threads/threads';
 
 export type CliDeps = { sql: Sql; config: Config };
 

@@ -1,6 +1,6 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
-import { invalid } from '../domain/errors';
-import type { InboxEntry } from '../domain/schemas';
+import { invalid } from '../domain/shared/errors';
+import type { InboxEntry } from '../domain/shared/schemas';
 
 // `ams wait`: blocks until mail arrives for an agent, for agents that run as local programs and
 // have no public URL for a webhook. It re-waits on the bounded-wait inbox until there is mail or

@@ -1,7 +1,7 @@
 import type { Sql } from '../db/connect';
-import { DELIVERY_CHANNEL } from '../domain/delivery-wake-ups';
-import { deliveryProgress, type DeliveryProgress } from '../domain/delivery-progress';
-import type { SessionEnd } from '../domain/people';
+import { DELIVERY_CHANNEL } from '../domain/deliveries/delivery-wake-ups';
+import { deliveryProgress, type DeliveryProgress } from '../domain/deliveries/delivery-progress';
+import type { SessionEnd } from '../domain/people/people';
 import type { Logger } from '../log';
 import { SESSION_ENDED, STREAM_RETRY_MS, type StreamEvent } from '../web/dashboard-protocol';
 import type { SessionStreams } from './session-streams';

@@ -1,6 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { Config } from '../config';
-import { SIGN_IN, type CodeSender } from '../domain/people';
+import { SIGN_IN, type CodeSender } from '../domain/people/people';
 import type { Logger } from '../log';
 
 // Sign-in codes go out by email over SMTP_URL. Without it (local development) the code is written

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Elysia } from 'elysia';
 import type { Sql } from '../db/connect';
-import { sessionPerson } from '../domain/people';
+import { sessionPerson } from '../domain/people/people';
 import { refuseAgentKeys, sessionToken } from '../web/person-session';
 import htmModule from '../../node_modules/htm/dist/htm.module.js' with { type: 'text' };
 import preactModule from '../../node_modules/preact/dist/preact.module.js' with { type: 'text' };
@@ -15,6 +15,7 @@ import signInHtml from './web/sign-in.html' with { type: 'text' };
 import threadHtml from './web/thread.html' with { type: 'text' };
 import threadsHtml from './web/threads.html' with { type: 'text' };
 import { escapeHtml } from '../web/html';
+import { pageHeaders } from '../web/page-headers';
 import { bundleScript } from './script';
 
 // The pages are plain HTML, CSS and one script module, embedded so that the compiled executable
@@ -69,11 +70,7 @@ const rendered = new Map<string, string>([
 ]);
 
 // Scripts and styles only from this server (and the import map above); no framing, no eval.
-export const SECURITY_HEADERS = {
-  'content-security-policy': `default-src 'none'; script-src 'self' 'sha256-${importMapHash}'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'same-origin',
-};
+export const SECURITY_HEADERS = pageHeaders({ scriptHashes: [importMapHash] });
 
 const html = (body: string) =>
   new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS } });

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/connect';
-import { endedSessions, type SessionEnd } from '../domain/people';
+import { endedSessions, type SessionEnd } from '../domain/people/people';
 import type { Logger } from '../log';
 
 type EndStream = (why: SessionEnd) => void;

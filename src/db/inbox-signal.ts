@@ -1,7 +1,7 @@
 import type { Logger } from '../log';
 import type { Sql } from './connect';
 
-// Every new delivery is announced on this channel with its recipient's id (domain/delivery-wake-ups.ts).
+// Every new delivery is announced on this channel with its recipient's id (domain/deliveries/delivery-wake-ups.ts).
 export const INBOX_CHANNEL = 'ams_inbox';
 // Every change to a delivery (a step, an attempt) is announced here with the delivery's id.
 export const DELIVERY_CHANNEL = 'ams_delivery';

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia';
 import type { Sql } from '../db/connect';
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
-import type { LossAuditor } from '../domain/loss-audit';
+import type { LossAuditor } from '../domain/deliveries/loss-audit';
 import { fail, ok } from '../web/envelope';
 import { refuseNonOperator } from '../web/operator';
 

@@ -1,7 +1,7 @@
 import { toOpenAPISchema } from '@elysiajs/openapi';
 import { Elysia, type AnyElysia } from 'elysia';
-import { LIMITS } from '../domain/schemas';
-import { USER_AGENT } from '../domain/doorbell-signature';
+import { LIMITS } from '../domain/shared/schemas';
+import { USER_AGENT } from '../domain/deliveries/doorbell-signature';
 import { EXAMPLE_REQUEST_ID, fail } from '../web/envelope';
 import { EXAMPLES, Failure, type Examples } from './responses';
 import { referencePage } from './reference-page';

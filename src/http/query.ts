@@ -1,5 +1,5 @@
 import { Kind, Type as T, TypeRegistry } from '@sinclair/typebox';
-import { LIMITS } from '../domain/schemas';
+import { LIMITS } from '../domain/shared/schemas';
 
 // Query values the domain reads itself, by the contract's own rules: a bad `limit` falls back to the
 // default rather than failing, and a bad `wait` gets the domain's sentence. Elysia passes them on

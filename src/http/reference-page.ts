@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia';
 import { escapeHtml } from '../web/html';
+import { pageHeaders } from '../web/page-headers';
 import scalarBundle from '../../node_modules/@scalar/api-reference/dist/browser/standalone.js' with { type: 'file' };
 
 // The reference viewer is pinned (package.json holds the same exact version) and served from this
@@ -10,12 +11,7 @@ export const SCALAR_PATH = `/openapi/assets/scalar-${SCALAR_VERSION}.js`;
 
 // Scripts only from this server, and no eval. Scalar's bundle injects several <style> elements and
 // style attributes of its own, so inline styles are allowed: they cannot run code.
-const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'same-origin',
-};
+const SECURITY_HEADERS = pageHeaders({ inlineStyles: true, fonts: true, forms: false });
 
 // No fonts, telemetry, AI agent or MCP generator from Scalar's servers: the page must not reach
 // anything but this service.

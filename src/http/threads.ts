@@ -1,12 +1,12 @@
 import { Elysia, t } from 'elysia';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
-import { asActor } from '../domain/actors';
-import { listLimit } from '../domain/limit';
-import { listMessages, postMessage } from '../domain/messages';
-import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/schemas';
-import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
-import { checkIdempotencyKey, type Idempotency } from '../domain/idempotency';
+import { asActor } from '../domain/agents/actors';
+import { listLimit } from '../domain/shared/limits';
+import { listMessages, postMessage } from '../domain/messages/messages';
+import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/shared/schemas';
+import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads/threads';
+import { checkIdempotencyKey, type Idempotency } from '../domain/messages/idempotency';
 import type { Config } from '../config';
 import { Overloaded } from '../db/batcher';
 import { agentAuth } from '../web/agent-auth';
@@ -15,7 +15,7 @@ import { ok } from '../web/envelope';
 import { jsonBody, responses } from './responses';
 import { IdempotencyHeaders, LimitQuery } from './query';
 import { requestLog } from '../web/request-id';
-import { NO_SUCH_THREAD } from '../domain/visibility';
+import { NO_SUCH_THREAD } from '../domain/threads/visibility';
 
 const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
 const noSuchThread = { noSuchThread: NO_SUCH_THREAD };

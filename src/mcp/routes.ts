@@ -3,14 +3,14 @@ import type { Config } from '../config';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
-import { LIMITS } from '../domain/schemas';
+import { LIMITS } from '../domain/shared/schemas';
 import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
 import { fail } from '../web/envelope';
 import { holdOpen } from '../web/hold-open';
 import { countEarlyAnswer } from '../web/metrics';
 import { requestLog } from '../web/request-id';
-import { MCP_SCOPE } from '../domain/oauth-connections';
+import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp } from './server';
 

@@ -1,13 +1,13 @@
 import { Type as T, type TSchema } from '@sinclair/typebox';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Sql } from '../db/connect';
-import { asActor, type Agent } from '../domain/actors';
-import { acknowledgeMessage } from '../domain/deliveries';
-import { checkIdempotencyKey } from '../domain/idempotency';
-import { messageReceipts, waitForStep } from '../domain/receipts';
-import { waitForInbox, waitSeconds } from '../domain/inbox-wait';
-import { listLimit } from '../domain/limit';
-import { listMessagesWithin, postMessage, readMessage } from '../domain/messages';
+import { asActor, type Agent } from '../domain/agents/actors';
+import { acknowledgeMessage } from '../domain/deliveries/inbox';
+import { checkIdempotencyKey } from '../domain/messages/idempotency';
+import { messageReceipts, waitForStep } from '../domain/deliveries/receipts';
+import { waitForInbox, waitSeconds } from '../domain/deliveries/inbox-wait';
+import { listLimit } from '../domain/shared/limits';
+import { listMessagesWithin, postMessage, readMessage } from '../domain/messages/messages';
 import {
   Acknowledgement,
   InboxEntry,
@@ -19,9 +19,9 @@ import {
   NewThread,
   PostedMessage,
   ThreadRecord,
-} from '../domain/schemas';
-import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads';
-import { validate } from '../domain/validate';
+} from '../domain/shared/schemas';
+import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads/threads';
+import { validate } from '../domain/shared/validate';
 import type { Logger } from '../log';
 
 export type ToolContext = {

@@ -1,6 +1,6 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Sql } from '../db/connect';
-import { hashKey } from '../domain/keys';
+import { hashKey } from '../domain/agents/keys';
 
 // Where oidc-provider keeps its artifacts: one table (sql/015_oauth.sql), keyed by kind and the
 // SHA-256 of the id. A code's or a token's id is the credential a client presents, so neither it
@@ -23,7 +23,7 @@ export function artifactStore(sql: Sql) {
       // A grant is filed under its own id, so that revoking it removes it with what it issued.
       const grantId = this.model === 'Grant' ? id : (payload.grantId ?? null);
       // Anyone may register a client (MCP hosts do it unannounced), so a registration that no
-      // person ever connects expires; connecting it (domain/oauth-connections.ts) keeps it.
+      // person ever connects expires; connecting it (domain/oauth/oauth-connections.ts) keeps it.
       const expiresAt =
         this.model === 'Client'
           ? sql`case when exists (select 1 from oauth_connections where client_id = ${id}) then null

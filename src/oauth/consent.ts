@@ -1,8 +1,8 @@
 import { Elysia } from 'elysia';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
-import { invalid, notFound } from '../domain/errors';
-import { choosableAgents, connectClient, findActiveAgentNamed, MCP_SCOPE } from '../domain/oauth-connections';
+import { invalid, notFound } from '../domain/shared/errors';
+import { choosableAgents, connectClient, findActiveAgentNamed, MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { dashboardGuard } from '../web/person-session';
 import { ok } from '../web/envelope';
 import { requestLog } from '../web/request-id';

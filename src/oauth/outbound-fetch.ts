@@ -1,6 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { pinnedLookup, resolveOutboundAddresses, type WebhookUrlPolicy } from '../domain/webhook-url';
+import { pinnedLookup, resolveOutboundAddresses, type WebhookUrlPolicy } from '../domain/agents/webhook-url';
 
 // The most of an answer read: a client's metadata document is small (the draft suggests 5 KiB, as
 // oidc-provider does); a larger answer is refused here, as soon as it passes the limit.

@@ -3,9 +3,9 @@ import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
-import { SECURITY_HEADERS } from '../dashboard/pages';
 import { escapeHtml } from '../web/html';
-import { findPerson, MCP_SCOPE, takeRegistrationSlot } from '../domain/oauth-connections';
+import { pageHeaders } from '../web/page-headers';
+import { findPerson, MCP_SCOPE, takeRegistrationSlot } from '../domain/oauth/oauth-connections';
 import type { Logger } from '../log';
 import { artifactStore } from './adapter';
 import { authorizationServerKeys } from './keys';
@@ -182,9 +182,9 @@ let libraryLog: Logger | null = null;
 
 // What a person's browser shows when a request cannot go back to its client (an unknown client, a
 // redirect URI not registered, a request already decided or expired): the dashboard's look and
-// its Content-Security-Policy, the library's sentence, and what to do.
+// the headers of every page of ours (it carries no script), the library's sentence, and what to do.
 function errorPage(ctx: KoaContextWithOIDC, out: { error: string; error_description?: string }) {
-  ctx.set(SECURITY_HEADERS);
+  ctx.set(pageHeaders());
   ctx.set('cache-control', 'no-store');
   ctx.type = 'html';
   const sentence = out.error_description ?? 'The authorization request was refused.';

@@ -3,10 +3,10 @@ import { Elysia } from 'elysia';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import { clientAddress } from '../web/person-session';
-import { REGISTRATIONS_PER_HOUR, takeRegistrationSlot } from '../domain/oauth-connections';
+import { REGISTRATIONS_PER_HOUR, takeRegistrationSlot } from '../domain/oauth/oauth-connections';
 import { countEarlyAnswer } from '../web/metrics';
 import { answerNodeStyle } from './bridge';
-import { MCP_SCOPE } from '../domain/oauth-connections';
+import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { OAUTH_ROUTES, requestingClient, type OAuthServer } from './provider';
 
 const pathOf = (url: string) => url.slice(url.indexOf('/', url.indexOf('//') + 2)).split('?')[0]!;

@@ -1,9 +1,9 @@
 import { Elysia } from 'elysia';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
-import type { Agent } from '../domain/actors';
-import { authenticateAgent } from '../domain/authentication';
-import { DomainError } from '../domain/errors';
+import type { Agent } from '../domain/agents/actors';
+import { authenticateAgent } from '../domain/agents/authentication';
+import { DomainError } from '../domain/shared/errors';
 import { readJsonBody, readTextBody } from './body';
 
 // One lookup per request, whichever hook asks first.

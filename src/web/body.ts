@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import { BEFORE_ROUTING, countEarlyAnswer } from './metrics';
-import { invalid } from '../domain/errors';
+import { invalid } from '../domain/shared/errors';
 import { refusalFor } from './envelope';
 
 // The body limit of the server that received each request, for the body reader below.

@@ -16,7 +16,7 @@ export const CSRF_VALUE = 'fetch';
 
 // What went wrong, for the browser to branch on; the sentence beside it is for the person.
 export const REFUSAL_CODES = [
-  // A refusal of the domain, by its kind (domain/errors.ts), when nothing below is more specific.
+  // A refusal of the domain, by its kind (domain/shared/errors.ts), when nothing below is more specific.
   'invalid',
   'unauthorized',
   'forbidden',
@@ -47,7 +47,7 @@ export const STREAM_PATH = '/deliveries/events';
 export type StreamEvent = 'ready' | 'delivery' | 'thread' | 'agent' | 'session-ended';
 export const STREAM_RETRY_MS = 2000;
 
-// How a session stopped admitting its person (domain/people.ts SessionEnd), as the stream's last
+// How a session stopped admitting its person (domain/people/people.ts SessionEnd), as the stream's last
 // event says it ({ error: sentence, code }) and as the sign-in page's `ended` parameter names it.
 export const SESSION_ENDED = {
   expired: { code: 'session_expired', sentence: 'Your session expired; sign in again.' },

@@ -1,4 +1,4 @@
-import type { ErrorKind } from '../domain/errors';
+import type { ErrorKind } from '../domain/shared/errors';
 import { DASHBOARD_PATH, type DashboardRefusal, type RefusalCode } from './dashboard-protocol';
 
 // The one place that shapes responses, for every door: { success: true, data } or

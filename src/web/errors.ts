@@ -1,5 +1,5 @@
 import { Elysia, ValidationError } from 'elysia';
-import { describeValueError } from '../domain/validate';
+import { describeValueError } from '../domain/shared/validate';
 import type { Logger } from '../log';
 import { refusalFor } from './envelope';
 import { failureOf } from './failure';

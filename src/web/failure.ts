@@ -1,6 +1,6 @@
 import { Overloaded } from '../db/batcher';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
-import { DomainError, type ErrorKind } from '../domain/errors';
+import { DomainError, type ErrorKind } from '../domain/shared/errors';
 import { BodyTooLarge } from './body';
 import type { RefusalCode } from './dashboard-protocol';
 import { internalError, statusOf, type Refusal } from './envelope';

@@ -1,4 +1,4 @@
-import { sameSecret } from '../domain/keys';
+import { sameSecret } from '../domain/agents/keys';
 import { fail } from './envelope';
 
 // The operator's routes (GET /metrics, GET /health/details) answer only the bearer of

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import type { Server } from 'bun';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
-import { sessionPerson, type Person } from '../domain/people';
+import { sessionPerson, type Person } from '../domain/people/people';
 import { lowerBodyLimit, readJsonBody } from './body';
 import { CSRF_HEADER, CSRF_VALUE, DASHBOARD_PATH } from './dashboard-protocol';
 import { KernelRefusal } from './failure';

@@ -1,16 +1,16 @@
 import type { JobHelpers, Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
-import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordAttempt, recordInterruptedAttempt } from '../domain/delivery-steps';
-import { parkNotifyJob, parkedNotifyEndpoints, wakeParkedNotifyJobs } from '../domain/notify-jobs';
+import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordAttempt, recordInterruptedAttempt } from '../domain/deliveries/delivery-steps';
+import { parkNotifyJob, parkedNotifyEndpoints, wakeParkedNotifyJobs } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
-import { doorbellBody, type DoorbellFields } from '../domain/doorbell-body';
+import { doorbellBody, type DoorbellFields } from '../domain/deliveries/doorbell-body';
 import type { WebhookCredentials } from './credentials';
 import { endpointOf, type EndpointSlots } from './endpoint-slots';
-import { afterAttempt, type RetryPolicy } from '../domain/retry-policy';
+import { afterAttempt, type RetryPolicy } from '../domain/deliveries/retry-policy';
 import { sendDoorbell, type SendOptions } from './send';
-import { doorbellHeaders } from '../domain/doorbell-signature';
+import { doorbellHeaders } from '../domain/deliveries/doorbell-signature';
 
 export type NotifyDeps = {
   sql: Sql;
@@ -29,7 +29,7 @@ export type NotifyDeps = {
   nudge: (count: number) => void;
 };
 
-// What a post puts in its doorbell jobs (domain/messages.ts): the notification as it stood then.
+// What a post puts in its doorbell jobs (domain/messages/messages.ts): the notification as it stood then.
 type PreparedDoorbell = Omit<DoorbellFields, 'deliveryId' | 'content'> & { recipientId: string; url: string; webhookVersion: string };
 // A parked job carries the endpoint it waits for, so that whoever frees a slot there can wake it.
 type NotifyPayload = { deliveryId: string; doorbell?: PreparedDoorbell; parked?: boolean; endpoint?: string };

@@ -1,6 +1,6 @@
 import type { Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
-import { republishStranded, type RepublishOptions } from '../domain/delivery-steps';
+import { republishStranded, type RepublishOptions } from '../domain/deliveries/delivery-steps';
 import type { Logger } from '../log';
 
 export const REPUBLISH_TASK = 'republish';

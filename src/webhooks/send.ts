@@ -1,9 +1,9 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { DomainError } from '../domain/errors';
-import { pinnedLookup, resolveOutboundAddresses, type WebhookUrlPolicy } from '../domain/webhook-url';
-import type { AttemptOutcome } from '../domain/retry-policy';
-import { SIGNATURE_HEADER } from '../domain/doorbell-signature';
+import { DomainError } from '../domain/shared/errors';
+import { pinnedLookup, resolveOutboundAddresses, type WebhookUrlPolicy } from '../domain/agents/webhook-url';
+import type { AttemptOutcome } from '../domain/deliveries/retry-policy';
+import { SIGNATURE_HEADER } from '../domain/deliveries/doorbell-signature';
 
 // `headers` comes from doorbellHeaders (sign.ts): every header but Content-Length.
 export type Doorbell = { url: string; body: string; headers: Record<string, string> };

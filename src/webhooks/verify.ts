@@ -1,5 +1,5 @@
-import { signature, standardSignature } from '../domain/doorbell-signature';
-import { sameSecret } from '../domain/keys';
+import { signature, standardSignature } from '../domain/deliveries/doorbell-signature';
+import { sameSecret } from '../domain/agents/keys';
 
 // For handlers: true when `header` (the X-Signature-256 value) is the signature of the raw,
 // unparsed request body under `secret`. Compared in constant time, so a forger learns nothing

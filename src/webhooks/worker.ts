@@ -5,7 +5,7 @@ import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown } from '../db/job-queue';
 import { workerPool } from '../db/worker-pool';
-import { NOTIFY_TASK } from '../domain/notify-jobs';
+import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { startHeartbeat } from './heartbeat';

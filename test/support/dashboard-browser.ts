@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'bun:test';
 import { mkdirSync } from 'node:fs';
 import type { BrowserContext, Page } from 'playwright-core';
-import { invitePerson } from '../../src/domain/people';
+import { invitePerson } from '../../src/domain/people/people';
 import { buildApp } from '../../src/app';
 import { createLogger } from '../../src/log';
 import { launchChromium } from './chromium';

@@ -1,6 +1,6 @@
 import { beforeAll } from 'bun:test';
 import { randomBytes } from 'node:crypto';
-import { invitePerson } from '../../src/domain/people';
+import { invitePerson } from '../../src/domain/people/people';
 import { buildApp, type App } from '../../src/app';
 import { createLogger } from '../../src/log';
 import { callApp, useHarness, type Harness, type Reply } from './harness';

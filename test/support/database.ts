@@ -147,7 +147,7 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
   return shared.clone();
 }
 
-// Wake-ups (domain/delivery-wake-ups.ts) that the database refuses, for tests of how a failed one is
+// Wake-ups (domain/deliveries/delivery-wake-ups.ts) that the database refuses, for tests of how a failed one is
 // reported: a pg_notify of our own in public refuses the inbox and delivery channels and passes
 // every other on. Only connections whose search_path puts public before pg_catalog find it first:
 // those opened with `publicFirst(url)`.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll } from 'bun:test';
 import { loadConfig, type Config } from '../../src/config';
 import type { AgentCacheListener } from '../../src/db/agent-cache';
 import type { InboxListener } from '../../src/db/inbox-signal';
-import { createAgent } from '../../src/domain/agents';
+import { createAgent } from '../../src/domain/agents/agents';
 import type { App } from '../../src/app';
 import { silentLogger } from '../../src/log';
 import { createService, type HttpService } from '../../src/service';

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { DELIVERY_STATES, type DeliveryState } from '../../../domain/state-names.ts';
+import { DELIVERY_STATES, type DeliveryState } from '../../../domain/shared/state-names.ts';
 import { api, apiError } from '../shared/api.ts';
 import { STATE_LABELS, STEPS, stateClass, stateOf, stepName } from '../shared/delivery-state.ts';
 import { useAction, useTimeout } from '../shared/hooks.ts';

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { THREAD_STATES } from '../../../domain/state-names.ts';
+import { THREAD_STATES } from '../../../domain/shared/state-names.ts';
 import { html } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
 import { useLive } from '../shared/live.ts';

@@ -1,4 +1,4 @@
-import type { DeliveryState } from '../../../domain/state-names.ts';
+import type { DeliveryState } from '../../../domain/shared/state-names.ts';
 import type { Progress, Step } from './types.ts';
 
 // What each state a delivery can read as is called on the pages.

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { PAGE } from '../../../domain/limits.ts';
+import { PAGE } from '../../../domain/shared/limits.ts';
 import { api, apiError } from './api.ts';
 import { useThrottled } from './hooks.ts';
 import { html } from './html.ts';

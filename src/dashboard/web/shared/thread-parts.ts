@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { LIMITS } from '../../../domain/limits.ts';
-import type { ThreadState } from '../../../domain/state-names.ts';
+import { LIMITS } from '../../../domain/shared/limits.ts';
+import type { ThreadState } from '../../../domain/shared/state-names.ts';
 import { api } from './api.ts';
 import { useAction } from './hooks.ts';
 import { html, valueOf } from './html.ts';

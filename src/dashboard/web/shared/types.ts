@@ -1,4 +1,4 @@
-import type { DeliveryState, ThreadState } from '../../../domain/state-names.ts';
+import type { DeliveryState, ThreadState } from '../../../domain/shared/state-names.ts';
 
 // The JSON the dashboard's API answers, as the pages read it (the server's own types are in
 // src/domain, which this code cannot import: it runs in the browser).

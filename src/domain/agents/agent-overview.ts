@@ -1,0 +1,59 @@
+import type { Sql } from '../../db/connect';
+import { notFound } from '../shared/errors';
+import { iso } from '../shared/iso-time';
+import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
+import { connectionFromRow, connectionsOf, type Connection, type ConnectionRow } from '../oauth/oauth-connections';
+import type { Page } from '../shared/schemas';
+import { containing } from '../shared/search';
+
+export type AgentSummary = {
+  id: string;
+  username: string;
+  archived: boolean;
+  webhookUrl: string | null;
+  webhookSetAt: string | null;
+  createdAt: string;
+  // Clients connected over OAuth to act as the agent (src/oauth).
+  connections: Connection[];
+};
+
+type AgentRow = {
+  id: string;
+  username: string;
+  archived: boolean;
+  webhookUrl: string | null;
+  webhookSetAt: Date | null;
+  createdAt: Date;
+  connections: ConnectionRow[];
+};
+
+// The agents, for the people who run them: newest first, archived ones included, a page at a
+// time, optionally only those whose name contains `search`.
+export async function listAgents(sql: Sql, search: string | null, page: PageQuery): Promise<Page<AgentSummary>> {
+  const rows = await sql<AgentRow[]>`
+    select id, username, archived_at is not null as archived, webhook_url as "webhookUrl",
+           webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(sql, sql`agents.id`)} as connections
+    from agents
+    where true ${search ? sql`and username ilike ${containing(search)}` : sql``} ${keyBounds(sql, sql`id`, page)}
+    order by id desc
+    limit ${page.limit + 1}`;
+  const agents = rows.map((r) => ({
+    id: r.id,
+    username: r.username,
+    archived: r.archived,
+    webhookUrl: r.webhookUrl,
+    webhookSetAt: iso(r.webhookSetAt),
+    createdAt: r.createdAt.toISOString(),
+    connections: r.connections.map(connectionFromRow),
+  }));
+  return pageOf(agents, page.limit, (a) => a.id);
+}
+
+// The signing secret stays readable by contract, so that a person can copy it into the handler.
+export async function revealSigningSecret(sql: Sql, username: string) {
+  const [row] = await sql<{ webhookUrl: string | null; signingSecret: string | null }[]>`
+    select webhook_url as "webhookUrl", signing_secret as "signingSecret" from agents where username = ${username}`;
+  if (!row) throw notFound(`No agent named ${username}.`);
+  if (!row.signingSecret) throw notFound(`${username} has no webhook, so it has no signing secret.`);
+  return { username, webhookUrl: row.webhookUrl!, signingSecret: row.signingSecret };
+}

@@ -1,0 +1,34 @@
+import type { AgentCache } from '../../db/agent-cache';
+import type { Sql } from '../../db/connect';
+import type { Agent } from './actors';
+import { unauthorized } from '../shared/errors';
+import { AGENT_KEY_PATTERN, hashKey } from './keys';
+import { authenticateAccessToken } from '../oauth/oauth-connections';
+
+// A key answers for its agent while the agent is not archived. A hit in the cache saves the lookup;
+// the database evicts an agent whose answer changes (see src/db/agent-cache.ts). Where OAuth access
+// tokens are accepted (only /mcp, the resource they are issued for), any other bearer token is read
+// as one of those.
+export async function authenticateAgent(
+  sql: Sql,
+  cache: AgentCache,
+  authorization: string | undefined | null,
+  accessTokenResource?: string,
+): Promise<Agent> {
+  if (!authorization) throw unauthorized('Authorization header is missing; send "Authorization: Bearer agt_…".');
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match) throw unauthorized('Authorization header is malformed; expected "Bearer agt_…".');
+  const key = match[1]!;
+  if (accessTokenResource && !key.startsWith('agt_')) return authenticateAccessToken(sql, key, accessTokenResource);
+  if (!AGENT_KEY_PATTERN.test(key)) throw unauthorized('The API key is malformed; agent keys start with agt_.');
+  const keyHash = hashKey(key);
+  const cacheKey = keyHash.toString('base64');
+  const cached = cache.get(cacheKey);
+  if (cached) return cached;
+  const since = cache.version();
+  const [agent] = await sql<Agent[]>`
+    select id, username from agents where key_hash = ${keyHash} and archived_at is null`;
+  if (!agent) throw unauthorized('The API key is not recognised or its agent is archived.');
+  cache.remember(cacheKey, agent, since);
+  return agent;
+}

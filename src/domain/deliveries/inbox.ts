@@ -1,0 +1,113 @@
+import type { Sql } from '../../db/connect';
+import type { Agent } from '../agents/actors';
+import { notFound } from '../shared/errors';
+import { isId } from '../shared/ids';
+import { toDelivered } from './delivery-steps';
+import { LIMITS, type InboxEntry } from '../shared/schemas';
+import { oneLine } from '../messages/summary-line';
+import { agentSeesThread } from '../threads/visibility';
+
+const deliveryNotFound = () => notFound('No such delivery, or it is not addressed to you.');
+
+// Everything accepted for the agent and not acknowledged, oldest first, leaving out closed
+// threads and threads the agent has been removed from. Exactly `limit` rows means there may be more.
+//
+// The page is read off the partial inbox index (recipient_id, id) whatever the backlog. Written
+// as `recipient_id = …` and `order by id`, the planner may walk deliveries_pkey instead and
+// filter, which for an agent owning most rows looks as cheap but reads past every older delivery
+// of every other agent first (a million-row backlog paid ~10 x a thousand-row one). A range on
+// recipient_id is not folded into a constant, so `order by recipient_id, id` stays an ordering
+// only the inbox index provides; the page is cut before the joins, which then run 50 times.
+// The visibility test is a filter on each row of that walk, kept from being turned into a join
+// (a scalar subquery behind OFFSET 0 is never flattened): as a join, the planner may start from
+// the agent's visible threads and walk each on (thread_id, id), which for one thread holding a
+// large backlog reads all of it and sorts (test/inbox-plan.test.ts). The limit (a whole number
+// from listLimit) is written into the statement: as a parameter, the planner prices a generic
+// plan for an unknown share of the rows and plans the statement afresh at every read.
+// With `after` (a deliveryId), only entries accepted after that one: a client that has seen the
+// inbox up to there waits for new mail instead of being answered at once with what it has seen.
+type InboxRow = {
+  deliveryId: string;
+  messageId: string;
+  threadId: string;
+  thread: string;
+  sender: string;
+  receivedAt: Date;
+  alreadyRead: boolean;
+  // The body is read only when there is no summary to show instead.
+} & ({ summary: string; content: null } | { summary: null; content: string });
+
+export async function inbox(sql: Sql, agent: Agent, limit: number, after?: string): Promise<InboxEntry[]> {
+  const rows = await sql<InboxRow[]>`
+    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread,
+           m.sender, m.summary, case when m.summary is null then m.content end as content,
+           d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead"
+    from (
+      select d.id, d.message_id, d.thread_id, d.created_at, d.fetched_at
+      from deliveries d
+      where d.recipient_id between ${agent.id} and ${agent.id} and d.acknowledged_at is null
+        ${after === undefined ? sql`` : sql`and d.id > ${after}`}
+        and (select ${agentSeesThread(sql, sql`d.thread_id`, agent.id)} offset 0)
+      order by d.recipient_id, d.id
+      limit ${sql.unsafe(String(Math.trunc(limit)))}
+    ) d
+    join messages m on m.id = d.message_id
+    join threads t on t.id = d.thread_id
+    order by d.id`;
+  return rows.map((r) => ({
+    deliveryId: r.deliveryId,
+    messageId: r.messageId,
+    threadId: r.threadId,
+    thread: r.thread,
+    sender: r.sender,
+    summary: r.summary === null ? oneLine(null, r.content, LIMITS.summary) : r.summary,
+    receivedAt: r.receivedAt.toISOString(),
+    alreadyRead: r.alreadyRead,
+  }));
+}
+
+// A delivery is visible to its recipient while the recipient is still in the thread and the
+// thread is not closed; otherwise it does not exist for the caller.
+const visibleDelivery = (sql: Sql, agent: Agent) => sql`
+  d.recipient_id = ${agent.id} and ${agentSeesThread(sql, sql`d.thread_id`, agent.id)}`;
+
+// The handler's report that the doorbell reached it. Idempotent: the first report's time is kept
+// and a repeat writes nothing.
+export async function reportDelivered(sql: Sql, agent: Agent, deliveryId: string) {
+  if (!isId(deliveryId)) throw deliveryNotFound();
+  // The "first report only" test is on the row itself, so that of two concurrent reports the one
+  // that waited for the other's lock finds the time already set instead of overwriting it.
+  const [reported] = await sql<{ delivered_at: Date }[]>`
+    update deliveries d set ${toDelivered(sql)}
+    where d.id = ${deliveryId} and d.delivered_at is null and ${visibleDelivery(sql, agent)}
+    returning d.delivered_at`;
+  const [row] = reported
+    ? [reported]
+    : await sql<{ delivered_at: Date | null }[]>`select d.delivered_at from deliveries d where d.id = ${deliveryId} and ${visibleDelivery(sql, agent)}`;
+  if (!row) throw deliveryNotFound();
+  // A visible delivery the update passed over had been reported already, so its time is set.
+  return { message: 'Delivery reported as delivered.', deliveredAt: row.delivered_at!.toISOString() };
+}
+
+// Takes the delivery out of the inbox; its step is left as it is. Idempotent: the first time is kept.
+export async function acknowledge(sql: Sql, agent: Agent, deliveryId: string) {
+  if (!isId(deliveryId)) throw deliveryNotFound();
+  const [acked] = await sql<{ id: string }[]>`
+    update deliveries d set acknowledged_at = now()
+    where d.id = ${deliveryId} and d.acknowledged_at is null and ${visibleDelivery(sql, agent)}
+    returning d.id`;
+  const [row] = acked
+    ? [acked]
+    : await sql<{ id: string }[]>`select d.id from deliveries d where d.id = ${deliveryId} and ${visibleDelivery(sql, agent)}`;
+  if (!row) throw deliveryNotFound();
+  return { message: 'Delivery acknowledged.' };
+}
+
+// The MCP form: acknowledge by message id, for the caller's own delivery of that message.
+export async function acknowledgeMessage(sql: Sql, agent: Agent, messageId: string) {
+  if (!isId(messageId)) throw notFound('No such message delivered to you.');
+  const [row] = await sql<{ id: string }[]>`
+    select d.id from deliveries d where d.message_id = ${messageId} and ${visibleDelivery(sql, agent)}`;
+  if (!row) throw notFound('No such message delivered to you.');
+  return acknowledge(sql, agent, row.id);
+}

@@ -1,0 +1,233 @@
+import { batchedStatement } from '../../db/batcher';
+import type { Queries, Sql } from '../../db/connect';
+import type { Logger } from '../../log';
+import { once, type Idempotency } from './idempotency';
+import type { Actor } from '../agents/actors';
+import { invalid, notFound } from '../shared/errors';
+import { wakeForNewDeliveries, wakeWithJobs } from '../deliveries/delivery-wake-ups';
+import { oneLine } from './summary-line';
+import { inIdOrder, toFetched } from '../deliveries/delivery-steps';
+import { addNotifyJobs, webhookVersion } from '../deliveries/notify-jobs';
+import { isId } from '../shared/ids';
+import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from '../shared/schemas';
+import { codePoints, validate } from '../shared/validate';
+import { agentSeesThread, threadNotFound } from '../threads/visibility';
+
+const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
+
+type NewPost = {
+  threadId: string;
+  senderAgentId: string | null;
+  sender: string;
+  content: string;
+  summary: string | null;
+  // The doorbell's one-line summary, made here so that the job can carry it (notify-jobs.ts).
+  doorbellSummary: string;
+};
+type PostOutcome = {
+  state: string | null;
+  member: boolean;
+  id: string | null;
+  createdAt: Date | null;
+  deliveryIds: string[];
+  recipientIds: string[];
+  // Whether the statement woke the recipients' waiters itself (see delivery-wake-ups.ts).
+  announced: boolean;
+};
+
+// A message and one delivery per active participant other than the sender, plus the doorbell job
+// of every recipient with a webhook, in one statement: all of it commits together or none of it
+// does, and there is no moment at which a committed delivery has no queued notification.
+// Concurrent posts share the statement (db/batcher.ts): each post is still whole or absent, and
+// under load the database does one statement's fixed work for many posts. The wake-ups of waiting
+// inboxes and dashboards follow the commit, unless a doorbell job already makes the statement
+// notify (see delivery-wake-ups.ts); a wake-up that fails is reported to `log`.
+export async function postMessage(
+  sql: Sql,
+  log: Logger,
+  actor: Actor,
+  threadId: string,
+  input: unknown,
+  idempotency?: Idempotency,
+): Promise<PostedMessage> {
+  const body = validate(NewMessage, input);
+  const summary = body.summary?.trim() ? body.summary : null;
+  if (codePoints(body.content) > LIMITS.summaryRequiredAbove && summary === null) {
+    throw invalid(
+      `summary is required when content is longer than ${LIMITS.summaryRequiredAbove} characters; add one and resend`,
+      'summary',
+    );
+  }
+  if (!isId(threadId)) throw threadNotFound();
+  const post: NewPost = {
+    threadId,
+    senderAgentId: actor.kind === 'agent' ? actor.id : null,
+    sender: actor.username,
+    content: body.content,
+    summary,
+    doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
+  };
+  if (!idempotency) {
+    const row = await posts(sql, post);
+    if (!row.announced) wakeForNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
+    return accepted(row, actor, threadId);
+  }
+  // Written in the key's own transaction rather than a shared statement, so that the message and
+  // the stored answer commit together; the wake-ups follow the commit, as for any post.
+  let written: PostOutcome | undefined;
+  const answer = await once(sql, actor.id, idempotency, 'send_message', { threadId, content: body.content, summary: body.summary }, async (tx) => {
+    [written] = await insertPosts(tx, [post]);
+    return accepted(written!, actor, threadId);
+  });
+  if (!answer.replayed && !written!.announced) wakeForNewDeliveries(sql, log, written!.deliveryIds, written!.recipientIds);
+  return answer.data;
+}
+
+// The post's answer, or the refusal its outcome calls for.
+function accepted(row: PostOutcome, actor: Actor, threadId: string): PostedMessage {
+  if (!row.state || !row.member || (actor.kind === 'agent' && row.state === 'closed')) throw threadNotFound();
+  if (row.state === 'close-pending') {
+    throw invalid('The thread is closing: a close was requested and awaits a person, so sending is rejected.');
+  }
+  if (row.state === 'closed') throw invalid('The thread is closed.');
+  if (!row.id) {
+    throw invalid('Every other participant is archived, so the message would reach nobody; nothing was sent.');
+  }
+  return { id: row.id, threadId, createdAt: row.createdAt!.toISOString(), recipients: row.deliveryIds.length };
+}
+
+// Posts waiting for their statement, at most (each holds up to 10 000 characters in memory): under
+// a burst the database works through a queue this long in well under a second.
+export const MAX_QUEUED_POSTS = 2_000;
+const posts = batchedStatement(insertPosts, { maxQueued: MAX_QUEUED_POSTS });
+
+// Every post's outcome, in the order given: the thread's state and whether the sender takes part
+// (null state: no such thread), and the message with its deliveries when it was created.
+async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[]> {
+  const column = <K extends keyof NewPost>(key: K) => posts.map((p) => p[key]);
+  return sql<PostOutcome[]>`
+    with input as (
+      select i.n, uuid_v7() as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary, i.doorbell_summary
+      from unnest(${column('threadId')}::uuid[], ${column('senderAgentId')}::uuid[], ${column('sender')}::text[],
+                  ${column('content')}::text[], ${column('summary')}::text[], ${column('doorbellSummary')}::text[])
+           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, n)
+    ), thread as (
+      select i.n, t.state, t.title,
+             i.sender_agent_id is null or exists (
+               select 1 from participants p where p.thread_id = t.id and p.agent_id = i.sender_agent_id
+             ) as member
+      from input i join threads t on t.id = i.thread_id
+    ), recipients as (
+      select i.n, a.id, a.webhook_url is not null as webhook, a.webhook_url, ${webhookVersion(sql, 'a')} as webhook_version
+      from input i join participants p on p.thread_id = i.thread_id join agents a on a.id = p.agent_id
+      where a.archived_at is null and a.id is distinct from i.sender_agent_id
+    ), message as (
+      insert into messages (id, thread_id, sender_agent_id, sender, content, summary)
+      select i.message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary
+      from input i join thread on thread.n = i.n
+      where thread.member and thread.state = 'open' and exists (select 1 from recipients r where r.n = i.n)
+      order by i.n
+      returning id, created_at
+    ), delivery as (
+      insert into deliveries (message_id, thread_id, recipient_id, webhook, publish_attempts)
+      select i.message_id, i.thread_id, r.id, r.webhook, case when r.webhook then 1 else 0 end
+      from message join input i on i.message_id = message.id join recipients r on r.n = i.n
+      order by i.n
+      returning id, message_id, recipient_id, webhook
+    ), doorbell as (
+      select d.id, d.webhook, json_build_object(
+               'messageId', d.message_id, 'threadId', i.thread_id, 'threadTitle', thread.title, 'sender', i.sender,
+               'summary', i.doorbell_summary, 'recipientId', r.id, 'url', r.webhook_url, 'webhookVersion', r.webhook_version
+             ) as doorbell
+      from delivery d join input i on i.message_id = d.message_id join thread on thread.n = i.n
+      join recipients r on r.n = i.n and r.id = d.recipient_id
+      where d.webhook
+    ), job as (${addNotifyJobs(sql, 'doorbell', { doorbell: true })}
+    ), wake as (${wakeWithJobs(sql, 'delivery')}
+    ), delivered as (
+      select message_id, array_agg(id) as ids, array_agg(recipient_id) as recipients from delivery group by message_id
+    )
+    -- job and wake are plain SELECTs, which PostgreSQL runs only when referenced: hence the counts.
+    select thread.state, coalesce(thread.member, false) as member, message.id, message.created_at as "createdAt",
+           coalesce(delivered.ids, '{}') as "deliveryIds", coalesce(delivered.recipients, '{}') as "recipientIds",
+           (select count(*) from job) + (select count(*) from wake) > 0 as announced
+    from input i
+    left join thread on thread.n = i.n
+    left join message on message.id = i.message_id
+    left join delivered on delivered.message_id = i.message_id
+    order by i.n`;
+}
+
+// A message as the driver reads it.
+type MessageRow = Omit<MessageRecord, 'createdAt'> & { createdAt: Date };
+
+const toMessage = (r: MessageRow): MessageRecord => ({
+  id: r.id,
+  threadId: r.threadId,
+  sender: r.sender,
+  content: r.content,
+  summary: r.summary,
+  createdAt: r.createdAt.toISOString(),
+});
+
+export type MessagePage = { messages: MessageRecord[]; omittedMessageIds: string[] };
+
+// The newest `limit` messages of a thread, oldest first. With a budget (characters of content and
+// summary), only the newest that fit in it are returned and the rest of the page is named by id,
+// newest first, for the caller to read one by one. A read is recorded for each message returned,
+// and only for those.
+export async function listMessagesWithin(
+  sql: Sql,
+  actor: Actor,
+  threadId: string,
+  limit: number,
+  budget: number | null,
+): Promise<MessagePage> {
+  if (!isId(threadId)) throw threadNotFound();
+  // One row with nulls when the page is empty, so that `visible` is always answered.
+  const rows = await sql<(MessageRow & { visible: boolean; kept: boolean })[]>`
+    with visible as (
+      select 1 where ${agentSeesThread(sql, sql`${threadId}::uuid`, actor.id)}
+    ), page as (
+      select m.id, m.thread_id as "threadId", m.sender, m.content, m.summary, m.created_at as "createdAt",
+             sum(length(m.content) + coalesce(length(m.summary), 0)) over (order by m.id desc) as running
+      from messages m
+      where m.thread_id = ${threadId} and exists (select 1 from visible)
+      order by m.id desc limit ${limit}
+    ), kept as (
+      select id from page where ${budget}::int is null or running <= ${budget}::int
+    ), fetched as (
+      update deliveries set ${toFetched(sql)}
+      where id in (${inIdOrder(sql, sql`recipient_id = ${actor.id} and message_id in (select id from kept) and step <> 'fetched'`)})
+    )
+    select exists (select 1 from visible) as visible, page.id in (select id from kept) as kept, page.*
+    from (select 1) as one left join page on true
+    order by page.id`;
+  if (!rows[0]?.visible) throw threadNotFound();
+  const listed = rows.filter((r) => r.id !== null);
+  return {
+    messages: listed.filter((r) => r.kept).map(toMessage),
+    omittedMessageIds: listed.filter((r) => !r.kept).map((r) => r.id).reverse(),
+  };
+}
+
+// The contract's listing: the whole page, however long.
+export const listMessages = async (sql: Sql, actor: Actor, threadId: string, limit: number) =>
+  (await listMessagesWithin(sql, actor, threadId, limit, null)).messages;
+
+// One message by id, recording only that read (the preferred way for an agent to read).
+export async function readMessage(sql: Sql, actor: Actor, messageId: string): Promise<MessageRecord> {
+  if (!isId(messageId)) throw messageNotFound();
+  const [row] = await sql<MessageRow[]>`
+    with message as (
+      select m.id, m.thread_id as "threadId", m.sender, m.content, m.summary, m.created_at as "createdAt"
+      from messages m
+      where m.id = ${messageId} and ${agentSeesThread(sql, sql`m.thread_id`, actor.id)}
+    ), fetched as (
+      update deliveries set ${toFetched(sql)}
+      where recipient_id = ${actor.id} and message_id in (select id from message) and step <> 'fetched'
+    )
+    select * from message`;
+  if (!row) throw messageNotFound();
+  return toMessage(row);
+}

@@ -1,0 +1,55 @@
+import type { Sql } from '../../db/connect';
+import { deleteDeadJobs } from '../../db/job-queue';
+
+// What history is kept, and for how long. The attempt log and dead queue jobs are pruned by
+// default; messages (with their deliveries and attempts) only when an operator sets a period.
+export type Retention = { attemptLogDays: number; deadJobDays: number; messageDays: number | null };
+export type Pruned = { attempts: number; deadJobs: number; messages: number; oauthArtifacts: number };
+
+const BATCH = 5_000;
+const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
+
+// Deletes in batches, oldest first, each batch its own short statement: pruning a month's backlog
+// never holds locks or a transaction for long, and each batch walks its table's key from the start.
+async function inBatches(remove: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const removed = await remove();
+    total += removed;
+    if (removed < BATCH) return total;
+  }
+}
+
+export async function pruneHistory(sql: Sql, retention: Retention): Promise<Pruned> {
+  const attemptCutoff = daysAgo(retention.attemptLogDays);
+  const attempts = await inBatches(async () => {
+    const rows = await sql<{ deleted: number }[]>`
+      delete from delivery_attempts where id in (
+        select id from delivery_attempts where attempted_at < ${attemptCutoff} order by id limit ${BATCH})
+      returning 1 as deleted`;
+    return rows.length;
+  });
+  const deadJobs = await inBatches(() => deleteDeadJobs(sql, daysAgo(retention.deadJobDays), BATCH));
+  let messages = 0;
+  if (retention.messageDays !== null) {
+    const messageCutoff = daysAgo(retention.messageDays);
+    // Deliveries and their attempts go with their message (on delete cascade).
+    messages = await inBatches(async () => {
+      const rows = await sql<{ deleted: number }[]>`
+        delete from messages where id in (
+          select id from messages where created_at < ${messageCutoff} order by id limit ${BATCH})
+        returning 1 as deleted`;
+      return rows.length;
+    });
+  }
+  // Expired OAuth codes, tokens and interactions are already refused by their expiry; this frees
+  // their rows.
+  const oauthArtifacts = await inBatches(async () => {
+    const rows = await sql<{ deleted: number }[]>`
+      delete from oauth_artifacts where (model, id_hash) in (
+        select model, id_hash from oauth_artifacts where expires_at < now() limit ${BATCH})
+      returning 1 as deleted`;
+    return rows.length;
+  });
+  return { attempts, deadJobs, messages, oauthArtifacts };
+}

@@ -1,0 +1,112 @@
+import type { Sql } from '../../db/connect';
+import { isRetrying, isStalled } from '../deliveries/delivery-states';
+import { invalid, notFound } from '../shared/errors';
+import { isId } from '../shared/ids';
+import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
+import type { DeliveryStep, Page, ThreadRecord } from '../shared/schemas';
+import { containing, searchText } from '../shared/search';
+import { THREAD_STATES, type ThreadState } from '../shared/state-names';
+import { selectThreads, toRecord, type ThreadRow } from './threads';
+
+// The threads as the people who run the service see them: every thread, closed ones included, a
+// page at a time; and one thread's messages with how far each got to each recipient.
+
+export type ThreadFilter = { state: ThreadState | null; search: string | null };
+
+export function threadFilter(raw: Record<string, unknown>): ThreadFilter {
+  const state = typeof raw.state === 'string' && raw.state !== '' ? raw.state : null;
+  if (state !== null && !(THREAD_STATES as readonly string[]).includes(state)) {
+    throw invalid(`state must be one of ${THREAD_STATES.join(', ')}`);
+  }
+  return { state: state as ThreadFilter['state'], search: searchText(raw.q) };
+}
+
+// Newest first; a search looks in titles, goals and participants' names.
+export async function listThreadsPage(sql: Sql, filter: ThreadFilter, page: PageQuery): Promise<Page<ThreadRecord>> {
+  const pattern = filter.search ? containing(filter.search) : null;
+  const rows = await sql<ThreadRow[]>`
+    ${selectThreads(sql)}
+    where true
+      ${filter.state ? sql`and t.state = ${filter.state}` : sql``}
+      ${pattern
+        ? sql`and (t.title ilike ${pattern} or t.goal ilike ${pattern}
+                   or exists (select 1 from participants sp join agents sa on sa.id = sp.agent_id
+                              where sp.thread_id = t.id and sa.username ilike ${pattern}))`
+        : sql``}
+      ${keyBounds(sql, sql`t.id`, page)}
+    order by t.id desc
+    limit ${page.limit + 1}`;
+  return pageOf(rows.map(toRecord), page.limit, (t) => t.id);
+}
+
+export type RecipientProgress = {
+  deliveryId: string;
+  recipient: string;
+  step: string;
+  failedStep: string | null;
+  stalled: boolean;
+  retrying: boolean;
+};
+
+export type ThreadMessage = {
+  id: string;
+  sender: string;
+  content: string;
+  summary: string | null;
+  createdAt: string;
+  deliveries: RecipientProgress[];
+};
+
+// Built as json: its times are PostgreSQL's text.
+type DeliveryRow = {
+  deliveryId: string;
+  recipient: string;
+  step: DeliveryStep;
+  failedStep: DeliveryStep | null;
+  notifiedAt: string | null;
+  deliveredAt: string | null;
+  nextAttemptAt: string | null;
+};
+
+type MessageRow = {
+  id: string;
+  sender: string;
+  content: string;
+  summary: string | null;
+  createdAt: Date;
+  deliveries: DeliveryRow[];
+};
+
+// A thread's messages, newest first, each with its deliveries by recipient name.
+export async function threadMessages(sql: Sql, threadId: string, page: PageQuery, stalledAfterMs: number): Promise<Page<ThreadMessage>> {
+  if (!isId(threadId) || !(await sql<{ found: number }[]>`select 1 as found from threads where id = ${threadId}`)[0]) {
+    throw notFound('No such thread.');
+  }
+  const rows = await sql<MessageRow[]>`
+    select m.id, m.sender, m.content, m.summary, m.created_at as "createdAt",
+           coalesce((select json_agg(json_build_object('deliveryId', d.id, 'recipient', a.username, 'step', d.step,
+                                                       'failedStep', d.failed_step, 'notifiedAt', d.notified_at,
+                                                       'deliveredAt', d.delivered_at, 'nextAttemptAt', d.next_attempt_at)
+                                     order by a.username)
+                     from deliveries d join agents a on a.id = d.recipient_id where d.message_id = m.id), '[]') as deliveries
+    from messages m
+    where m.thread_id = ${threadId} ${keyBounds(sql, sql`m.id`, page)}
+    order by m.id desc
+    limit ${page.limit + 1}`;
+  const messages = rows.map((r) => ({
+    id: r.id,
+    sender: r.sender,
+    content: r.content,
+    summary: r.summary,
+    createdAt: r.createdAt.toISOString(),
+    deliveries: r.deliveries.map((d) => ({
+      deliveryId: d.deliveryId,
+      recipient: d.recipient,
+      step: d.step,
+      failedStep: d.failedStep,
+      stalled: isStalled(d, stalledAfterMs),
+      retrying: isRetrying(d),
+    })),
+  }));
+  return pageOf(messages, page.limit, (m) => m.id);
+}
