@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import { bodyField } from '../web/body';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
@@ -23,9 +24,6 @@ import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, ses
 import type { SessionStreams } from './session-streams';
 
 export type DashboardDeps = { sql: Sql; config: Config; log: Logger; sendCode: CodeSender; feed: DeliveryFeed; streams: SessionStreams };
-
-const field = (body: unknown, name: string) =>
-  body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
@@ -66,10 +64,10 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
     .post(
       '/agents',
       async ({ body, set }) => {
-        const webhookUrl = field(body, 'webhookUrl');
+        const webhookUrl = bodyField(body, 'webhookUrl');
         const created = await createAgent(
           sql,
-          { username: field(body, 'username'), webhookUrl: webhookUrl === undefined || webhookUrl === '' ? undefined : String(webhookUrl) },
+          { username: bodyField(body, 'username'), webhookUrl: webhookUrl === undefined || webhookUrl === '' ? undefined : String(webhookUrl) },
           policy,
         );
         set.status = 201;
@@ -81,7 +79,7 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
     .post('/agents/:username/unarchive', async ({ params }) => ok(await setArchived(sql, params.username, false)), {
       person: true,
     })
-    .put('/agents/:username/webhook', async ({ params, body }) => ok(await setWebhook(sql, params.username, field(body, 'webhookUrl') as string, policy)), {
+    .put('/agents/:username/webhook', async ({ params, body }) => ok(await setWebhook(sql, params.username, bodyField(body, 'webhookUrl') as string, policy)), {
       person: true,
     })
     .delete(

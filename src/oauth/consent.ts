@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import { bodyField } from '../web/body';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import { invalid, notFound } from '../domain/shared/errors';
@@ -12,9 +13,6 @@ import { type OAuthServer } from './provider';
 
 export const EXPIRED_REQUEST =
   'This authorization request has expired or was started in another browser; start connecting again from the client.';
-
-const field = (body: unknown, name: string) =>
-  body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
 
 // The dashboard's half of an authorization: the page at /dashboard/authorize/<uid> (pages.ts) reads
 // the request and sends a person's decision here. These routes live under the page's path because
@@ -69,7 +67,7 @@ export const consentRoutes = (sql: Sql, config: Config, log: Logger, oauth: OAut
       async ({ request, params, body, person }) => {
         const { details, req, res } = await interaction(request);
         if (details.uid !== params.uid) throw notFound(EXPIRED_REQUEST);
-        const decision = field(body, 'decision');
+        const decision = bodyField(body, 'decision');
         if (decision === 'deny') {
           const redirectTo = await provider.interactionResult(
             req,
@@ -81,7 +79,7 @@ export const consentRoutes = (sql: Sql, config: Config, log: Logger, oauth: OAut
           return ok({ redirectTo });
         }
         if (decision !== 'approve') throw invalid('decision: must be "approve" or "deny".', 'decision');
-        const agent = await findActiveAgentNamed(sql, field(body, 'agent'));
+        const agent = await findActiveAgentNamed(sql, bodyField(body, 'agent'));
         const clientId = String(details.params.client_id);
         const client = await provider.Client.find(clientId);
         if (!client) throw notFound(EXPIRED_REQUEST);

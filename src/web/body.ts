@@ -62,3 +62,8 @@ export function lowerBodyLimit(request: Request, maxBytes: number) {
   limits.set(request, limit);
   if (declaredOver(request, limit)) throw new BodyTooLarge(limit);
 }
+
+// One member of a parsed JSON body, whatever the body turned out to be: a route that reads a
+// field or two leaves the refusal of a wrong value to the domain.
+export const bodyField = (body: unknown, name: string) =>
+  body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
