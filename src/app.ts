@@ -12,9 +12,9 @@ import { authorizationServer } from './oauth/routes';
 import { bodyLimit } from './web/body';
 import { deliveryRoutes } from './http/deliveries';
 import { errorHandling } from './web/errors';
-import { healthRoutes } from './http/health';
 import type { LossAuditor } from './domain/deliveries/loss-audit';
 import { createMetrics, type Metrics } from './metrics';
+import { healthRoutes, type WorkerPulse } from './web/health';
 import { metricsRoutes } from './web/metrics';
 import { nulGuard } from './web/nul-guard';
 import { requestIds } from './web/request-id';
@@ -55,3 +55,17 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
 }
 
 export type App = ReturnType<typeof buildApp>;
+
+export type WorkerAppDeps = Pick<AppDeps, 'sql' | 'config' | 'log' | 'metrics' | 'auditor'> & { worker: WorkerPulse };
+
+// What a process that only rings doorbells (`ams worker`) serves: its health, for container and
+// orchestrator probes, and its metrics (doorbell attempts are counted where they are made).
+export function buildWorkerApp({ sql, config, log, metrics = createMetrics(), auditor, worker }: WorkerAppDeps) {
+  return new Elysia()
+    .use(requestIds())
+    .use(metricsRoutes(metrics, config.METRICS_TOKEN))
+    .use(errorHandling(log))
+    .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, worker }));
+}
+
+export type WorkerApp = ReturnType<typeof buildWorkerApp>;

@@ -7,11 +7,13 @@ import { isDatabaseUnavailable } from './db/unavailable';
 import { DomainError } from './domain/shared/errors';
 import { createLogger, type Logger } from './log';
 import { holdPort } from './web/starting';
-import { createService, type HttpService } from './service';
+import { createService, type ServiceOptions, type WorkerService } from './service';
 
 // One entry point for the server, migrations and the admin CLI, so that the single compiled
 // executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
 const argv = process.argv.slice(2);
+// Below Docker's default health-check time-out (30 s) and the image's own (5 s).
+const HEALTHCHECK_TIMEOUT_MS = 4_000;
 
 try {
   const config = loadConfig();
@@ -40,33 +42,33 @@ ${usage()}`);
 
 async function serve(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
-  await runUntilSignal(log, async (fail) => {
-    const holding = holdPort(config.HOST, config.PORT);
-    let service: HttpService;
-    try {
-      service = await createService(config, { log, http: true, worker: config.WORKER === 'inline', onWorkerFailed: fail });
-    } finally {
-      holding.release();
-    }
-    let port: number;
-    try {
-      port = service.listen(holding.port);
-    } catch (error) {
-      await service.stop();
-      throw error;
-    }
-    log.info('listening', { url: `http://${config.HOST}:${port}` });
-    return service.stop;
-  });
+  await runUntilSignal(log, (fail) => startListening(config, log, { http: true, worker: config.WORKER === 'inline', onWorkerFailed: fail }));
 }
 
-// The worker alone, for deployments that run the HTTP server and the doorbells separately.
+// The worker alone, for deployments that run the HTTP server and the doorbells separately. It
+// serves its health and metrics on PORT, so that a container or orchestrator probe can ask it.
 async function workerOnly(config: Config) {
   const log = createLogger(config.LOG_LEVEL);
-  await runUntilSignal(log, async (fail) => {
-    const service = await createService(config, { log, http: false, worker: true, onWorkerFailed: fail });
-    return service.stop;
-  });
+  await runUntilSignal(log, (fail) => startListening(config, log, { http: false, worker: true, onWorkerFailed: fail }));
+}
+
+async function startListening(config: Config, log: Logger, options: Omit<ServiceOptions, 'log'> & { http: boolean }) {
+  const holding = holdPort(config.HOST, config.PORT);
+  let service: WorkerService;
+  try {
+    service = options.http ? await createService(config, { ...options, log, http: true }) : await createService(config, { ...options, log, http: false });
+  } finally {
+    holding.release();
+  }
+  let port: number;
+  try {
+    port = service.listen(holding.port);
+  } catch (error) {
+    await service.stop();
+    throw error;
+  }
+  log.info('listening', { url: `http://${config.HOST}:${port}` });
+  return service.stop;
 }
 
 // Signals are handled from the first moment: one that arrives while starting waits for the start
@@ -117,10 +119,21 @@ async function migrateOnly(config: Config) {
   console.log(JSON.stringify({ migrated: true }));
 }
 
-// For container health checks, where no HTTP client is installed.
+// For container health checks, where no HTTP client is installed: asks the process in this
+// container (`ams serve` or `ams worker`, which each answer for their own role) and prints why it
+// is not healthy, which Docker keeps in the container's health log.
 async function healthcheck(config: Config) {
-  const res = await fetch(`http://127.0.0.1:${config.PORT}/health`).catch(() => null);
-  process.exit(res?.ok ? 0 : 1);
+  const host = ['0.0.0.0', '::', ''].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}/health`;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS) });
+    const body = (await res.json().catch(() => null)) as { error?: unknown } | null;
+    if (res.ok) process.exit(0);
+    console.log(typeof body?.error === 'string' ? body.error : `${url} answered ${res.status}.`);
+  } catch (error) {
+    console.log(`${url} did not answer: ${(error as Error).message}`);
+  }
+  process.exit(1);
 }
 
 // Prints one JSON object and exits 0, or a sentence on stderr and exits 1.

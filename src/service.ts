@@ -3,7 +3,7 @@ import { cacheAgents, type AgentCacheListener } from './db/agent-cache';
 import type { Sql } from './db/connect';
 import { openDatabase, waitWhileBusy } from './db/database';
 import { listenForInbox, type InboxListener } from './db/inbox-signal';
-import { buildApp, type App } from './app';
+import { buildApp, buildWorkerApp, type App, type WorkerApp } from './app';
 import type { Logger } from './log';
 import { startLossAudit } from './domain/deliveries/loss-audit';
 import { createMetrics } from './metrics';
@@ -27,6 +27,9 @@ export type WorkerService = {
   databaseUrl: string;
   worker: RunningWorker | null;
   stop: () => Promise<void>;
+  // Listens on HOST and PORT (or the port given); stop() then closes the server in its turn.
+  // Answers the port. A worker alone serves only its health and metrics (buildWorkerApp).
+  listen: (port?: number) => number;
 };
 
 // The HTTP surface, built but not listening until listen() (tests mostly call app.handle()).
@@ -36,9 +39,6 @@ export type HttpService = WorkerService & {
   agentCache: AgentCacheListener;
   // The OAuth authorization server, when PUBLIC_URL is set.
   oauth: OAuthServer | null;
-  // Listens on HOST and PORT (or the port given); stop() then closes the server in its turn.
-  // Answers the port.
-  listen: (port?: number) => number;
 };
 
 // The whole service wired once, for `ams serve`, `ams worker` (http: false), the bench's server and
@@ -60,7 +60,7 @@ export async function createService(
   const started: {
     inboxSignal?: InboxListener;
     agentCache?: AgentCacheListener;
-    app?: App;
+    app?: App | WorkerApp;
     oauth?: OAuthServer | null;
     server?: NonNullable<App['server']>;
     worker?: RunningWorker;
@@ -107,6 +107,17 @@ export async function createService(
         startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics }),
       );
     }
+    if (!http && started.worker) {
+      const worker = started.worker;
+      started.app = buildWorkerApp({
+        sql: db.sql,
+        config,
+        log,
+        metrics,
+        auditor,
+        worker: { silentForMs: worker.silentForMs, staleMs: config.WORKER_STALE_MS },
+      });
+    }
     const inboxSignal = started.inboxSignal;
     metrics.observe({
       sql: db.sql,
@@ -121,10 +132,9 @@ export async function createService(
     await stop().catch(() => {});
     throw error;
   }
-  const service = { sql: db.sql, databaseUrl: db.url, worker: started.worker ?? null, stop };
-  if (!http) return service;
-  const app = started.app!;
   const listen = (port = config.PORT) => {
+    const app = started.app;
+    if (!app) throw new Error('Nothing to serve: this service was started with neither HTTP nor a worker.');
     app.listen({
       port,
       hostname: config.HOST,
@@ -135,5 +145,7 @@ export async function createService(
     started.server = app.server!;
     return started.server.port!;
   };
-  return { ...service, app, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, oauth: started.oauth ?? null, listen };
+  const service = { sql: db.sql, databaseUrl: db.url, worker: started.worker ?? null, stop, listen };
+  if (!http) return service;
+  return { ...service, app: started.app as App, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, oauth: started.oauth ?? null };
 }

@@ -18,11 +18,14 @@ export type HeartbeatOptions = {
 // Beats for one pool and, on the same timer, releases the jobs of dead ones. Every live pool does
 // both, so recovery needs no leader: whoever looks first releases, the rest find nothing.
 export function startHeartbeat(sql: Sql, workerId: string, options: HeartbeatOptions, log: Logger) {
+  const startedAt = performance.now();
+  let beatAt: number | undefined;
   const tick = async () => {
     try {
       await sql`
         insert into worker_heartbeats (worker_id) values (${workerId})
         on conflict (worker_id) do update set beat_at = now()`;
+      beatAt = performance.now();
       const released = await releaseDeadWorkers(sql, options.tasks, options.staleMs);
       if (released.length > 0) log.warn('dead_workers_released', { workerIds: released });
       const lost = await releaseLostJobs(sql, workerId, options.running(), options.staleMs);
@@ -40,6 +43,9 @@ export function startHeartbeat(sql: Sql, workerId: string, options: HeartbeatOpt
   }, options.intervalMs);
   return {
     ready: running,
+    // For this process's health check: how long since a beat last reached the database (since the
+    // start, before the first one did).
+    silentForMs: () => performance.now() - (beatAt ?? startedAt),
     // A pool that shut down cleanly has released its jobs; its row goes with it.
     stop: async () => {
       clearInterval(timer);

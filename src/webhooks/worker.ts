@@ -37,7 +37,13 @@ export type WorkerDeps = {
   // Doorbell attempts are counted and timed here.
   metrics?: Metrics;
 };
-export type RunningWorker = { workerId: string; runner: Runner; stop: () => Promise<void> };
+export type RunningWorker = {
+  workerId: string;
+  runner: Runner;
+  // Milliseconds since this worker's heartbeat last reached the database.
+  silentForMs: () => number;
+  stop: () => Promise<void>;
+};
 
 // graphile-worker in this process: doorbells are picked up through LISTEN/NOTIFY the moment the
 // message commits, retries are woken on time, the re-publish sweep runs from its crontab, and a
@@ -203,6 +209,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     throw error;
   }
   const workerId = pool!.id;
+  const beating = heartbeat!;
   function ended(error: Error) {
     runnerEnded = true;
     if (stopping) return;
@@ -212,6 +219,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   return {
     workerId,
     runner: runner!,
+    silentForMs: () => beating.silentForMs(),
     stop: async () => {
       await stop();
       log.info('worker_stopped', { workerId });

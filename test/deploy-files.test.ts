@@ -1,0 +1,208 @@
+import { describe, expect, test } from 'bun:test';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigSchema, loadConfig } from '../src/config';
+import { containerFor, kubernetesManifests, read, type Container } from './support/deploy-files';
+import { ROOT } from './support/releases';
+
+// The deployment files, held to the service they deploy: every variable they set is one the
+// service reads, ports and probe paths are the service's, and the image is built from what it
+// needs and nothing else. (That the probes answer as intended on live processes:
+// test/healthcheck.test.ts. The image itself is built by hand: docs/deployment.md.)
+const CONFIG_KEYS = Object.keys(ConfigSchema.properties);
+const DEFAULT_PORT = loadConfig({}).PORT;
+
+const dockerfile = read('Dockerfile');
+const instructions = dockerfile
+  .replace(/\\\n/g, ' ')
+  .split('\n')
+  .filter((line) => line.trim() && !line.trim().startsWith('#'))
+  .map((line) => line.trim());
+const argDefault = (name: string) => instructions.find((line) => line.startsWith(`ARG ${name}=`))?.slice(`ARG ${name}=`.length);
+const uid = /^USER (\d+):(\d+)$/.exec(instructions.find((line) => line.startsWith('USER ')) ?? '');
+
+describe('Dockerfile', () => {
+  test('builds from the Bun the project is tested with and a Debian pinned to a point release', () => {
+    const testedBun = /bun@(\d+\.\d+\.\d+)/.exec(read('.ci/run'))?.[1];
+    const quickStartBun = /bun@(\d+\.\d+\.\d+)/.exec(read('README.md'))?.[1];
+    expect([argDefault('BUN_IMAGE'), quickStartBun]).toEqual([`oven/bun:${testedBun}`, testedBun]);
+    expect(argDefault('RUNTIME_IMAGE')).toMatch(/^debian:\d+\.\d+-slim$/);
+    expect(instructions.filter((line) => line.startsWith('FROM '))).toEqual(['FROM ${BUN_IMAGE} AS build', 'FROM ${RUNTIME_IMAGE}']);
+  });
+
+  test('installs production dependencies only, and apt without questions', () => {
+    expect(instructions).toContain('RUN bun install --frozen-lockfile --production --ignore-scripts');
+    const apt = instructions.find((line) => line.includes('apt-get install'));
+    expect(apt).toContain('DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates');
+  });
+
+  test('runs as a numeric non-root user, so that runAsNonRoot can check it', () => {
+    expect(uid?.slice(1).map(Number)).toEqual([65534, 65534]);
+  });
+
+  test('checks health through the executable, with a start period, on the port it serves', () => {
+    expect(instructions).toContain('HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["/usr/local/bin/ams", "healthcheck"]');
+    expect(instructions).toContain(`ENV HOST=0.0.0.0 PORT=${DEFAULT_PORT}`);
+    expect(instructions).toContain(`EXPOSE ${DEFAULT_PORT}`);
+  });
+
+  test('carries the OCI labels: title, description, licence, version, revision, source', () => {
+    const labels = Object.fromEntries(
+      [...(instructions.find((line) => line.startsWith('LABEL ')) ?? '').matchAll(/(org\.opencontainers\.image\.\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]),
+    );
+    expect(Object.keys(labels).sort()).toEqual(
+      ['description', 'licenses', 'revision', 'source', 'title', 'version'].map((key) => `org.opencontainers.image.${key}`),
+    );
+    expect(labels['org.opencontainers.image.licenses']).toBe(JSON.parse(read('package.json')).license);
+    expect(labels['org.opencontainers.image.version']).toBe('${VERSION}');
+  });
+});
+
+describe('.dockerignore', () => {
+  // Docker's rule: the last pattern that matches a path or one of its parents decides.
+  const patterns = read('.dockerignore')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
+  const sent = (path: string) => {
+    const segments = path.split('/');
+    const prefixes = segments.map((_, i) => segments.slice(0, i + 1).join('/'));
+    let included = true;
+    for (const pattern of patterns) {
+      const negated = pattern.startsWith('!');
+      const glob = new Bun.Glob(negated ? pattern.slice(1) : pattern);
+      if (prefixes.some((prefix) => glob.match(prefix))) included = negated;
+    }
+    return included;
+  };
+  const copied = instructions
+    .filter((line) => line.startsWith('COPY ') && !line.includes('--from='))
+    .flatMap((line) => line.split(/\s+/).slice(1, -1));
+
+  test('lets in everything the Dockerfile copies, and each of those exists', () => {
+    expect(copied).toEqual(['package.json', 'bun.lock', 'patches', 'tsconfig.json', 'sql', 'src', 'LICENSE']);
+    expect(copied.filter((path) => !sent(path) || !sent(`${path}/x.ts`) || !existsSync(join(ROOT, path)))).toEqual([]);
+  });
+
+  test('keeps out dependencies, history, databases, builds and everything else', () => {
+    const kept = ['node_modules/elysia/package.json', '.git/HEAD', 'data/pg/PG_VERSION', '.test-data/base/1', 'dist/ams', 'bench/results.json', 'test/http.test.ts', 'docs/deployment.md', 'compose.yaml', '.env'];
+    expect(kept.filter(sent)).toEqual([]);
+  });
+});
+
+describe('compose.yaml', () => {
+  type Service = {
+    image?: string;
+    command?: string[];
+    profiles?: string[];
+    environment: Record<string, string>;
+    depends_on?: Record<string, { condition: string }>;
+    healthcheck?: { test: string[] };
+    volumes?: string[];
+    ports?: string[];
+  };
+  const text = read('compose.yaml');
+  const compose = Bun.YAML.parse(text) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+  const { db, ams, worker } = compose.services;
+
+  test('PostgreSQL, the server and an optional worker', () => {
+    expect(Object.keys(compose.services)).toEqual(['db', 'ams', 'worker']);
+    expect([ams!.command, worker!.command, ams!.profiles, worker!.profiles]).toEqual([['serve'], ['worker'], undefined, ['separate-worker']]);
+    expect(ams!.image).toBe(worker!.image);
+  });
+
+  test('every variable given to the service, or offered in a comment, is one the service reads', () => {
+    const offered = [...text.matchAll(/^\s*#\s*([A-Z][A-Z0-9_]+):\s/gm)].map((m) => m[1]!);
+    expect(offered.sort()).toEqual(['METRICS_TOKEN', 'METRICS_TOKEN', 'PUBLIC_URL', 'SMTP_FROM', 'SMTP_URL']);
+    const given = [...Object.keys(ams!.environment), ...Object.keys(worker!.environment), ...offered];
+    expect(given.filter((key) => !CONFIG_KEYS.includes(key))).toEqual([]);
+  });
+
+  test('the service reaches the database service by its name, with its user and database', () => {
+    for (const service of [ams!, worker!]) {
+      const url = new URL(service.environment.DATABASE_URL!.replace('${POSTGRES_PASSWORD:-ams}', 'secret'));
+      expect([url.hostname, url.port, url.username, url.pathname]).toEqual(['db', '5432', db!.environment.POSTGRES_USER!, `/${db!.environment.POSTGRES_DB}`]);
+      expect(service.depends_on).toEqual({ db: { condition: 'service_healthy' } });
+    }
+  });
+
+  test('PostgreSQL keeps its data in a volume and says when it is ready', () => {
+    expect(db!.volumes).toEqual(['pgdata:/var/lib/postgresql']);
+    expect(Object.keys(compose.volumes)).toEqual(['pgdata']);
+    expect(db!.healthcheck!.test).toEqual(['CMD', 'pg_isready', `--username=${db!.environment.POSTGRES_USER}`, `--dbname=${db!.environment.POSTGRES_DB}`]);
+  });
+
+  test('the server publishes the port it listens on, and both keep the image\'s health check', () => {
+    expect(ams!.ports).toEqual([`\${AMS_PORT:-3000}:${DEFAULT_PORT}`]);
+    expect([ams!.healthcheck, worker!.healthcheck]).toEqual([undefined, undefined]);
+  });
+});
+
+describe('deploy/kubernetes', () => {
+  const manifests = kubernetesManifests();
+  const byKind = (kind: string) => manifests.filter((m) => m.kind === kind);
+  const server = containerFor('serve');
+  const worker = containerFor('worker');
+  const secret = byKind('Secret')[0]!;
+
+  test('a Deployment each for the server and the worker, a Service, a Secret and a disruption budget', () => {
+    expect(manifests.map((m) => m.kind)).toEqual(['Secret', 'Deployment', 'Deployment', 'Service', 'PodDisruptionBudget']);
+  });
+
+  test('every variable set is one the service reads, and every secret it refers to is in the Secret', () => {
+    for (const container of [server, worker]) {
+      expect(container.env.map((e) => e.name).filter((name) => !CONFIG_KEYS.includes(name))).toEqual([]);
+      const refs = container.env.flatMap((e) => (e.valueFrom ? [e.valueFrom.secretKeyRef] : []));
+      expect(refs.filter((ref) => ref.name !== secret.metadata.name || !(ref.key in secret.stringData!))).toEqual([]);
+    }
+    expect(Object.keys(secret.stringData!).filter((key) => !CONFIG_KEYS.includes(key))).toEqual([]);
+    expect(server.env.find((e) => e.name === 'WORKER')?.value).toBe('off');
+  });
+
+  const port = (container: Container) => Number(container.env.find((e) => e.name === 'PORT')?.value ?? DEFAULT_PORT);
+  const probes = (container: Container) => {
+    const named = (probe: { httpGet: { port: string | number } }) => container.ports.find((p) => p.name === probe.httpGet.port)?.containerPort;
+    return [container.startupProbe, container.readinessProbe, container.livenessProbe].map((p) => [p.httpGet.path, named(p)]);
+  };
+
+  test('probes ask the port the process listens on: readiness /health, startup and liveness /health/live', () => {
+    for (const container of [server, worker]) {
+      expect(probes(container)).toEqual([
+        ['/health/live', port(container)],
+        ['/health', port(container)],
+        ['/health/live', port(container)],
+      ]);
+    }
+  });
+
+  test('runs as the image\'s user, read-only, with no privileges, with resources requested', () => {
+    const pods = byKind('Deployment').map((d) => d.spec.template.spec.securityContext);
+    expect(pods.map((p) => [p.runAsNonRoot, p.runAsUser, p.runAsGroup])).toEqual([
+      [true, Number(uid![1]), Number(uid![2])],
+      [true, Number(uid![1]), Number(uid![2])],
+    ]);
+    for (const container of [server, worker]) {
+      expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(Object.keys(container.resources.requests).sort()).toEqual(['cpu', 'memory']);
+      expect(Object.keys(container.resources.limits)).toEqual(['memory']);
+    }
+  });
+
+  test('the Service and the disruption budget select the server\'s pods', () => {
+    const deployments = byKind('Deployment');
+    const serverPods = deployments.find((d) => d.spec.template.spec.containers[0].args[0] === 'serve')!.spec.template.metadata.labels;
+    const workerPods = deployments.find((d) => d.spec.template.spec.containers[0].args[0] === 'worker')!.spec.template.metadata.labels;
+    const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+    const service = byKind('Service')[0]!;
+    const budget = byKind('PodDisruptionBudget')[0]!;
+    expect([selects(service.spec.selector, serverPods), selects(service.spec.selector, workerPods)]).toEqual([true, false]);
+    expect([selects(budget.spec.selector.matchLabels, serverPods), selects(budget.spec.selector.matchLabels, workerPods)]).toEqual([true, false]);
+    expect(service.spec.ports.map((p: { targetPort: string }) => p.targetPort)).toEqual([server.ports[0]!.name]);
+    for (const d of deployments) expect(selects(d.spec.selector.matchLabels, d.spec.template.metadata.labels)).toBe(true);
+  });
+
+  test('the server rolls out beside the old version and keeps it until the new one is ready', () => {
+    const rollout = byKind('Deployment').find((d) => d.spec.template.spec.containers[0].args[0] === 'serve')!.spec.strategy;
+    expect(rollout).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+  });
+});
