@@ -60,7 +60,7 @@ for (const count of [1, 2, 3]) {
   const before = cpuOf(instances.map((i) => i.pid));
   let connections = 0;
   const sampler = setInterval(async () => {
-    const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+    const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = current_database()`;
     connections = Math.max(connections, row!.n);
   }, 500);
   await Promise.all(

@@ -123,7 +123,7 @@ async function migrateOnly(config: Config) {
 // container (`ams serve` or `ams worker`, which each answer for their own role) and prints why it
 // is not healthy, which Docker keeps in the container's health log.
 async function healthcheck(config: Config) {
-  const host = ['0.0.0.0', '::', ''].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+  const host = config.HOST === '::' ? '::1' : ['0.0.0.0', ''].includes(config.HOST) ? '127.0.0.1' : config.HOST;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}/health`;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS) });

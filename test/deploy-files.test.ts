@@ -2,8 +2,8 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigSchema, loadConfig } from '../src/config';
-import { containerFor, kubernetesManifests, read, type Container } from './support/deploy-files';
-import { ROOT } from './support/releases';
+import { containerFor, kubernetesManifests, read, type Container, type Manifest } from './support/deploy-files';
+import { git, ROOT } from './support/releases';
 
 // The deployment files, held to the service they deploy: every variable they set is one the
 // service reads, ports and probe paths are the service's, and the image is built from what it
@@ -84,9 +84,12 @@ describe('.dockerignore', () => {
     expect(copied.filter((path) => !sent(path) || !sent(`${path}/x.ts`) || !existsSync(join(ROOT, path)))).toEqual([]);
   });
 
-  test('keeps out dependencies, history, databases, builds and everything else', () => {
-    const kept = ['node_modules/elysia/package.json', '.git/HEAD', 'data/pg/PG_VERSION', '.test-data/base/1', 'dist/ams', 'bench/results.json', 'test/http.test.ts', 'docs/deployment.md', 'compose.yaml', '.env'];
+  test('keeps out dependencies, history, databases, builds, and every committed file the build does not copy', () => {
+    const kept = ['node_modules/elysia/package.json', '.git/HEAD', 'data/pg/PG_VERSION', '.test-data/base/1', 'dist/ams', 'bench/results.json', '.env'];
     expect(kept.filter(sent)).toEqual([]);
+    const committed = git(['ls-files']).split('\n').filter(Boolean);
+    const copiedFile = (file: string) => copied.some((path) => file === path || file.startsWith(`${path}/`));
+    expect(committed.filter((file) => sent(file) !== copiedFile(file))).toEqual([]);
   });
 });
 
@@ -129,7 +132,7 @@ describe('compose.yaml', () => {
   test('PostgreSQL keeps its data in a volume and says when it is ready', () => {
     expect(db!.volumes).toEqual(['pgdata:/var/lib/postgresql']);
     expect(Object.keys(compose.volumes)).toEqual(['pgdata']);
-    expect(db!.healthcheck!.test).toEqual(['CMD', 'pg_isready', `--username=${db!.environment.POSTGRES_USER}`, `--dbname=${db!.environment.POSTGRES_DB}`]);
+    expect(db!.healthcheck!.test).toEqual(['CMD', 'pg_isready', '--host=127.0.0.1', `--username=${db!.environment.POSTGRES_USER}`, `--dbname=${db!.environment.POSTGRES_DB}`]);
   });
 
   test('the server publishes the port it listens on, and both keep the image\'s health check', () => {
@@ -143,10 +146,17 @@ describe('deploy/kubernetes', () => {
   const byKind = (kind: string) => manifests.filter((m) => m.kind === kind);
   const server = containerFor('serve');
   const worker = containerFor('worker');
-  const secret = byKind('Secret')[0]!;
+  const secret = Bun.YAML.parse(read('deploy/kubernetes/secret.example.yaml')) as Manifest;
 
-  test('a Deployment each for the server and the worker, a Service, a Secret and a disruption budget', () => {
-    expect(manifests.map((m) => m.kind)).toEqual(['Secret', 'Deployment', 'Deployment', 'Service', 'PodDisruptionBudget']);
+  test('a Deployment each for the server and the worker, a Service and a disruption budget; the Secret is the operator\'s own', () => {
+    expect(manifests.map((m) => m.kind)).toEqual(['Deployment', 'Deployment', 'Service', 'PodDisruptionBudget']);
+    expect(secret.kind).toBe('Secret');
+  });
+
+  test('the image it names is a release that has what the probes ask for', () => {
+    const { images } = Bun.YAML.parse(read('deploy/kubernetes/kustomization.yaml')) as { images: { name: string; newTag: string }[] };
+    expect(images.map((image) => image.name)).toEqual([server.image]);
+    expect(Bun.semver.order(images[0]!.newTag, '0.2.0')).toBeGreaterThanOrEqual(0);
   });
 
   test('every variable set is one the service reads, and every secret it refers to is in the Secret', () => {
@@ -183,6 +193,7 @@ describe('deploy/kubernetes', () => {
     ]);
     for (const container of [server, worker]) {
       expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(container.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
       expect(Object.keys(container.resources.requests).sort()).toEqual(['cpu', 'memory']);
       expect(Object.keys(container.resources.limits)).toEqual(['memory']);
     }
@@ -201,8 +212,24 @@ describe('deploy/kubernetes', () => {
     for (const d of deployments) expect(selects(d.spec.selector.matchLabels, d.spec.template.metadata.labels)).toBe(true);
   });
 
-  test('the server rolls out beside the old version and keeps it until the new one is ready', () => {
-    const rollout = byKind('Deployment').find((d) => d.spec.template.spec.containers[0].args[0] === 'serve')!.spec.strategy;
-    expect(rollout).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+  test('the server rolls out beside the old version and keeps it until the new one is ready; the worker is replaced', () => {
+    const rollout = (role: string) => byKind('Deployment').find((d) => d.spec.template.spec.containers[0].args[0] === role)!.spec.strategy;
+    expect(rollout('serve')).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    expect(rollout('worker')).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } });
+  });
+
+  test('a drain takes one server at a time and never hangs on pods the database outage made unready', () => {
+    const budget = byKind('PodDisruptionBudget')[0]!.spec;
+    expect([budget.maxUnavailable, budget.minAvailable, budget.unhealthyPodEvictionPolicy]).toEqual([1, undefined, 'AlwaysAllow']);
+  });
+
+  test('connections at the most, a rollout\'s surge included, stay within PostgreSQL\'s default 100 less its 3 reserved', () => {
+    const setting = (container: Container, key: 'DB_POOL_SIZE' | 'WEBHOOK_CONCURRENCY') =>
+      Number(container.env.find((e) => e.name === key)?.value ?? loadConfig({})[key]);
+    const deployment = (role: string) => byKind('Deployment').find((d) => d.spec.template.spec.containers[0].args[0] === role)!.spec;
+    const servers = (deployment('serve').replicas + 1) * (setting(server, 'DB_POOL_SIZE') + 1);
+    const workers = deployment('worker').replicas * (setting(worker, 'DB_POOL_SIZE') + setting(worker, 'WEBHOOK_CONCURRENCY') + 3);
+    expect(servers + workers).toBe(78);
+    expect(servers + workers).toBeLessThanOrEqual(97);
   });
 });

@@ -3,7 +3,10 @@ import type { Subprocess } from 'bun';
 import { track } from './support/children';
 import { containerFor } from './support/deploy-files';
 import { useHarness } from './support/harness';
+import { pgGate } from './support/pg-gate';
 import { freePort } from './support/ports';
+import { holdPort } from '../src/web/starting';
+import { DATABASE_UNAVAILABLE } from '../src/db/unavailable';
 import { eventually, receiver } from './support/receiver';
 
 // `ams healthcheck` (the image's HEALTHCHECK) and the probes of the Kubernetes example, against
@@ -42,9 +45,11 @@ async function start(role: 'serve' | 'worker', extra: Record<string, string> = {
   return { port, base: `http://127.0.0.1:${port}`, proc };
 }
 
-function healthcheck(port: number) {
-  const out = Bun.spawnSync(['bun', 'src/main.ts', 'healthcheck'], { env: env(port), stdout: 'pipe', stderr: 'pipe' });
-  return { exitCode: out.exitCode, said: out.stdout.toString().trim() };
+// Not spawnSync: the PostgreSQL gate of a test runs in this process and must keep answering.
+async function healthcheck(port: number, extra: Record<string, string> = {}) {
+  const proc = Bun.spawn(['bun', 'src/main.ts', 'healthcheck'], { env: env(port, extra), stdout: 'pipe', stderr: 'pipe' });
+  const said = (await new Response(proc.stdout).text()).trim();
+  return { exitCode: await proc.exited, said };
 }
 
 const get = async (url: string) => {
@@ -64,7 +69,7 @@ test('each role answers for itself, on the paths the Kubernetes probes ask', asy
       const { status, body } = await get(process.base + probe.httpGet.path);
       expect([role, probe.httpGet.path, status, body]).toEqual([role, probe.httpGet.path, OK.status, OK.body]);
     }
-    expect(healthcheck(process.port)).toEqual({ exitCode: 0, said: '' });
+    expect(await healthcheck(process.port)).toEqual({ exitCode: 0, said: '' });
   }
   // The worker serves its health and nothing of the agent API.
   const api = await get(`${worker.base}/api/deliveries`);
@@ -86,7 +91,7 @@ test('a worker serves the metrics of the doorbells it rings, to the operator onl
 
 test('nothing listening: unhealthy, saying where it asked', async () => {
   const port = await freePort();
-  const { exitCode, said } = healthcheck(port);
+  const { exitCode, said } = await healthcheck(port);
   expect(exitCode).toBe(1);
   expect(said).toStartWith(`http://127.0.0.1:${port}/health did not answer: `);
 });
@@ -108,7 +113,7 @@ test('a worker whose heartbeat does not reach the database is unhealthy while th
     expect(unhealthy.body.success).toBe(false);
     expect(unhealthy.body.error).toMatch(silence);
     expect(unhealthy.requestId).toMatch(/\S/);
-    const checked = healthcheck(worker.port);
+    const checked = await healthcheck(worker.port);
     expect(checked.exitCode).toBe(1);
     expect(checked.said).toMatch(silence);
     // Liveness is not readiness: the process is up, and no probe should restart it for this.
@@ -118,5 +123,45 @@ test('a worker whose heartbeat does not reach the database is unhealthy while th
     await locked;
   }
   await eventually(async () => (await get(`${worker.base}/health`)).status === 200);
-  expect(healthcheck(worker.port)).toEqual({ exitCode: 0, said: '' });
+  expect(await healthcheck(worker.port)).toEqual({ exitCode: 0, said: '' });
+});
+
+test('listening on every address, as in the image, the check asks loopback', async () => {
+  const server = await start('serve', { WORKER: 'off', HOST: '0.0.0.0' });
+  expect(await healthcheck(server.port, { HOST: '0.0.0.0' })).toEqual({ exitCode: 0, said: '' });
+});
+
+test('while the database is away: not ready, with the reason, but alive', async () => {
+  const target = new URL(h.db.url);
+  const gate = pgGate({ host: target.hostname, port: Number(target.port || 5432) });
+  try {
+    gate.open();
+    const through = new URL(h.db.url);
+    through.hostname = '127.0.0.1';
+    through.port = String(gate.port);
+    const server = await start('serve', { WORKER: 'off', DATABASE_URL: through.toString() });
+    expect(await get(`${server.base}/health`)).toMatchObject(OK);
+    gate.close();
+    gate.cutAll();
+    const unready = await get(`${server.base}/health`);
+    expect([unready.status, unready.body]).toEqual([503, { success: false, error: DATABASE_UNAVAILABLE }]);
+    expect(await healthcheck(server.port)).toEqual({ exitCode: 1, said: DATABASE_UNAVAILABLE });
+    expect(await get(`${server.base}/health/live`)).toMatchObject(OK);
+    gate.open();
+    await eventually(async () => (await get(`${server.base}/health`)).status === 200);
+  } finally {
+    gate.stop();
+  }
+});
+
+test('while a process starts, its port says it is alive and not ready', async () => {
+  const holding = holdPort('127.0.0.1', 0);
+  try {
+    const base = `http://127.0.0.1:${holding.port}`;
+    expect(await get(`${base}/health/live`)).toMatchObject(OK);
+    const starting = await get(`${base}/health`);
+    expect([starting.status, starting.body]).toEqual([503, { success: false, error: DATABASE_UNAVAILABLE }]);
+  } finally {
+    holding.release();
+  }
 });

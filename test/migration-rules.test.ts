@@ -50,12 +50,21 @@ describe('the expand-only check itself', () => {
     expect(whys('create or replace function notify_delivery() returns trigger language plpgsql as $$ begin return null; end $$;')).toEqual([
       'replaces a function the previous release runs',
     ]);
+    expect(whys('create or replace function public.notify_delivery() returns trigger language plpgsql as $fn1$ begin return null; end $fn1$;')).toEqual([
+      'replaces a function the previous release runs',
+    ]);
+    expect(whys('do $$ begin alter table agents drop column legacy; end $$;')).toEqual(['drops something']);
+    expect(whys('alter table threads alter title type varchar(100);')).toEqual(['changes a column type']);
+    expect(whys('alter table threads add unique (title);')).toEqual(['adds a constraint old writes may break']);
+    expect(whys('create trigger refuse before insert on messages for each row execute function refuse();')).toEqual(['adds a trigger old writes run into']);
+    expect(whys('alter table a add column b text; -- contract: not a reason for the next one\nalter table a drop column c;')).toEqual(['drops something']);
+    expect(whys('/* $$ */ alter table a drop column c;')).toEqual(['drops something']);
   });
 
   test('lets through what only adds, and a contraction whose comment says why it is safe', () => {
     expect(whys('alter table agents add column team text;')).toEqual([]);
     expect(whys("alter table agents add column team text not null default 'none';")).toEqual([]);
-    expect(whys('create index concurrently if not exists agents_team_idx on agents (team);')).toEqual([]);
+    expect(whys('create index if not exists agents_team_idx on agents (team);')).toEqual([]);
     expect(whys('create table endpoint_health (url text primary key, failures int not null default 0);')).toEqual([]);
     expect(whys('create or replace function endpoint_seen() returns trigger language plpgsql as $$ begin delete from x; drop table y; return new; end $$;')).toEqual([]);
     expect(whys("-- contract: 0.1.0 never reads agents.legacy (dropped in 0.2.0's code first).\nalter table agents drop column legacy;")).toEqual([]);

@@ -10,6 +10,9 @@ import { refuseNonOperator } from './operator';
 // take this one for dead and give its doorbells to someone else.
 export type WorkerPulse = { silentForMs: () => number; staleMs: number };
 
+// Answers 200 whenever the process is up, from the first moment of a start (web/starting.ts).
+export const LIVENESS_PATH = '/health/live';
+
 export type HealthSources = {
   token: string | undefined;
   auditor?: LossAuditor;
@@ -51,7 +54,7 @@ export const healthRoutes = (sql: Sql, { token, auditor, waitingInboxRequests, w
       },
       { detail: { hide: true }, response: { 200: t.Any(), 503: t.Any() } },
     )
-    .get('/health/live', () => ok({ status: 'ok' as const }), { detail: { hide: true } })
+    .get(LIVENESS_PATH, () => ok({ status: 'ok' as const }), { detail: { hide: true } })
     .get(
       '/health/details',
       async ({ request, set }) => {

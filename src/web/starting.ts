@@ -1,5 +1,6 @@
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
-import { refusalFor } from './envelope';
+import { ok, refusalFor } from './envelope';
+import { LIVENESS_PATH } from './health';
 import { REQUEST_ID_HEADER, requestIdFrom } from './request-id';
 
 // The port answers from the first moment of a start, before the database is ready (the embedded
@@ -7,16 +8,20 @@ import { REQUEST_ID_HEADER, requestIdFrom } from './request-id';
 // envelope, as any request gets while the database is away, so that a client or load balancer
 // hears "try again in a moment" instead of a refused connection. The service takes the port over
 // once every part has started. Each answer closes its connection, so that no client keeps talking
-// to this stand-in after the handover.
+// to this stand-in after the handover. The process is alive meanwhile, so its liveness path says so:
+// a long migration must not look like a hung process to an orchestrator (web/health.ts).
 export function holdPort(hostname: string, port: number) {
   const server = Bun.serve({
     hostname,
     port,
-    fetch: (request) =>
-      Response.json(refusalFor(request, { sentence: DATABASE_UNAVAILABLE, code: 'unavailable' }), {
+    fetch: (request) => {
+      const headers = { [REQUEST_ID_HEADER]: requestIdFrom(request), connection: 'close' };
+      if (new URL(request.url).pathname === LIVENESS_PATH) return Response.json(ok({ status: 'ok' }), { headers });
+      return Response.json(refusalFor(request, { sentence: DATABASE_UNAVAILABLE, code: 'unavailable' }), {
         status: 503,
-        headers: { [REQUEST_ID_HEADER]: requestIdFrom(request), 'retry-after': '1', connection: 'close' },
-      }),
+        headers: { ...headers, 'retry-after': '1' },
+      });
+    },
   });
   return { port: server.port!, release: () => void server.stop(true) };
 }

@@ -16,6 +16,7 @@ export type Container = {
   livenessProbe: Probe;
   resources: { requests: Record<string, string>; limits: Record<string, string> };
   securityContext: Record<string, unknown>;
+  volumeMounts: { name: string; mountPath: string }[];
 };
 export type Manifest = {
   apiVersion: string;
