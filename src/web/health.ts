@@ -23,10 +23,10 @@ export type HealthSources = {
 // A worker whose heartbeat others already take for dead is not doing its job, whatever the database
 // answers: its doorbells are being handed to other workers.
 const silentWorker = ({ silentForMs, staleMs }: WorkerPulse) => {
-  const silentS = Math.floor(silentForMs() / 1000);
-  return silentForMs() < staleMs
+  const silent = silentForMs();
+  return silent < staleMs
     ? null
-    : `The worker's heartbeat has not reached the database for ${silentS} s; after ${staleMs / 1000} s other workers take over its doorbells.`;
+    : `The worker's heartbeat has not reached the database for ${Math.floor(silent / 1000)} s; after ${staleMs / 1000} s other workers take over its doorbells.`;
 };
 
 // For load balancers and container health checks: GET /health is 200 while this process can do its
