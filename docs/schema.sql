@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 015_oauth,
+-- The schema that the migrations in sql/ build, 001_core to 016_endpoint_health,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -21,6 +21,14 @@ CREATE TYPE public.thread_state AS ENUM (
 );
 
 -- Functions
+
+CREATE OR REPLACE FUNCTION public.add_counts(a integer[], b integer[])
+ RETURNS integer[]
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select array(select coalesce(x, 0) + coalesce(y, 0) from unnest(a, b) with ordinality as u(x, y, i) order by i)
+$function$;
 
 CREATE OR REPLACE FUNCTION public.deliveries_step_forward()
  RETURNS trigger
@@ -80,6 +88,16 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION public.notify_test_event()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('ams_dashboard', 'agent:' || new.agent_id::text);
+  return null;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION public.notify_thread_listing()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -131,6 +149,9 @@ CREATE TABLE public.agents (
     webhook_set_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     username_owner text GENERATED ALWAYS AS ('agent'::text) STORED NOT NULL,
+    webhook_disabled_at timestamp with time zone,
+    webhook_disabled_reason text,
+    webhook_failing_since timestamp with time zone,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
     CONSTRAINT agents_pkey PRIMARY KEY (id),
@@ -140,7 +161,7 @@ CREATE TABLE public.agents (
 CREATE TRIGGER agents_archived_end_oauth_connections AFTER UPDATE OF archived_at ON public.agents FOR EACH ROW WHEN (((new.archived_at IS NOT NULL) AND (old.archived_at IS NULL))) EXECUTE FUNCTION public.oauth_end_connections_of_archived();
 CREATE TRIGGER agents_deleted AFTER DELETE ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
-CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
+CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url, webhook_disabled_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
 
 CREATE TABLE public.deliveries (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
@@ -189,10 +210,58 @@ CREATE TABLE public.delivery_attempts (
     response_body text,
     request_headers jsonb,
     interrupted boolean DEFAULT false NOT NULL,
+    url text,
+    response_headers jsonb,
     CONSTRAINT delivery_attempts_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES public.deliveries(id) ON DELETE CASCADE,
     CONSTRAINT delivery_attempts_pkey PRIMARY KEY (id)
 );
 CREATE INDEX delivery_attempts_delivery_idx ON public.delivery_attempts USING btree (delivery_id, id);
+
+CREATE TABLE public.endpoint_attempt_windows (
+    agent_id uuid NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    attempts integer NOT NULL,
+    successes integer NOT NULL,
+    latency_buckets integer[] NOT NULL,
+    CONSTRAINT endpoint_attempt_windows_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT endpoint_attempt_windows_pkey PRIMARY KEY (agent_id, window_start)
+);
+
+CREATE TABLE public.endpoint_health (
+    agent_id uuid NOT NULL,
+    last_success_at timestamp with time zone,
+    last_failure_at timestamp with time zone,
+    last_failure_status integer,
+    last_failure_error text,
+    consecutive_failures integer DEFAULT 0 NOT NULL,
+    failing_since timestamp with time zone,
+    warned_stage smallint DEFAULT 0 NOT NULL,
+    CONSTRAINT endpoint_health_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT endpoint_health_check CHECK (((failing_since IS NULL) = (consecutive_failures = 0))),
+    CONSTRAINT endpoint_health_pkey PRIMARY KEY (agent_id)
+);
+CREATE INDEX endpoint_health_failing_idx ON public.endpoint_health USING btree (failing_since) WHERE (failing_since IS NOT NULL);
+
+CREATE TABLE public.endpoint_test_events (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    agent_id uuid NOT NULL,
+    url text NOT NULL,
+    webhook_version text NOT NULL,
+    requested_by text NOT NULL,
+    requested_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempted_at timestamp with time zone,
+    duration_ms integer,
+    status integer,
+    error text,
+    response_body text,
+    request_headers jsonb,
+    response_headers jsonb,
+    CONSTRAINT endpoint_test_events_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT endpoint_test_events_pkey PRIMARY KEY (id)
+);
+CREATE INDEX endpoint_test_events_agent_idx ON public.endpoint_test_events USING btree (agent_id, id);
+CREATE UNIQUE INDEX endpoint_test_events_one_pending_idx ON public.endpoint_test_events USING btree (agent_id) WHERE (attempted_at IS NULL);
+CREATE TRIGGER endpoint_test_events_changed AFTER INSERT OR UPDATE OF attempted_at ON public.endpoint_test_events FOR EACH ROW EXECUTE FUNCTION public.notify_test_event();
 
 CREATE TABLE public.idempotency_keys (
     agent_id uuid NOT NULL,

@@ -51,7 +51,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth))
     .use(consentRoutes(sql, config, log, oauth))
-    .use(dashboard({ sql, config, log }));
+    .use(dashboard({ sql, config, log, metrics }));
 }
 
 export type App = ReturnType<typeof buildApp>;

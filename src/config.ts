@@ -1,6 +1,7 @@
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { WebhookUrlPolicy } from './domain/agents/webhook-url';
+import type { HealthRule } from './domain/agents/endpoint-health';
 
 // The one place that reads the environment. Defaults are the contract's values; tests and
 // deployments override them through the same variables.
@@ -56,6 +57,14 @@ export const ConfigSchema = T.Object({
   // Doorbells in flight at once to one webhook URL, per process: a slow or dead handler holds no
   // more worker slots than this.
   WEBHOOK_ENDPOINT_CONCURRENCY: Int(4, 1),
+  // Endpoint health (domain/agents/endpoint-health.ts): a webhook failing without a success warns
+  // people after each of these spells (off: never), and is switched off after the last one (0: never).
+  WEBHOOK_WARN_AFTER_MS: T.String({
+    default: '3600000,86400000',
+    pattern: '^(off|\\d+(,\\d+)*)$',
+    description: 'off, or whole numbers of milliseconds separated by commas, such as 3600000,86400000',
+  }),
+  WEBHOOK_DISABLE_AFTER_MS: Int(432_000_000, 0),
   REPUBLISH_CRON: T.String({ default: '*/15 * * * *' }),
   PUBLISH_ATTEMPTS: Int(3, 1),
   STALLED_AFTER_MS: Int(300_000, 1),
@@ -112,6 +121,14 @@ function expected(schema: TSchema): string {
 
 export function retryDelays(config: Config): number[] {
   return config.WEBHOOK_RETRY_DELAYS_MS.split(',').map(Number);
+}
+
+// When a failing webhook warns people, and when it is switched off.
+export function endpointHealthRule(config: Config): HealthRule {
+  return {
+    warnAfterMs: config.WEBHOOK_WARN_AFTER_MS === 'off' ? [] : config.WEBHOOK_WARN_AFTER_MS.split(',').map(Number).sort((a, b) => a - b),
+    disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS === 0 ? null : config.WEBHOOK_DISABLE_AFTER_MS,
+  };
 }
 
 // Where the service may send requests to addresses others chose: doorbells, and OAuth clients'

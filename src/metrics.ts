@@ -4,6 +4,7 @@ import { owedJobs } from './db/job-queue';
 import { countDeliveries } from './domain/deliveries/delivery-counts';
 import type { LossAudit } from './domain/deliveries/loss-audit';
 import { NOTIFY_TASK } from './domain/deliveries/notify-jobs';
+import { countEndpoints } from './domain/agents/endpoint-health';
 
 // What one process knows about itself and the database, in the Prometheus text format (GET
 // /metrics). Counters and histograms are this process's; gauges read from the database describe
@@ -44,21 +45,29 @@ export function createMetrics() {
     help: 'Scrapes whose database figures could not be read (the database was away); those gauges keep their last value.',
     registers: [registry],
   });
+  const endpointTransitions = new Counter({
+    name: 'ams_webhook_endpoint_transitions_total',
+    help: 'Webhooks that reached a warning stage (warned), were switched off for failing (disabled) or switched back on by a person (enabled), as seen by this process.',
+    labelNames: ['transition'] as const,
+    registers: [registry],
+  });
+  for (const transition of ['warned', 'disabled', 'enabled']) endpointTransitions.inc({ transition }, 0);
   let sources: MetricsSources | undefined;
 
   const fromDatabase = async () => {
     if (!sources) return null;
     const { sql, stalledAfterMs } = sources;
     try {
-      const [counts, jobs, connections] = await Promise.all([
+      const [counts, jobs, connections, endpoints] = await Promise.all([
         countDeliveries(sql, stalledAfterMs),
         owedJobs(sql, NOTIFY_TASK),
         sql<{ state: string; n: number }[]>`
           select coalesce(state, 'unknown') as state, count(*)::int as n from pg_stat_activity
           where datname = current_database() and application_name = current_setting('application_name')
           group by 1`,
+        countEndpoints(sql),
       ]);
-      return { counts, jobs, connections };
+      return { counts, jobs, connections, endpoints };
     } catch {
       scrapeFailures.inc();
       return null;
@@ -76,6 +85,16 @@ export function createMetrics() {
     async collect() {
       const figures = await read();
       if (figures) for (const [step, n] of Object.entries(figures.counts.byStep)) this.set({ step }, n);
+    },
+  });
+  new Gauge({
+    name: 'ams_webhook_endpoints',
+    help: "Agents' webhooks by health: healthy (the last attempt answered 2xx), failing (no 2xx since a failure), disabled (switched off for failing), untried.",
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) for (const [state, n] of Object.entries(figures.endpoints)) this.set({ state }, n);
     },
   });
   // A gauge of one figure from the shared database read, kept at its last value when the read fails.
@@ -163,6 +182,9 @@ export function createMetrics() {
     },
     doorbellAttempt(outcome: DoorbellOutcome, status: number | null, seconds: number) {
       doorbells.observe({ outcome, answer: status === null ? 'none' : `${Math.floor(status / 100)}xx` }, seconds);
+    },
+    endpointTransition(transition: 'warned' | 'disabled' | 'enabled') {
+      endpointTransitions.inc({ transition });
     },
     render: () => registry.metrics(),
     contentType: registry.contentType,

@@ -10,7 +10,7 @@ declare module '*/standalone.js' {
   export default path;
 }
 
-// The dashboard's vendored modules (Preact, its hooks, htm), imported `with { type: 'text' }`.
+// The dashboard's vendored modules (Preact, its hooks, htm, uPlot), imported `with { type: 'text' }`.
 declare module '*/preact.module.js' {
   const text: string;
   export default text;
@@ -20,6 +20,10 @@ declare module '*/hooks.module.js' {
   export default text;
 }
 declare module '*/htm.module.js' {
+  const text: string;
+  export default text;
+}
+declare module '*/uPlot.esm.js' {
   const text: string;
   export default text;
 }

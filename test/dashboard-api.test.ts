@@ -80,7 +80,7 @@ describe('refusals', () => {
   });
 
   test('an agent key gets 401 on the dashboard pages and assets too', async () => {
-    for (const page of ['', '/', '/sign-in', '/deliveries', '/threads', '/agents', '/assets/dashboard.js', '/assets/dashboard.css']) {
+    for (const page of ['', '/', '/sign-in', '/overview', '/deliveries', '/threads', '/agents', '/assets/dashboard.js', '/assets/dashboard.css']) {
       for (const withSession of [false, true]) {
         const res = await h.send('GET', `/dashboard${page}`, {
           cookie: withSession ? cookie : null,
@@ -160,7 +160,10 @@ describe('agents', () => {
     expect([row!.webhook_url, row!.signing_secret]).toEqual([null, null]);
     const list = await as('GET', '/agents');
     const listed = list.body.data.items.find((a: any) => a.username === 'drafter');
-    expect(listed).toEqual({ id: expect.any(String), username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String), connections: [] });
+    expect(listed).toEqual({
+      id: expect.any(String), username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String), connections: [],
+      health: null, lastTestEvent: null,
+    });
     expect(JSON.stringify(list.body)).not.toContain('agt_');
   });
 
@@ -409,7 +412,7 @@ describe('deliveries', () => {
     ]);
     const bob = rows[1];
     expect(bob).toMatchObject({ messageId, threadId, thread: 'Progress', sender: 'alice', summary: 'Progress check' });
-    const none = { resend: 0, responseBody: null, requestHeaders: null, interrupted: false };
+    const none = { resend: 0, responseBody: null, requestHeaders: null, interrupted: false, url: null, responseHeaders: null };
     expect(bob.attempts).toEqual([
       { attemptedAt: expect.any(String), publish: 1, attempt: 1, status: 503, durationMs: 120, error: 'HTTP 503', ...none },
       { attemptedAt: expect.any(String), publish: 1, attempt: 2, status: 200, durationMs: 35, error: null, ...none },
@@ -570,11 +573,12 @@ describe('thread view', () => {
 
 describe('pages', () => {
   test('without a session the pages send you to sign in; with one they are served with a strict policy', async () => {
+    const pkg = await Bun.file('package.json').json();
     const away = await h.send('GET', '/dashboard/deliveries');
     expect([away.status, away.headers.get('location')]).toEqual([303, '/dashboard/sign-in?next=%2Fdashboard%2Fdeliveries']);
     const deep = await h.send('GET', `/dashboard/threads/${ZERO_ID}?x=1`);
     expect(deep.headers.get('location')).toBe(`/dashboard/sign-in?next=${encodeURIComponent(`/dashboard/threads/${ZERO_ID}?x=1`)}`);
-    for (const page of ['deliveries', 'threads', 'agents', `threads/${ZERO_ID}`]) {
+    for (const page of ['overview', 'deliveries', 'threads', 'agents', `threads/${ZERO_ID}`]) {
       const res = await h.send('GET', `/dashboard/${page}`, { cookie });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -584,19 +588,41 @@ describe('pages', () => {
       expect(res.headers.get('content-security-policy')).toContain(`script-src 'self' 'sha256-${hash}';`);
       expect(res.body).toContain(`data-page="${page.startsWith('threads/') ? 'thread' : page}"`);
       expect(res.body).toContain('aria-current="page"');
+      // uPlot's stylesheet only where charts are drawn; its module is always in the map.
+      expect([page, res.body.includes(`/dashboard/assets/uplot-${pkg.dependencies.uplot}.css`)]).toEqual([page, page === 'overview']);
+      expect(JSON.parse(map).imports.uplot).toBe(`/dashboard/assets/uplot-${pkg.dependencies.uplot}.js`);
     }
     const signIn = await h.send('GET', '/dashboard/sign-in');
     expect(signIn.status).toBe(200);
+    expect(signIn.body).not.toContain(`uplot-${pkg.dependencies.uplot}.css`);
     expect(signIn.body).toContain('<label for="email">Email</label>');
     expect((await h.send('GET', '/dashboard')).headers.get('location')).toBe('/dashboard/deliveries');
     const script = await h.send('GET', '/dashboard/assets/dashboard.js');
     expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
-    // Preact and htm are served from here, pinned to the versions package.json installs.
-    const pkg = await Bun.file('package.json').json();
-    for (const [name, version] of [['preact', pkg.dependencies.preact], ['preact-hooks', pkg.dependencies.preact], ['htm', pkg.dependencies.htm]]) {
+    // Preact, htm and uPlot are served from here, pinned to the versions package.json installs.
+    for (const [name, version] of [
+      ['preact', pkg.dependencies.preact],
+      ['preact-hooks', pkg.dependencies.preact],
+      ['htm', pkg.dependencies.htm],
+      ['uplot', pkg.dependencies.uplot],
+    ]) {
       const vendored = await h.send('GET', `/dashboard/assets/${name}-${version}.js`);
-      expect([name, vendored.status, vendored.headers.get('cache-control')]).toEqual([name, 200, 'public, max-age=31536000, immutable']);
+      expect([name, vendored.status, vendored.headers.get('content-type'), vendored.headers.get('cache-control')]).toEqual([
+        name,
+        200,
+        'text/javascript; charset=utf-8',
+        'public, max-age=31536000, immutable',
+      ]);
     }
+    const uplot = await h.send('GET', `/dashboard/assets/uplot-${pkg.dependencies.uplot}.js`);
+    expect(uplot.body).toBe(await Bun.file('node_modules/uplot/dist/uPlot.esm.js').text());
+    const uplotCss = await h.send('GET', `/dashboard/assets/uplot-${pkg.dependencies.uplot}.css`);
+    expect([uplotCss.status, uplotCss.headers.get('content-type'), uplotCss.headers.get('cache-control')]).toEqual([
+      200,
+      'text/css; charset=utf-8',
+      'public, max-age=31536000, immutable',
+    ]);
+    expect(uplotCss.body).toBe(await Bun.file('node_modules/uplot/dist/uPlot.min.css').text());
     const css = await h.send('GET', '/dashboard/assets/dashboard.css');
     expect([css.status, css.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);
   });

@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
-import { SECURITY_HEADERS } from '../src/dashboard/pages';
+import { SECURITY_HEADERS, VENDORED } from '../src/dashboard/pages';
 import { CSRF_HEADER, CSRF_VALUE, DASHBOARD_API, SESSION_ENDED, STREAM_PATH } from '../src/web/dashboard-protocol';
 import { useDashboardHarness } from './support/dashboard';
 
@@ -71,12 +71,30 @@ test('the script is served as one JavaScript module, bundled from the typed modu
   const script = String(res.body);
   // Plain JavaScript: a parser for JavaScript alone reads it (a type annotation would fail it), and
   // it imports nothing but what the page's import map names: every module of ours is inside it.
+  // It imports all the map names, uPlot once a page draws a chart (shared/chart.ts is bundled).
   const scanned = new Bun.Transpiler({ loader: 'js' }).scan(script);
   const page = await h.send('GET', '/dashboard/sign-in');
   const map = JSON.parse(/<script type="importmap">(.*?)<\/script>/.exec(String(page.body))![1]!);
-  expect([...new Set(scanned.imports.map((i) => i.path))].sort()).toEqual(Object.keys(map.imports).sort());
+  const charts = script.includes('dashboard/web/shared/chart.ts');
+  expect([...new Set(scanned.imports.map((i) => i.path))].sort()).toEqual(
+    Object.keys(map.imports)
+      .filter((name) => charts || name !== 'uplot')
+      .sort(),
+  );
   // Every page module is in it.
   for (const pageModule of parsed.filter((m) => m.name.startsWith('pages/'))) expect(script).toContain(`dashboard/web/${pageModule.name}`);
+});
+
+test('the chart module leaves uPlot to the import map, as the bundler is told to', async () => {
+  const page = await h.send('GET', '/dashboard/sign-in');
+  const map = JSON.parse(/<script type="importmap">(.*?)<\/script>/.exec(String(page.body))![1]!);
+  expect(map.imports.uplot).toBe(`/dashboard/assets/uplot-${VENDORED.uplot}.js`);
+  const built = await Bun.build({ entrypoints: [join(WEB, 'shared/chart.ts')], external: Object.keys(map.imports), target: 'browser', format: 'esm' });
+  expect(built.success).toBe(true);
+  const chart = await built.outputs[0]!.text();
+  expect([...new Set(new Bun.Transpiler({ loader: 'js' }).scan(chart).imports.map((i) => i.path))].sort()).toEqual(['htm', 'preact', 'preact/hooks', 'uplot']);
+  expect(chart).not.toContain('uPlot.esm.js');
+  expect(chart.length).toBeLessThan(20_000);
 });
 
 test('no browser module reads a sentence: the pages branch on a refusal\'s code and field', () => {

@@ -1,8 +1,13 @@
 import { expect, test } from 'bun:test';
+import { loadConfig } from '../src/config';
 import { invitePerson } from '../src/domain/people/people';
+import { silentLogger } from '../src/log';
+import { startWorker } from '../src/webhooks/worker';
 import { EMOJI } from './support/emoji';
 import { uniqueName } from './support/harness';
-import { pageWidths, untilCount, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
+import { axeViolations, pageWidths, untilCount, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
+import { eventually, receiver } from './support/receiver';
+import { FAST_WEBHOOKS } from './support/webhooks';
 
 // End to end in a real headless Chromium against the real server listening on a local port, as a
 // person would use it. Sessions are checked every 200 ms, so that an expired one ends the live view
@@ -244,3 +249,90 @@ test('when the session ended while the server was away, the page says so once it
   await expect(page.locator('#live').textContent()).resolves.toBe('Signed out');
   expect(page.url()).toBe(`${base}/dashboard/deliveries`);
 }, 30_000);
+
+// A handler that is down (500) at /hook and fine at /ok.
+const handler = receiver((req) => (req.path === '/ok' ? new Response('ok') : new Response('{"error":"down for maintenance"}', { status: 500 })));
+
+test('a failing webhook shows on the overview and on its agent, and a test event sent to it reports its answer', async () => {
+  const { page, base } = b;
+  // The worker rings the doorbells and sends the test event; it runs here only, with short retries,
+  // so that the tests above keep their hand-made attempts to themselves.
+  const config = loadConfig({ ...FAST_WEBHOOKS, WEBHOOK_ALLOW_LOCAL: 'true', DATABASE_URL: h.db.url });
+  const worker = await startWorker({ sql: h.db.sql, databaseUrl: h.db.url, config, log: silentLogger });
+  try {
+    const sender = await h.agent(uniqueName('billing'));
+    const failing = await h.agent('invoice-agent', { webhookUrl: handler.url('/hook') });
+    const quiet = await h.agent('report-agent', { webhookUrl: handler.url('/ok') });
+    const threadId = await h.thread(sender, [failing, quiet], 'Invoices for March');
+    const stepsOf = async (username: string) =>
+      (await h.db.sql`select d.step from deliveries d join agents a on a.id = d.recipient_id where a.username = ${username}`).map((r) => r.step);
+    // The first failure starts the spell; what is posted during it counts against it.
+    await h.post(sender, threadId, 'Invoice 1001 is ready');
+    await eventually(async () => (await stepsOf('invoice-agent')).join() === 'failed');
+    await h.post(sender, threadId, 'Invoice 1002 is ready');
+    await h.post(sender, threadId, 'Invoice 1003 is ready');
+    await eventually(async () => (await stepsOf('invoice-agent')).every((s) => s === 'failed') && (await stepsOf('report-agent')).every((s) => s === 'notified'), 10_000);
+    // report-agent's handler took its doorbells but never reported them delivered: stalled by now.
+    await h.db.sql`
+      update deliveries d set notified_at = d.notified_at - interval '1 hour', created_at = d.created_at - interval '1 hour'
+      from agents a where a.id = d.recipient_id and a.username = 'report-agent'`;
+    await b.agentCall('POST', `/api/threads/${threadId}/close`, sender.key);
+
+    await b.signIn('ada@example.com', 'ada');
+    await page.setViewportSize({ width: 1100, height: 800 });
+    await page.goto(`${base}/dashboard/overview`);
+    const [cookie] = await b.context.cookies(`${base}/dashboard/`);
+    const overview = (await (await fetch(`${base}/dashboard/api/overview`, { headers: { cookie: `ams_session=${cookie!.value}` } })).json()) as {
+      data: { trouble: { username: string; deliveries: number }[] };
+    };
+    // All three failed in the spell, the first one (accepted before the spell began) included.
+    const counted = overview.data.trouble.find((t) => t.username === 'invoice-agent')!.deliveries;
+    expect(counted).toBe(3);
+    const line = page.locator('[data-trouble="invoice-agent"] .line-text');
+    await line.waitFor();
+    expect(await line.textContent()).toMatch(new RegExp(`^\\s*invoice-agent — HTTP 500 — ${counted} deliveries since`));
+    await page.locator('[data-trouble="invoice-agent"] .badge', { hasText: 'Failing since' }).waitFor();
+    expect(await line.getByRole('link', { name: `${counted} deliveries` }).getAttribute('href')).toBe('/dashboard/deliveries?agent=invoice-agent&state=failed');
+    await page.getByRole('link', { name: 'report-agent' }).waitFor();
+    await page.getByRole('link', { name: 'Invoices for March' }).waitFor();
+    await page.locator('.chart-plot canvas').first().waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await docsShot('overview');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.reload();
+    await line.waitFor();
+    await page.locator('.chart-plot canvas').first().waitFor();
+    const [wide, seen] = await pageWidths(page);
+    expect(wide).toBeLessThanOrEqual(seen!);
+    await b.screenshot('overview-phone');
+
+    // On the Agents page the same webhook reads as failing, with its figures; a test event gets the
+    // handler's answer, which arrives over the live stream.
+    await page.setViewportSize({ width: 1100, height: 800 });
+    await line.getByRole('link', { name: 'invoice-agent' }).click();
+    await page.waitForURL(`${base}/dashboard/agents?q=invoice-agent`);
+    const card = page.locator('[data-agent="invoice-agent"]');
+    await card.locator('.badge', { hasText: 'Failing since' }).waitFor();
+    expect(await card.locator('.badge', { hasText: 'Failing since' }).textContent()).toContain('— HTTP 500');
+    await page.locator('#live', { hasText: 'Live' }).waitFor();
+    await card.getByRole('button', { name: 'Send test event' }).click();
+    const outcome = card.locator('[data-test-outcome]');
+    await outcome.filter({ hasText: /Sent .* by ada — HTTP 500 in \d+ ms/ }).waitFor();
+    await card.getByText("Test event's request and response").click();
+    await card.locator('.test-event pre', { hasText: '"error": "down for maintenance"' }).waitFor();
+    await card.getByText('Resend failed since…').click();
+    await card.getByRole('button', { name: 'Count' }).click();
+    await card.getByText(/\d+ failed deliveries since/).waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await docsShot('agents-health');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.reload();
+    await card.locator('.badge', { hasText: 'Failing since' }).waitFor();
+    const [wideAgents, seenAgents] = await pageWidths(page);
+    expect(wideAgents).toBeLessThanOrEqual(seenAgents!);
+    await b.screenshot('agents-health-phone');
+    await page.setViewportSize({ width: 1100, height: 800 });
+  } finally {
+    await worker.stop();
+  }
+}, 60_000);

@@ -42,7 +42,7 @@ test('every change to a delivery reaches an open dashboard as an event, whoever 
   let seen = await deliveryEvent(next);
   while (seen.data.step !== 'notified') seen = await deliveryEvent(next);
   expect(seen.data.attempts).toEqual([
-    { attemptedAt: expect.any(String), publish: 1, attempt: 1, resend: 0, status: 200, durationMs: 42, error: null, responseBody: null, requestHeaders: null, interrupted: false },
+    { attemptedAt: expect.any(String), publish: 1, attempt: 1, resend: 0, status: 200, durationMs: 42, error: null, responseBody: null, requestHeaders: null, interrupted: false, url: null, responseHeaders: null },
   ]);
 
   await h.call('POST', `/api/deliveries/${deliveryId}/delivered`, { key: bob.key });

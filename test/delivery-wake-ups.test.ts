@@ -95,7 +95,8 @@ async function attempt(deliveryId: string, outcome: AttemptOutcome) {
   const owed = (await owedDoorbell(h.db.sql, deliveryId))!;
   const { publish, attempt, resend } = owed;
   const next = afterAttempt(outcome, attempt, policy);
-  return recordAttempt(h.db.sql, silentLogger, { deliveryId, publish, attempt, resend, attemptedAt: new Date(), durationMs: 3, outcome, next });
+  const endpoint = { agentId: owed.recipientId, webhookVersion: owed.webhookVersion, url: owed.url };
+  return recordAttempt(h.db.sql, silentLogger, { deliveryId, endpoint, publish, attempt, resend, attemptedAt: new Date(), durationMs: 3, outcome, next });
 }
 
 // An attempt made as a test's setup, its wake-up heard before the test listens for its own: one

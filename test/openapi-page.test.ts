@@ -163,6 +163,10 @@ test('the compiled executable, built by the build script, serves the same bundle
       // The dashboard's vendored modules travel inside the executable too.
       const preact = await fetch(`http://127.0.0.1:${port}/dashboard/assets/preact-${VENDORED.preact}.js`);
       expect(await preact.text()).toBe(readFileSync('node_modules/preact/dist/preact.module.js', 'utf8'));
+      const uplot = await fetch(`http://127.0.0.1:${port}/dashboard/assets/uplot-${VENDORED.uplot}.js`);
+      expect(await uplot.text()).toBe(readFileSync('node_modules/uplot/dist/uPlot.esm.js', 'utf8'));
+      const uplotCss = await fetch(`http://127.0.0.1:${port}/dashboard/assets/uplot-${VENDORED.uplot}.css`);
+      expect(await uplotCss.text()).toBe(readFileSync('node_modules/uplot/dist/uPlot.min.css', 'utf8'));
     } finally {
       proc.kill('SIGTERM');
       await proc.exited;

@@ -25,8 +25,23 @@ test('the attempt log and dead jobs are pruned by age; messages only when a peri
     update graphile_worker._private_jobs set attempts = max_attempts, updated_at = now() - interval '10 days'
     where key = ${`notify:${oldDelivery!.id}`}`;
 
+  // Endpoint health: a window of three days ago and a test event of 40 days ago go; today's stay.
+  const [agent] = await h.db.sql`select id from agents where username = ${hooked.username}`;
+  for (const age of ['3 days', '1 hour']) {
+    await h.db.sql`
+      insert into endpoint_attempt_windows (agent_id, window_start, attempts, successes, latency_buckets)
+      values (${agent!.id}, now() - ${age}::interval, 1, 1, '{1,0,0,0,0,0,0,0,0,0,0}')`;
+    await h.db.sql`
+      insert into endpoint_test_events (agent_id, url, webhook_version, requested_by, requested_at, attempted_at, status)
+      values (${agent!.id}, 'http://127.0.0.1:9/hook', '1', 'ada', now() - ${age === '3 days' ? '40 days' : age}::interval, now(), 200)`;
+  }
+
   const kept = { attemptLogDays: 30, deadJobDays: 7, messageDays: null };
-  expect(await pruneHistory(h.db.sql, kept)).toEqual({ attempts: 2, deadJobs: 1, messages: 0, oauthArtifacts: 0 });
+  expect(await pruneHistory(h.db.sql, kept)).toEqual({ attempts: 2, deadJobs: 1, messages: 0, oauthArtifacts: 0, endpointHistory: 2 });
+  const [left] = await h.db.sql`
+    select (select count(*)::int from endpoint_attempt_windows where agent_id = ${agent!.id}) as windows,
+           (select count(*)::int from endpoint_test_events where agent_id = ${agent!.id}) as tests`;
+  expect(left).toEqual({ windows: 1, tests: 1 });
   const attempts = await h.db.sql`select delivery_id from delivery_attempts where delivery_id in (${oldDelivery!.id}, ${recentDelivery!.id})`;
   expect(attempts.map((a) => a.delivery_id)).toEqual([recentDelivery!.id]);
   const jobs = await h.db.sql`select key from graphile_worker._private_jobs where key in (${`notify:${oldDelivery!.id}`}, ${`notify:${recentDelivery!.id}`})`;
@@ -34,7 +49,7 @@ test('the attempt log and dead jobs are pruned by age; messages only when a peri
   expect((await h.db.sql`select id from messages where thread_id = ${threadId} order by id`).map((m) => m.id)).toEqual([old.id, recent.id]);
 
   // With a message retention of a year: the old message goes, its delivery with it.
-  expect(await pruneHistory(h.db.sql, { ...kept, messageDays: 365 })).toEqual({ attempts: 0, deadJobs: 0, messages: 1, oauthArtifacts: 0 });
+  expect(await pruneHistory(h.db.sql, { ...kept, messageDays: 365 })).toEqual({ attempts: 0, deadJobs: 0, messages: 1, oauthArtifacts: 0, endpointHistory: 0 });
   expect((await h.db.sql`select id from messages where thread_id = ${threadId}`).map((m) => m.id)).toEqual([recent.id]);
   expect(await h.db.sql`select 1 from deliveries where id = ${oldDelivery!.id}`).toHaveLength(0);
   expect(await h.db.sql`select 1 from deliveries where id = ${recentDelivery!.id}`).toHaveLength(1);

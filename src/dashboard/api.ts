@@ -3,7 +3,9 @@ import { bodyField } from '../web/body';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
-import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents/agents';
+import { createAgent, enableWebhook, removeWebhook, setArchived, setWebhook } from '../domain/agents/agents';
+import { sendTestEvent } from '../domain/agents/test-events';
+import { overview } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
 import { deliveryFilter } from '../domain/deliveries/delivery-query';
@@ -19,15 +21,16 @@ import { DASHBOARD_API, STREAM_PATH } from '../web/dashboard-protocol';
 import { ok } from '../web/envelope';
 import { requestLog } from '../web/request-id';
 import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
 import { deliveryEvents, type DeliveryFeed } from './feed';
 import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from '../web/person-session';
 import type { SessionStreams } from './session-streams';
 
-export type DashboardDeps = { sql: Sql; config: Config; log: Logger; sendCode: CodeSender; feed: DeliveryFeed; streams: SessionStreams };
+export type DashboardDeps = { sql: Sql; config: Config; log: Logger; metrics: Metrics; sendCode: CodeSender; feed: DeliveryFeed; streams: SessionStreams };
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
-export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: DashboardDeps) => {
+export const dashboardApi = ({ sql, config, log, metrics, sendCode, feed, streams }: DashboardDeps) => {
   const policy = webhookUrlPolicy(config);
   return new Elysia({ name: 'dashboard-api', prefix: DASHBOARD_API })
     .use(dashboardGuard(sql, config))
@@ -60,6 +63,7 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
     )
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
     .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
+    .get('/overview', async () => ok(await overview(sql, config.STALLED_AFTER_MS)), { person: true })
     .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query))), { person: true })
     .post(
       '/agents',
@@ -92,6 +96,25 @@ export const dashboardApi = ({ sql, config, log, sendCode, feed, streams }: Dash
       { person: true },
     )
     .delete('/agents/:username/webhook', async ({ params }) => ok(await removeWebhook(sql, params.username)), { person: true })
+    .post(
+      '/agents/:username/webhook/enable',
+      async ({ params, body, person, request }) => {
+        const enabled = await enableWebhook(sql, params.username, bodyField(body, 'resendFailed') === true);
+        metrics.endpointTransition('enabled');
+        requestLog(log, request).info('webhook_endpoint_enabled', { agent: params.username, person: person.username, resent: enabled.resent });
+        return ok(enabled);
+      },
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/test-events',
+      async ({ params, person, set }) => {
+        const event = await sendTestEvent(sql, params.username, person.username, config.WEBHOOK_TIMEOUT_MS);
+        set.status = 202;
+        return ok(event);
+      },
+      { person: true },
+    )
     .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
       person: true,
     })

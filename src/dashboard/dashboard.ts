@@ -2,6 +2,7 @@ import { Elysia } from 'elysia';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
 import { dashboardApi } from './api';
 import { deliveryFeed } from './feed';
 import { codeSender } from './mail';
@@ -9,7 +10,7 @@ import { dashboardPages } from './pages';
 import { sessionStreams } from './session-streams';
 
 // Everything under /dashboard: the pages people use and the private JSON API behind them.
-export const dashboard = ({ sql, config, log }: { sql: Sql; config: Config; log: Logger }) =>
+export const dashboard = ({ sql, config, log, metrics }: { sql: Sql; config: Config; log: Logger; metrics: Metrics }) =>
   new Elysia({ name: 'dashboard' })
     .use(dashboardPages(sql))
     .use(
@@ -17,6 +18,7 @@ export const dashboard = ({ sql, config, log }: { sql: Sql; config: Config; log:
         sql,
         config,
         log,
+        metrics,
         sendCode: codeSender(config, log),
         feed: deliveryFeed(sql, config.STALLED_AFTER_MS, log),
         streams: sessionStreams(sql, config.SESSION_CHECK_MS, log),

@@ -6,11 +6,14 @@ import { refuseAgentKeys, sessionToken } from '../web/person-session';
 import htmModule from '../../node_modules/htm/dist/htm.module.js' with { type: 'text' };
 import preactModule from '../../node_modules/preact/dist/preact.module.js' with { type: 'text' };
 import hooksModule from '../../node_modules/preact/hooks/dist/hooks.module.js' with { type: 'text' };
+import uplotCss from '../../node_modules/uplot/dist/uPlot.min.css' with { type: 'text' };
+import uplotModule from '../../node_modules/uplot/dist/uPlot.esm.js' with { type: 'text' };
 import agentsHtml from './web/agents.html' with { type: 'text' };
 import authorizeHtml from './web/authorize.html' with { type: 'text' };
 import css from './web/dashboard.css' with { type: 'text' };
 import deliveriesHtml from './web/deliveries.html' with { type: 'text' };
 import layoutHtml from './web/layout.html' with { type: 'text' };
+import overviewHtml from './web/overview.html' with { type: 'text' };
 import signInHtml from './web/sign-in.html' with { type: 'text' };
 import threadHtml from './web/thread.html' with { type: 'text' };
 import threadsHtml from './web/threads.html' with { type: 'text' };
@@ -21,22 +24,28 @@ import { bundleScript } from './script';
 // The pages are plain HTML, CSS and one script module, embedded so that the compiled executable
 // serves them with no build step and nothing fetched from elsewhere. (Bun's types describe an .html
 // import as a bundle; imported as text it is the file's text.) The script is bundled from the typed
-// modules of web/ when it is first asked for (script.ts); it draws with Preact and htm, pinned in
-// package.json and served from here under their versions.
+// modules of web/ when it is first asked for (script.ts); it draws with Preact and htm, and its
+// charts with uPlot, pinned in package.json and served from here under their versions.
 const text = (imported: unknown) => imported as string;
 
-export const VENDORED = { preact: '10.29.8', htm: '3.1.1' } as const;
+export const VENDORED = { preact: '10.29.8', htm: '3.1.1', uplot: '1.6.32' } as const;
 const vendored = {
   [`preact-${VENDORED.preact}.js`]: text(preactModule),
   [`preact-hooks-${VENDORED.preact}.js`]: text(hooksModule),
   [`htm-${VENDORED.htm}.js`]: text(htmModule),
+  [`uplot-${VENDORED.uplot}.js`]: text(uplotModule),
 };
+// uPlot's own stylesheet (its legend, cursor and axes), linked only by the pages that draw charts:
+// the others are spared a request, and a page without a chart keeps its rules out of its cascade.
+const UPLOT_CSS = `uplot-${VENDORED.uplot}.css`;
+const CHART_PAGES = new Set(['overview']);
 // The one inline script: it tells the browser where the bare names the modules import live. Its
 // hash is in the Content-Security-Policy, so nothing else inline can run.
 const imports = {
   preact: `/dashboard/assets/preact-${VENDORED.preact}.js`,
   'preact/hooks': `/dashboard/assets/preact-hooks-${VENDORED.preact}.js`,
   htm: `/dashboard/assets/htm-${VENDORED.htm}.js`,
+  uplot: `/dashboard/assets/uplot-${VENDORED.uplot}.js`,
 };
 const IMPORT_MAP = JSON.stringify({ imports });
 const importMapHash = createHash('sha256').update(IMPORT_MAP).digest('base64');
@@ -47,6 +56,7 @@ const dashboardScript = () => (script ??= bundleScript(Object.keys(imports)));
 
 const layout = text(layoutHtml).replace('{{importMap}}', IMPORT_MAP);
 const sections = [
+  { page: 'overview', title: 'Overview', main: text(overviewHtml) },
   { page: 'deliveries', title: 'Deliveries', main: text(deliveriesHtml) },
   { page: 'threads', title: 'Threads', main: text(threadsHtml) },
   { page: 'agents', title: 'Agents', main: text(agentsHtml) },
@@ -61,6 +71,7 @@ function render(page: string, section: string, title: string, main: string, sign
   return layout
     .replaceAll('{{page}}', page)
     .replaceAll('{{title}}', escapeHtml(title))
+    .replace('{{styles}}', CHART_PAGES.has(page) ? `<link rel="stylesheet" href="/dashboard/assets/${UPLOT_CSS}">\n` : '')
     .replace('{{nav}}', nav)
     .replace('{{main}}', main);
 }
@@ -104,6 +115,7 @@ export const dashboardPages = (sql: Sql) => {
   for (const [name, body] of Object.entries(vendored)) {
     app.get(`/assets/${name}`, () => asset(body, 'text/javascript', 'public, max-age=31536000, immutable'));
   }
+  app.get(`/assets/${UPLOT_CSS}`, () => asset(uplotCss, 'text/css', 'public, max-age=31536000, immutable'));
   for (const { page: name } of sections) app.get(`/${name}`, ({ request }) => page(sql, request, name));
   return app;
 };

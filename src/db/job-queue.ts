@@ -35,6 +35,11 @@ export const liveJob = (sql: Sql, key: Fragment) => sql`
   exists (select 1 from graphile_worker.jobs j
           where j.key = ${key} and (j.locked_at is not null or j.attempts < j.max_attempts))`;
 
+// Whether the job under `key` is queued, not running, and its payload contains `match`.
+export const queuedJobWith = (sql: Queries, key: Fragment, match: { [key: string]: JSONValue }) => sql`
+  exists (select 1 from graphile_worker._private_jobs j
+          where j.key = ${key} and j.locked_at is null and j.payload::jsonb @> ${sql.json(match)}::jsonb)`;
+
 // Whether a job under `key` has been due for longer than `ms` without a worker taking it.
 export const overdueJob = (sql: Sql, key: Fragment, ms: number) => sql`
   exists (select 1 from graphile_worker.jobs j

@@ -56,12 +56,14 @@ async function ringable(deps: NotifyDeps, payload: NotifyPayload) {
     if (!owed) return null;
     const { messageId, threadId, threadTitle, sender, summary } = prepared;
     const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '' };
-    return { fields, url: known.url, secret: known.secret, ...owed, prepared: true };
+    const endpoint = { agentId: prepared.recipientId, webhookVersion: prepared.webhookVersion, url: known.url };
+    return { fields, url: known.url, secret: known.secret, endpoint, ...owed, prepared: true };
   }
   const loaded = await owedDoorbell(deps.sql, payload.deliveryId);
   if (!loaded) return null;
   deps.credentials.remember(loaded.recipientId, loaded.webhookVersion, { url: loaded.url, secret: loaded.secret });
-  return { ...loaded, prepared: false };
+  const endpoint = { agentId: loaded.recipientId, webhookVersion: loaded.webhookVersion, url: loaded.url };
+  return { ...loaded, endpoint, prepared: false };
 }
 
 export type Notifier = {
@@ -207,7 +209,9 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | 
   deps.log.info('doorbell_attempt', {
     deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
-  const retryQueued = await recordAttempt(deps.sql, deps.log, { deliveryId, publish, attempt, resend, attemptedAt, durationMs, outcome, next });
+  const retryQueued = await recordAttempt(deps.sql, deps.log, {
+    deliveryId, endpoint: doorbell.endpoint, publish, attempt, resend, attemptedAt, durationMs, outcome, next,
+  });
   // The running job is locked, so graphile-worker moves the key to the retry and retires this one.
   if (next.kind === 'retry' && retryQueued) deps.onRetryScheduled(next.delayMs);
 }

@@ -10,6 +10,9 @@ export type Doorbell = { url: string; body: string; headers: Record<string, stri
 
 // What the attempt log keeps of an answer, and how long the sender waits for it after the status.
 export const RESPONSE_BODY_BYTES = 1024;
+// And of its headers: this many, each value cut to RESPONSE_HEADER_CHARS (a handler chooses them).
+export const RESPONSE_HEADERS_KEPT = 32;
+const RESPONSE_HEADER_CHARS = 256;
 const BODY_GRACE_MS = 1_000;
 export type SendOptions = { policy: WebhookUrlPolicy; timeoutMs: number; signal?: AbortSignal };
 
@@ -70,8 +73,7 @@ export function postPinned(
         const done = () => {
           clearTimeout(grace);
           const text = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_BYTES).toString('utf8');
-          // PostgreSQL text cannot hold NUL.
-          finish({ status, error: null, responseBody: text.replaceAll('\u0000', '\uFFFD') });
+          finish({ status, error: null, responseBody: storable(text), responseHeaders: keptHeaders(res.rawHeaders) });
           res.destroy();
         };
         const grace = setTimeout(done, BODY_GRACE_MS);
@@ -100,6 +102,20 @@ export function postPinned(
     req.on('error', (error: NodeJS.ErrnoException) => finish({ status: null, error: connectionError(error) }));
     req.end(body);
   });
+}
+
+// PostgreSQL text cannot hold NUL.
+const storable = (text: string) => text.replaceAll('\u0000', '\uFFFD');
+
+// The handler's headers as the attempt log keeps them (names in lower case, repeated ones joined).
+function keptHeaders(raw: string[]): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (let i = 0; i + 1 < raw.length && Object.keys(kept).length < RESPONSE_HEADERS_KEPT; i += 2) {
+    const name = storable(raw[i]!.toLowerCase());
+    const value = storable(raw[i + 1]!).slice(0, RESPONSE_HEADER_CHARS);
+    kept[name] = name in kept ? `${kept[name]}, ${value}` : value;
+  }
+  return kept;
 }
 
 // The headers as the attempt log keeps them: signatures are derived from the secret, so only

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Logger as WorkerLogger, run, type Runner, type WorkerEvents, type WorkerPool } from 'graphile-worker';
-import { retryDelays, webhookUrlPolicy, type Config } from '../config';
+import { endpointHealthRule, retryDelays, webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown } from '../db/job-queue';
@@ -14,6 +14,10 @@ import { endpointSlots } from './endpoint-slots';
 import { notifier as createNotifier } from './notify-task';
 import { REPUBLISH_TASK, republishTask } from './republish';
 import { sweeps } from '../sweeps';
+import { TEST_EVENT_TASK } from '../domain/agents/test-events';
+import { createMailer } from '../mailer';
+import { ENDPOINT_HEALTH_CRON, ENDPOINT_HEALTH_TASK, endpointAlertsTask } from './endpoint-alerts';
+import { testEventTask } from './test-event-task';
 
 // A doorbell parked behind its endpoint's cap is woken when a slot frees there; should every process
 // that could wake it stop first, the job falls due by itself after this long and is tried again.
@@ -90,11 +94,12 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   const pgPool = workerPool(databaseUrl, config.WEBHOOK_CONCURRENCY + 2, (error) =>
     log.warn('worker_pool_error', { error: error.message }),
   );
+  const send = { policy: webhookUrlPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS };
   const notifier = createNotifier({
     sql,
     log,
     metrics,
-    send: { policy: webhookUrlPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS },
+    send,
     retryPolicy: { delaysMs: retryDelays(config) },
     onRetryScheduled: wakeAfter,
     credentials: rememberWebhooks(),
@@ -112,6 +117,10 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   const taskList = {
     [NOTIFY_TASK]: notifier.task,
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
+    [TEST_EVENT_TASK]: testEventTask({ sql, log, metrics, send }),
+    [ENDPOINT_HEALTH_TASK]: endpointAlertsTask({
+      sql, log, metrics, mailer: createMailer(config, log), rule: endpointHealthRule(config), publicUrl: config.PUBLIC_URL,
+    }),
     ...cleanUps.tasks,
   };
   let ownListenerDown = false;
@@ -161,7 +170,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       events,
       logger: workerLogger(log),
       taskList,
-      crontab: [`${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`, ...cleanUps.crontab].join('\n'),
+      crontab: [`${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`, ENDPOINT_HEALTH_CRON, ...cleanUps.crontab].join('\n'),
     });
     runner.promise.then(
       () => ended(new Error('graphile-worker stopped without being asked to.')),

@@ -28,8 +28,8 @@ const randomClient = () => `198.51.100.${randomBytes(1)[0]}-${randomBytes(4).toS
 // The harness plus an app whose log is kept (sign-in codes are logged when SMTP is not set up),
 // and helpers that speak to the dashboard API the way its pages do. Each call comes from a fresh
 // client address unless told otherwise, so that per-address sign-in limits do not leak between tests.
-export function useDashboardHarness(env: Record<string, string> = {}): DashboardHarness {
-  const h = useHarness({ TRUST_PROXY: 'true', ...env }) as DashboardHarness;
+export function useDashboardHarness(env: Record<string, string> = {}, { worker = false } = {}): DashboardHarness {
+  const h = useHarness({ TRUST_PROXY: 'true', ...env }, { worker }) as DashboardHarness;
   beforeAll(() => {
     h.logLines = [];
     const log = createLogger('debug', (line) => h.logLines.push(JSON.parse(line)));

@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { AgentsPage } from './pages/agents.ts';
 import { AuthorizePage } from './pages/authorize.ts';
 import { DeliveriesPage } from './pages/deliveries.ts';
+import { OverviewPage } from './pages/overview.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { ThreadPage } from './pages/thread.ts';
 import { ThreadsPage } from './pages/threads.ts';
@@ -12,7 +13,14 @@ import { live } from './shared/live.ts';
 // The dashboard's script: the page the server named on <body data-page>, drawn with Preact (keyed
 // lists, so that a live update redraws only what changed and leaves an open attempt log open and
 // typed text in place). Bundled at start with the modules it imports (src/dashboard/script.ts).
-const pages = { deliveries: DeliveriesPage, threads: ThreadsPage, thread: ThreadPage, agents: AgentsPage, authorize: AuthorizePage };
+const pages = {
+  overview: OverviewPage,
+  deliveries: DeliveriesPage,
+  threads: ThreadsPage,
+  thread: ThreadPage,
+  agents: AgentsPage,
+  authorize: AuthorizePage,
+};
 
 if (PAGE === 'sign-in') signInPage();
 else {

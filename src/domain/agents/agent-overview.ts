@@ -5,6 +5,8 @@ import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
 import { connectionFromRow, connectionsOf, type Connection, type ConnectionRow } from '../oauth/oauth-connections';
 import type { Page } from '../shared/schemas';
 import { containing } from '../shared/search';
+import { endpointHealthOf, type EndpointHealth } from './endpoint-health';
+import { latestTestEvents, type TestEvent } from './test-events';
 
 export type AgentSummary = {
   id: string;
@@ -15,6 +17,10 @@ export type AgentSummary = {
   createdAt: string;
   // Clients connected over OAuth to act as the agent (src/oauth).
   connections: Connection[];
+  // How its webhook has been answering (endpoint-health.ts); null without a webhook.
+  health: EndpointHealth | null;
+  // The newest test event sent to its webhook, if any.
+  lastTestEvent: TestEvent | null;
 };
 
 type AgentRow = {
@@ -37,6 +43,8 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
     where true ${search ? sql`and username ilike ${containing(search)}` : sql``} ${keyBounds(sql, sql`id`, page)}
     order by id desc
     limit ${page.limit + 1}`;
+  const ids = rows.map((r) => r.id);
+  const [health, tests] = await Promise.all([endpointHealthOf(sql, ids), latestTestEvents(sql, ids)]);
   const agents = rows.map((r) => ({
     id: r.id,
     username: r.username,
@@ -45,6 +53,8 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
     webhookSetAt: iso(r.webhookSetAt),
     createdAt: r.createdAt.toISOString(),
     connections: r.connections.map(connectionFromRow),
+    health: health.get(r.id) ?? null,
+    lastTestEvent: tests.get(r.id) ?? null,
   }));
   return pageOf(agents, page.limit, (a) => a.id);
 }

@@ -5,6 +5,7 @@ import { Username } from '../shared/schemas';
 import { claimUsername, usernameOwner } from './usernames';
 import { validate } from '../shared/validate';
 import { checkWebhookUrl, type WebhookUrlPolicy } from './webhook-url';
+import { resendFailedSince } from '../deliveries/delivery-steps';
 
 export type CreatedAgent = { username: string; apiKey: string; webhookUrl?: string; signingSecret?: string };
 
@@ -50,13 +51,21 @@ export async function setArchived(sql: Sql, username: string, archived: boolean)
   return { username, archived };
 }
 
+// A webhook saved again or removed is another endpoint: the old one's health and its switching
+// off go with it, in the same statement (endpoint-health.ts).
+const forgetEndpoint = (sql: Sql, username: string) => sql`
+  health as (delete from endpoint_health where agent_id = (select id from agents where username = ${username})),
+  windows as (delete from endpoint_attempt_windows where agent_id = (select id from agents where username = ${username}))`;
+
 // Saving a URL always mints a new secret: there is no rotation, only remove and re-add.
 export async function setWebhook(sql: Sql, username: string, url: string, policy: WebhookUrlPolicy) {
   const webhookUrl = await checkWebhookUrl(url, policy);
   await requireAgent(sql, username);
   const signingSecret = newSigningSecret();
   await sql`
-    update agents set webhook_url = ${webhookUrl}, signing_secret = ${signingSecret}, webhook_set_at = now()
+    with ${forgetEndpoint(sql, username)}
+    update agents set webhook_url = ${webhookUrl}, signing_secret = ${signingSecret}, webhook_set_at = now(),
+                      webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null
     where username = ${username}`;
   return { username, webhookUrl, signingSecret };
 }
@@ -65,7 +74,38 @@ export async function setWebhook(sql: Sql, username: string, url: string, policy
 export async function removeWebhook(sql: Sql, username: string) {
   await requireAgent(sql, username);
   await sql`
-    update agents set webhook_url = null, signing_secret = null, webhook_set_at = null
+    with ${forgetEndpoint(sql, username)}
+    update agents set webhook_url = null, signing_secret = null, webhook_set_at = null,
+                      webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null
     where username = ${username}`;
   return { username, webhookUrl: null };
+}
+
+export type EnabledWebhook = { username: string; enabled: true; resent: number; refused: { reason: string; count: number }[] };
+
+// A person switches a webhook that was switched off back on: doorbells are owed again for what is
+// accepted from now on, its failing spell starts afresh (or the next sweep would switch it off at
+// once), and, on request, every delivery to the agent whose doorbell failed during the spell that
+// switched it off is resent by the bulk resend's rule. One transaction: enabled and resent, or neither.
+export async function enableWebhook(sql: Sql, username: string, resend: boolean): Promise<EnabledWebhook> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ id: string; enabled: boolean; failingSince: Date | null }[]>`
+      with agent as (
+        select id, webhook_disabled_at, webhook_failing_since from agents where username = ${username} for update
+      ), enabled as (
+        update agents a set webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null
+        from agent where a.id = agent.id and agent.webhook_disabled_at is not null
+        returning a.id
+      ), reset as (
+        update endpoint_health h set failing_since = null, consecutive_failures = 0, warned_stage = 0
+        from enabled where h.agent_id = enabled.id
+      )
+      select id, exists (select 1 from enabled) as enabled, coalesce(webhook_failing_since, webhook_disabled_at) as "failingSince"
+      from agent`;
+    if (!row) throw notFound(`No agent named ${username}.`);
+    if (!row.enabled) throw conflict(`${username}'s webhook is not switched off.`);
+    if (!resend) return { username, enabled: true as const, resent: 0, refused: [] };
+    const done = await resendFailedSince(tx, row.id, row.failingSince!);
+    return { username, enabled: true as const, ...done };
+  });
 }

@@ -1,9 +1,10 @@
-import type { Sql } from '../../db/connect';
+import type { Queries, Sql } from '../../db/connect';
 import { answeredOk, describeOutcome } from './retry-policy';
 import { isRetrying, isStalled, stallsAt } from './delivery-states';
 import { oneLine } from '../messages/summary-line';
 import { filterSql, type DeliveryFilter } from './delivery-query';
 import { doorbellBody } from './doorbell-body';
+import { hasParkedNotifyJob } from './notify-jobs';
 import { isId } from '../shared/ids';
 import { iso } from '../shared/iso-time';
 import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
@@ -27,6 +28,10 @@ export type Attempt = {
   requestHeaders: Record<string, string> | null;
   // The worker stopped or lost the database mid-attempt; its outcome is unknown.
   interrupted: boolean;
+  // Where it went (null for attempts logged before the address was kept, and for cut-off ones).
+  url: string | null;
+  // The handler's answer's headers; null when no answer came.
+  responseHeaders: Record<string, string> | null;
 };
 
 export type DeliveryProgress = {
@@ -49,6 +54,9 @@ export type DeliveryProgress = {
   // Between two attempts: the last one failed and the next is queued for `nextAttemptAt`.
   retrying: boolean;
   nextAttemptAt: string | null;
+  // Its doorbell is due but waits for a free slot at its endpoint (the per-endpoint cap), not for
+  // a time: a page says so instead of showing nextAttemptAt, which has passed.
+  waitingForSlot: boolean;
   lastError: string | null;
   createdAt: string;
   notifiedAt: string | null;
@@ -76,6 +84,7 @@ type ProgressRow = {
   webhook: boolean;
   createdAt: Date;
   nextAttemptAt: Date | null;
+  waitingForSlot: boolean;
   notifiedAt: Date | null;
   deliveredAt: Date | null;
   fetchedAt: Date | null;
@@ -90,11 +99,13 @@ const selectProgress = (sql: Sql) => sql`
          m.content, m.created_at as "messageCreatedAt", a.username as recipient, d.step, d.failed_step as "failedStep",
          d.error, d.webhook, d.created_at as "createdAt", d.next_attempt_at as "nextAttemptAt", d.notified_at as "notifiedAt",
          d.delivered_at as "deliveredAt", d.fetched_at as "fetchedAt", d.acknowledged_at as "acknowledgedAt",
+         d.step = 'accepted' and d.webhook and ${hasParkedNotifyJob(sql)} as "waitingForSlot",
          coalesce((select json_agg(json_build_object('attemptedAt', x.attempted_at, 'publish', x.publish,
                                                      'attempt', x.attempt, 'resend', x.resend, 'status', x.status,
                                                      'durationMs', x.duration_ms, 'error', x.error,
                                                      'responseBody', x.response_body, 'requestHeaders', x.request_headers,
-                                                     'interrupted', x.interrupted) order by x.id)
+                                                     'interrupted', x.interrupted, 'url', x.url,
+                                                     'responseHeaders', x.response_headers) order by x.id)
                    from delivery_attempts x where x.delivery_id = d.id), '[]') as attempts
   from deliveries d
   join messages m on m.id = d.message_id
@@ -117,6 +128,7 @@ function toProgress(r: ProgressRow, stalledAfterMs: number): DeliveryProgress {
     error: r.error,
     webhook: r.webhook,
     nextAttemptAt: iso(r.nextAttemptAt),
+    waitingForSlot: r.waitingForSlot,
     createdAt: r.createdAt.toISOString(),
     notifiedAt,
     deliveredAt: iso(r.deliveredAt),
@@ -161,7 +173,7 @@ export async function listDeliveries(
 
 // How many Failed deliveries the filter shows, and the newest of them: a bulk resend confirmed
 // for that many resends none that failed after the count was taken.
-export async function failedInView(sql: Sql, filter: DeliveryFilter, stalledAfterMs: number): Promise<{ failed: number; upTo: string | null }> {
+export async function failedInView(sql: Queries, filter: DeliveryFilter, stalledAfterMs: number): Promise<{ failed: number; upTo: string | null }> {
   const [row] = await sql<{ failed: number; upTo: string | null }[]>`
     select count(*)::int as failed, max(d.id::text) as "upTo"
     from deliveries d

@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/connect';
+import type { Queries } from '../../db/connect';
 import { retryingSql, stalledSql, DELIVERY_STATES, type DeliveryState } from './delivery-states';
 import { invalid } from '../shared/errors';
 import { firstIdAt, isId } from '../shared/ids';
@@ -17,6 +17,9 @@ export type DeliveryFilter = {
   from: Date | null;
   to: Date | null;
 };
+
+// Every delivery: the filter of a list with nothing chosen.
+export const NO_FILTER: DeliveryFilter = { state: null, agent: null, threadId: null, search: null, from: null, to: null };
 
 const text = (raw: unknown) => (typeof raw === 'string' && raw.trim() !== '' ? raw.trim() : null);
 
@@ -50,7 +53,7 @@ export function deliveryFilter(raw: Record<string, unknown>): DeliveryFilter {
 // Times are given to the millisecond and stored to the microsecond: `to` takes its whole millisecond.
 const ID_CLOCK_ROOM_MS = 60_000;
 
-function stateSql(sql: Sql, state: DeliveryState, stalledAfterMs: number) {
+function stateSql(sql: Queries, state: DeliveryState, stalledAfterMs: number) {
   switch (state) {
     case 'failed':
       return sql`d.step = 'failed'`;
@@ -66,7 +69,7 @@ function stateSql(sql: Sql, state: DeliveryState, stalledAfterMs: number) {
 // Conditions over deliveries `d`, their message `m`, thread `t` and recipient `a`, each preceded by
 // `and`. A search that is an id finds that delivery, message or thread; any other text is looked
 // for in agent names (recipient and sender), the thread's title and the message's text.
-export function filterSql(sql: Sql, f: DeliveryFilter, stalledAfterMs: number) {
+export function filterSql(sql: Queries, f: DeliveryFilter, stalledAfterMs: number) {
   const pattern = f.search && !isId(f.search) ? containing(f.search) : null;
   return sql`
     ${f.state ? sql`and ${stateSql(sql, f.state, stalledAfterMs)}` : sql``}

@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/connect';
+import type { Queries } from '../../db/connect';
 
 // What a delivery reads as, for every door and query that shows or filters by it. A delivery's
 // step (accepted → notified → delivered → fetched, or failed) is stored; "retrying" and "stalled"
@@ -9,16 +9,16 @@ import type { Sql } from '../../db/connect';
 export { DELIVERY_STATES, type DeliveryState } from '../shared/state-names';
 
 // Retrying: the last attempt failed and the next one is queued.
-export const retryingSql = (sql: Sql) => sql`d.step = 'accepted' and d.next_attempt_at is not null`;
+export const retryingSql = (sql: Queries) => sql`d.step = 'accepted' and d.next_attempt_at is not null`;
 export const isRetrying = (d: { step: string; nextAttemptAt: Date | string | null }) => d.step === 'accepted' && d.nextAttemptAt !== null;
 
 // Stalled: the handler answered the doorbell but never reported delivered within the threshold.
-export const stalledSql = (sql: Sql, thresholdMs: number) => sql`
+export const stalledSql = (sql: Queries, thresholdMs: number) => sql`
   d.step = 'notified' and d.delivered_at is null
   and d.notified_at < now() - make_interval(secs => ${thresholdMs / 1000})`;
 
 // Notified deliveries not yet stalled: they will be at stallsAt() unless their report comes first.
-export const awaitingReportSql = (sql: Sql, thresholdMs: number) => sql`
+export const awaitingReportSql = (sql: Queries, thresholdMs: number) => sql`
   d.step = 'notified' and d.delivered_at is null
   and d.notified_at >= now() - make_interval(secs => ${thresholdMs / 1000})`;
 

@@ -1,14 +1,15 @@
 import { batchedStatement } from '../../db/batcher';
-import type { Sql } from '../../db/connect';
+import type { Queries, Sql } from '../../db/connect';
 import type { Logger } from '../../log';
 import { wakeAfterAttempts } from './delivery-wake-ups';
-import { maxAttempts, GAVE_UP_AFTER_CUT_OFF_TEMPLATE, type AfterAttempt, type AttemptOutcome, type RetryPolicy } from './retry-policy';
+import { answeredOk, maxAttempts, GAVE_UP_AFTER_CUT_OFF_TEMPLATE, type AfterAttempt, type AttemptOutcome, type RetryPolicy } from './retry-policy';
 import type { DoorbellFields } from './doorbell-body';
 import { filterSql, type DeliveryFilter } from './delivery-query';
 import { notFound, invalid } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { addNotifyJobs, hasLiveNotifyJob, webhookVersion } from './notify-jobs';
 import { agentSeesThread } from '../threads/visibility';
+import { recordEndpointHealth, webhookActive } from '../agents/endpoint-health';
 
 // The one owner of a delivery's steps (Accepted → Notified → Delivered → Fetched, or Failed at the
 // step reached) and of the question every writer asks: is a doorbell still owed? Posts, reports,
@@ -18,11 +19,11 @@ import { agentSeesThread } from '../threads/visibility';
 // A delivery `d` (recipient `a`) can still reach its recipient while the recipient is not archived
 // and still sees the thread (a participant, the thread not closed): the visibility rule agents meet
 // on every route, so that a doorbell never announces what the delivered report would answer 404 to.
-const recipientSees = (sql: Sql) => sql`
+const recipientSees = (sql: Queries) => sql`
   a.archived_at is null and ${agentSeesThread(sql, sql`d.thread_id`, sql`d.recipient_id`)}`;
 
 // Why a delivery cannot reach its recipient, for a person's resend; null exactly when it can.
-const whyUnreachable = (sql: Sql) => sql`
+const whyUnreachable = (sql: Queries) => sql`
   case when a.archived_at is not null then 'its recipient is archived'
        when exists (select 1 from threads ct where ct.id = d.thread_id and ct.state = 'closed') then 'its thread is closed'
        when not (${recipientSees(sql)}) then 'its recipient has left the thread'
@@ -31,8 +32,8 @@ const whyUnreachable = (sql: Sql) => sql`
 // A doorbell is owed while the delivery was accepted for a webhook, has not moved on or been
 // acknowledged, its agent still has a webhook, and the recipient can still see it. A job that
 // finds otherwise ends without sending, and the re-publish sweep skips it.
-export const owesDoorbell = (sql: Sql) => sql`
-  d.webhook and d.step = 'accepted' and d.acknowledged_at is null and a.webhook_url is not null
+export const owesDoorbell = (sql: Queries) => sql`
+  d.webhook and d.step = 'accepted' and d.acknowledged_at is null and ${webhookActive(sql, 'a')}
   and ${recipientSees(sql)}`;
 
 export type OwedDoorbell = {
@@ -79,10 +80,14 @@ export async function owedPreparedAttempt(
   return row ?? null;
 }
 
+export type AttemptEndpoint = { agentId: string; webhookVersion: string; url: string };
+
 // One attempt as the worker reports it: which one it was, when, how long it took, what came back,
 // and what the retry policy (retry-policy.ts) made of it.
 export type AttemptReport = AttemptNumbers & {
   deliveryId: string;
+  // The endpoint it went to: the recipient's webhook, as it stood when the doorbell was prepared.
+  endpoint: AttemptEndpoint;
   attemptedAt: Date;
   durationMs: number;
   outcome: AttemptOutcome;
@@ -100,6 +105,7 @@ export async function recordAttempt(sql: Sql, log: Logger, report: AttemptReport
     error: outcome.error,
     responseBody: outcome.responseBody ?? null,
     requestHeaders: outcome.requestHeaders ?? {},
+    responseHeaders: outcome.responseHeaders ?? null,
     notified: next.kind === 'notified',
     failure: next.kind === 'failed' ? next.error : null,
     retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
@@ -110,6 +116,7 @@ export async function recordAttempt(sql: Sql, log: Logger, report: AttemptReport
 
 type AttemptRecord = AttemptNumbers & {
   deliveryId: string;
+  endpoint: AttemptEndpoint;
   attemptedAt: Date;
   durationMs: number;
   status: number | null;
@@ -117,14 +124,15 @@ type AttemptRecord = AttemptNumbers & {
   // The first KiB of the handler's answer, and the headers that went out (signatures elided).
   responseBody: string | null;
   requestHeaders: Record<string, string>;
+  responseHeaders: Record<string, string> | null;
   notified: boolean;
   // The recorded error when this attempt fails the delivery.
   failure: string | null;
   retryDelayMs: number | null;
 };
 
-// Each attempt logged, its delivery's send count and step moved, and its retry queued, in one
-// statement: no connection held idle in a transaction while the pool is busy. Steps only move
+// Each attempt logged, its delivery's send count and step moved, its retry queued and its
+// endpoint's health kept (endpoint-health.ts), in one statement: no connection held idle in a transaction while the pool is busy. Steps only move
 // forward: a handler that reported delivered, or an agent that read the message, got there first
 // and keeps its step; the attempt is logged all the same, and a notified_at is kept even then,
 // since the answer did come. A retry is queued only while the doorbell is still owed. Raising
@@ -146,6 +154,11 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
       resend: r.resend,
       response_body: r.responseBody,
       request_headers: r.requestHeaders,
+      response_headers: r.responseHeaders,
+      agent_id: r.endpoint.agentId,
+      webhook_version: r.endpoint.webhookVersion,
+      url: r.endpoint.url,
+      ok: answeredOk(r.status),
       attempted_at: r.attemptedAt.toISOString(),
       duration_ms: r.durationMs,
       status: r.status,
@@ -159,14 +172,16 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
     with input as (
       select * from jsonb_to_recordset(${input}) as i(
         delivery_id uuid, publish int, attempt int, resend int, response_body text, request_headers jsonb,
+        response_headers jsonb, agent_id uuid, webhook_version text, url text, ok boolean,
         attempted_at timestamptz, duration_ms int, status int, error text, notified boolean, failure text,
         retry_delay_ms int)
     ), logged as (
       insert into delivery_attempts (delivery_id, publish, attempt, resend, attempted_at, duration_ms, status, error,
-                                     response_body, request_headers)
-      select delivery_id, publish, attempt, resend, attempted_at, duration_ms, status, error, response_body, request_headers
+                                     response_body, request_headers, response_headers, url)
+      select delivery_id, publish, attempt, resend, attempted_at, duration_ms, status, error, response_body, request_headers,
+             response_headers, url
       from input
-    ), moved as (
+    ), ${recordEndpointHealth(sql, 'input')}, moved as (
       update deliveries d set
         send_attempts = i.attempt,
         notified_at = case when i.notified then coalesce(d.notified_at, now()) else d.notified_at end,
@@ -230,7 +245,7 @@ export const INTERRUPTED =
 // Rows of deliveries matching `where`, locked in id order. Every statement that updates several
 // deliveries takes their locks this way (listing messages, recording doorbell attempts), so that
 // two of them can never wait on each other.
-export const inIdOrder = (sql: Sql, where: ReturnType<Sql>) =>
+export const inIdOrder = (sql: Queries, where: ReturnType<Sql>) =>
   sql`select id from deliveries where ${where} order by id for update`;
 
 // Reading moves a delivery to Fetched whatever step it had reached (a failed doorbell included:
@@ -249,10 +264,10 @@ export const toDelivered = (sql: Sql) => sql`
 // Refused for any whose doorbell could never go out, by the same rule that decides what is owed.
 // The rows are locked in id order, as every statement that updates several deliveries locks them.
 // One row per delivery `where` picks: its step now, why it cannot be reached, whether it was resent.
-async function resendWhere(sql: Sql, where: ReturnType<Sql>) {
+async function resendWhere(sql: Queries, where: ReturnType<Sql>) {
   return sql<{ id: string; step: string; unreachable: string | null; changed: boolean }[]>`
     with target as (
-      select d.id, d.step, a.webhook_url is not null as webhook, ${whyUnreachable(sql)} as unreachable
+      select d.id, d.step, ${webhookActive(sql, 'a')} as webhook, ${whyUnreachable(sql)} as unreachable
       from deliveries d join agents a on a.id = d.recipient_id
       where ${where}
       order by d.id
@@ -288,7 +303,7 @@ export type BulkResend = {
 // Every Failed delivery the filter shows, up to the newest a person counted before confirming
 // (`upTo`), resent by the rule above in one statement: each is resent or refused, none half-way.
 // Those that moved on meanwhile (a delivered report, a read) are neither.
-export async function resendFailed(sql: Sql, filter: DeliveryFilter, upTo: unknown, stalledAfterMs: number): Promise<BulkResend> {
+export async function resendFailed(sql: Queries, filter: DeliveryFilter, upTo: unknown, stalledAfterMs: number): Promise<BulkResend> {
   if (!isId(upTo)) throw invalid('upTo must be the id of the newest Failed delivery counted, as the count answered it');
   const rows = await resendWhere(
     sql,
@@ -299,6 +314,10 @@ export async function resendFailed(sql: Sql, filter: DeliveryFilter, upTo: unkno
       join agents a on a.id = d.recipient_id
       where d.step = 'failed' and d.id <= ${upTo} ${filterSql(sql, filter, stalledAfterMs)})`,
   );
+  return bulkOutcome(rows);
+}
+
+function bulkOutcome(rows: { changed: boolean; unreachable: string | null }[]): BulkResend {
   const refused = new Map<string, number>();
   for (const row of rows) if (!row.changed && row.unreachable) refused.set(row.unreachable, (refused.get(row.unreachable) ?? 0) + 1);
   return {
@@ -306,6 +325,21 @@ export async function resendFailed(sql: Sql, filter: DeliveryFilter, upTo: unkno
     refused: [...refused].map(([reason, count]) => ({ reason, count })),
   };
 }
+
+// Every Failed delivery to the agent whose last attempts were made since `since` (an endpoint's
+// failing spell began then): the ones its failure held up, whenever they were accepted. Resent by
+// the rule above, each resent or refused.
+export async function resendFailedSince(sql: Queries, agentId: string, since: Date): Promise<BulkResend> {
+  const rows = await resendWhere(sql, sql`d.step = 'failed' and d.recipient_id = ${agentId} and ${attemptedSince(sql, sql`${since}`)}`);
+  return bulkOutcome(rows);
+}
+
+// Whether the delivery `d` had a doorbell attempt that ended at or after `since` (a time, or a
+// column such as an endpoint's failing_since): how a failing spell is matched to the deliveries it
+// held up, including the one whose failure began it (accepted before the spell did).
+export const attemptedSince = (sql: Queries, since: ReturnType<Queries>) => sql`
+  exists (select 1 from delivery_attempts x
+          where x.delivery_id = d.id and x.attempted_at + x.duration_ms * interval '1 millisecond' >= ${since})`;
 
 // A delivery younger than this is still in its first moments; its job is certainly queued.
 export const REPUBLISH_MIN_AGE_MS = 60_000;

@@ -1,6 +1,6 @@
 import type { JSONValue } from 'postgres';
 import type { Queries, Sql } from '../../db/connect';
-import { addJobs, liveJob, overdueJob, makeDueWhere, payloadValuesWhere } from '../../db/job-queue';
+import { addJobs, liveJob, overdueJob, makeDueWhere, payloadValuesWhere, queuedJobWith } from '../../db/job-queue';
 
 // Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
 // graphile-worker's own retries only cover a crashed worker; the contract's retry schedule is
@@ -34,6 +34,10 @@ export function addNotifyJobs(sql: Queries, source: string, { delayColumn = '', 
 
 // Whether the delivery `d` has a queued or running doorbell job.
 export const hasLiveNotifyJob = (sql: Sql) => liveJob(sql, sql`${notifyJobKey('')} || d.id`);
+
+// Whether the delivery `d`'s doorbell is parked: due, or overdue, but waiting for a free slot at its
+// endpoint (webhooks/endpoint-slots.ts) rather than for a time.
+export const hasParkedNotifyJob = (sql: Queries) => queuedJobWith(sql, sql`${notifyJobKey('')} || d.id`, { parked: true });
 
 // Whether the delivery `d` has a doorbell job that fell due more than `ms` ago and no worker took.
 export const hasOverdueNotifyJob = (sql: Sql, ms: number) => overdueJob(sql, sql`${notifyJobKey('')} || d.id`, ms);

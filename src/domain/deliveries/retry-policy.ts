@@ -13,6 +13,8 @@ export type AttemptOutcome = {
   responseBody?: string | null;
   // The headers that went out, signatures elided; none when nothing was sent.
   requestHeaders?: Record<string, string>;
+  // The handler's answer's headers, as many as fit RESPONSE_HEADERS_KEPT; none when none came.
+  responseHeaders?: Record<string, string>;
 };
 
 export type AfterAttempt =
@@ -27,6 +29,11 @@ export const answeredOk = (status: number | null) => status !== null && status >
 // The attempt in a person's words: what went wrong on the wire, or the status the handler gave.
 export const describeOutcome = (o: { status: number | null; error: string | null }) =>
   o.status === null ? (o.error ?? 'no response') : `the handler answered HTTP ${o.status}`;
+
+// The kind of a failed attempt, short enough to group failures by: the status it answered, or what
+// went wrong on the wire without the details ("connection failed (ECONNREFUSED)", "refused to send").
+export const failureKind = (o: { status: number | null; error: string | null }) =>
+  o.status !== null ? `HTTP ${o.status}` : (o.error ?? 'no response').split(':')[0]!.trim();
 
 const gaveUp = (attempts: number | string, lastOne: string) => `Gave up after ${attempts} attempts; the last one${lastOne}.`;
 

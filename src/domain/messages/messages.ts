@@ -8,6 +8,7 @@ import { wakeForNewDeliveries, wakeWithJobs } from '../deliveries/delivery-wake-
 import { oneLine } from './summary-line';
 import { inIdOrder, toFetched } from '../deliveries/delivery-steps';
 import { addNotifyJobs, webhookVersion } from '../deliveries/notify-jobs';
+import { webhookActive } from '../agents/endpoint-health';
 import { isId } from '../shared/ids';
 import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from '../shared/schemas';
 import { codePoints, validate } from '../shared/validate';
@@ -118,7 +119,7 @@ async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[
              ) as member
       from input i join threads t on t.id = i.thread_id
     ), recipients as (
-      select i.n, a.id, a.webhook_url is not null as webhook, a.webhook_url, ${webhookVersion(sql, 'a')} as webhook_version
+      select i.n, a.id, ${webhookActive(sql, 'a')} as webhook, a.webhook_url, ${webhookVersion(sql, 'a')} as webhook_version
       from input i join participants p on p.thread_id = i.thread_id join agents a on a.id = p.agent_id
       where a.archived_at is null and a.id is distinct from i.sender_agent_id
     ), message as (

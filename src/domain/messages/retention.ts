@@ -4,7 +4,7 @@ import { deleteDeadJobs } from '../../db/job-queue';
 // What history is kept, and for how long. The attempt log and dead queue jobs are pruned by
 // default; messages (with their deliveries and attempts) only when an operator sets a period.
 export type Retention = { attemptLogDays: number; deadJobDays: number; messageDays: number | null };
-export type Pruned = { attempts: number; deadJobs: number; messages: number; oauthArtifacts: number };
+export type Pruned = { attempts: number; deadJobs: number; messages: number; oauthArtifacts: number; endpointHistory: number };
 
 const BATCH = 5_000;
 const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
@@ -51,5 +51,23 @@ export async function pruneHistory(sql: Sql, retention: Retention): Promise<Prun
       returning 1 as deleted`;
     return rows.length;
   });
-  return { attempts, deadJobs, messages, oauthArtifacts };
+  // Endpoint health reads a day of windows (agents/endpoint-health.ts); test events are kept as
+  // long as the attempt log.
+  const endpointHistory = await inBatches(async () => {
+    const rows = await sql<{ deleted: number }[]>`
+      with windows as (
+        delete from endpoint_attempt_windows where (agent_id, window_start) in (
+          select agent_id, window_start from endpoint_attempt_windows
+          where window_start < now() - interval '2 days' limit ${BATCH})
+        returning 1 as deleted
+      ), tests as (
+        delete from endpoint_test_events where id in (
+          select id from endpoint_test_events where requested_at < ${attemptCutoff} and attempted_at is not null
+          order by id limit ${BATCH})
+        returning 1 as deleted
+      )
+      select * from windows union all select * from tests`;
+    return rows.length;
+  });
+  return { attempts, deadJobs, messages, oauthArtifacts, endpointHistory };
 }

@@ -213,6 +213,11 @@ export async function endedSessions(sql: Sql, tokens: string[]): Promise<Map<str
 // Expired sessions and sign-in codes are refused when used; this removes them, so that tables of
 // people who never sign out or never enter their code do not grow for ever (run by the worker's
 // crontab every hour).
+// Where warnings about the service go: every person who runs it.
+export async function everyPersonsEmail(sql: Sql): Promise<string[]> {
+  return (await sql<{ email: string }[]>`select email from people order by email`).map((r) => r.email);
+}
+
 export async function sweepExpiredSignIns(sql: Sql): Promise<{ sessions: number; codes: number }> {
   const [row] = await sql<{ sessions: number; codes: number }[]>`
     with sessions_gone as (delete from sessions where expires_at <= now() returning 1),

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../shared/api.ts';
+import { HealthBadge, WebhookHealth } from './agent-health.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html, valueOf } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
@@ -47,6 +48,7 @@ function Webhook({ agent, secret, onSecret }: { agent: Agent; secret: string | n
           const shown = await run(() => api<{ signingSecret: string }>('GET', `/agents/${name}/webhook/secret`));
           if (shown) onSecret(shown.signingSecret);
         }}>Reveal secret</button>`}</p>
+    ${agent.health ? html`<${WebhookHealth} agent=${agent} health=${agent.health} />` : null}
     <p><button type="button" class="danger" disabled=${action.busy} onClick=${async () => {
       if (!confirm(`Remove the webhook of ${agent.username}? Its signing secret is discarded for good.`)) return;
       if (await run(() => api('DELETE', `/agents/${name}/webhook`))) {
@@ -93,6 +95,7 @@ function AgentCard({ agent, secret, onSecret }: { agent: Agent; secret: string |
       <h3>${agent.username}</h3>
       <span class=${`badge ${agent.archived ? 'muted' : 'good'}`}>${agent.archived ? 'Archived' : 'Active'}</span>
       <span class="badge">${agent.webhookUrl ? 'Webhook' : 'Polling'}</span>
+      ${agent.health ? html`<${HealthBadge} health=${agent.health} />` : null}
     </div>
     <p class="hint">Registered <${Time} iso=${agent.createdAt} /> · <a href=${`/dashboard/deliveries?agent=${encodeURIComponent(agent.username)}`}>Deliveries</a></p>
     <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />

@@ -8,8 +8,19 @@ import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
 import { useLive } from '../shared/live.ts';
 import { query } from '../shared/query.ts';
 import { toast } from '../shared/toast.ts';
-import type { Attempt, Delivery, Thread } from '../shared/types.ts';
-import { ErrorText, Time, fullTime } from '../shared/ui.ts';
+import type { Attempt, Delivery, Refused, Thread } from '../shared/types.ts';
+import {
+  ErrorText,
+  HeaderTable,
+  Time,
+  failureKind,
+  formatMs,
+  fromLocalInput,
+  fullTime,
+  prettyJson,
+  refusedText,
+  toLocalInput,
+} from '../shared/ui.ts';
 
 const STATES: [DeliveryState | '', string][] = [['', 'Any state'], ...DELIVERY_STATES.map((state): [DeliveryState, string] => [state, STATE_LABELS[state]])];
 const FILTERS = ['q', 'state', 'agent', 'thread', 'from', 'to'] as const;
@@ -43,35 +54,62 @@ function Pipeline({ d, compact }: { d: Delivery; compact?: boolean }) {
   </ol>`;
 }
 
+// When the next doorbell goes: a time only while one is ahead. A due doorbell held back by its
+// endpoint's cap on concurrent requests has no time to show, and a past one would read as stuck.
+function NextAttempt({ d }: { d: Delivery }) {
+  if (d.waitingForSlot) return html`Waiting for a free slot at its endpoint`;
+  if (!d.nextAttemptAt || Date.parse(d.nextAttemptAt) <= Date.now()) return html`Due now`;
+  return html`next attempt at <${Time} iso=${d.nextAttemptAt} short />`;
+}
+
 function Status({ d }: { d: Delivery }) {
   if (d.step === 'failed') {
     return html`<p class="error">Failed at ${stepName(d.failedStep) ?? d.failedStep}${d.error ? `: ${d.error}` : ''}</p>`;
   }
   if (d.retrying) {
     return html`<p class="warn">
-      Retrying: attempt ${d.attempts.at(-1)?.attempt ?? '?'} failed (${d.lastError ?? 'no answer'}); next attempt at <${Time} iso=${d.nextAttemptAt} />.
+      Retrying: attempt ${d.attempts.at(-1)?.attempt ?? '?'} failed (${d.lastError ?? 'no answer'}); <${NextAttempt} d=${d} />.
     </p>`;
   }
+  if (d.waitingForSlot) return html`<p class="warn">Waiting for a free slot at its endpoint: its doorbell goes as soon as one is free.</p>`;
   if (d.stalled) return html`<p class="warn">Stalled: notified, but the handler never reported delivered.</p>`;
   return null;
+}
+
+// The newest attempt in a word and a figure ("HTTP 500 · 84 ms"), for the list's row.
+function LastAttempt({ d }: { d: Delivery }) {
+  const a = d.attempts.at(-1);
+  if (!a) return null;
+  const outcome = a.interrupted ? 'cut off' : failureKind(a);
+  return html`<span class=${`last-attempt${a.status != null && a.status < 300 ? '' : ' failed'}`} title=${a.error ?? ''}>
+    <span class="sr">Last attempt: </span>${outcome}${a.interrupted ? '' : ` · ${formatMs(a.durationMs)}`}
+  </span>`;
 }
 
 // Which run an attempt belongs to: the original publish, a re-publish by the sweep, or a resend.
 const attemptRun = (a: Attempt) => (a.resend > 0 ? `Resend ${a.resend}` : a.publish > 1 ? `Re-publish ${a.publish}` : 'First publish');
 
 function AttemptDetail({ a, payload }: { a: Attempt; payload: string | null }) {
-  const headers = Object.entries(a.requestHeaders ?? {});
+  const sent = Object.keys(a.requestHeaders ?? {}).length > 0;
   return html`<details class="attempt-detail">
     <summary>Request and response</summary>
     <dl>
+      <dt>Sent to</dt>
+      <dd>${a.url ? html`<code>${a.url}</code>` : 'Not recorded.'}</dd>
       <dt>Headers sent</dt>
-      <dd>${headers.length === 0 ? 'None: nothing was sent.' : html`<pre>${headers.map(([k, v]) => `${k}: ${v}`).join('\n')}</pre>`}</dd>
+      <dd><${HeaderTable} headers=${a.requestHeaders} caption="Headers sent" none="None: nothing was sent." /></dd>
       <dt>Payload sent</dt>
-      <dd>${headers.length === 0 || !payload ? 'None.' : html`<pre>${payload}</pre>`}</dd>
+      <dd>${sent && payload
+        ? html`<pre>${prettyJson(payload)}</pre>
+            <details class="raw"><summary>As sent, byte for byte (what the signature covers)</summary><pre>${payload}</pre></details>`
+        : 'None.'}</dd>
       <dt>Response status</dt>
       <dd>${a.status ?? 'None: no answer.'}</dd>
+      <dt>Response headers</dt>
+      <dd><${HeaderTable} headers=${a.responseHeaders} caption="Response headers"
+        none=${a.status === null ? 'None: no answer came.' : 'Not recorded (logged before headers were kept).'} /></dd>
       <dt>Response body (first KiB)</dt>
-      <dd>${a.responseBody ? html`<pre>${a.responseBody}</pre>` : 'None.'}</dd>
+      <dd>${a.responseBody ? html`<pre>${prettyJson(a.responseBody)}</pre>` : 'None.'}</dd>
     </dl>
   </details>`;
 }
@@ -89,11 +127,11 @@ function AttemptLog({ d }: { d: Delivery }) {
       <thead><tr>${ATTEMPT_COLUMNS.map((c) => html`<th scope="col">${c}</th>`)}</tr></thead>
       <tbody>
         ${d.attempts.map((a, i) => html`<tr key=${i} class=${a.interrupted ? 'interrupted' : ''}>
-          <td data-label=${time}><${Time} iso=${a.attemptedAt} /></td>
+          <td data-label=${time}><${Time} iso=${a.attemptedAt} short /></td>
           <td data-label=${run}>${attemptRun(a)}</td>
           <td data-label=${attempt}>${a.attempt}</td>
           <td data-label=${status}>${a.status ?? '—'}</td>
-          <td data-label=${duration}>${a.interrupted ? '—' : `${a.durationMs} ms`}</td>
+          <td data-label=${duration}>${a.interrupted ? '—' : formatMs(a.durationMs)}</td>
           <td data-label=${error}>${a.error ?? ''}</td>
           <td data-label=${detail}><${AttemptDetail} a=${a} payload=${d.payload} /></td>
         </tr>`)}
@@ -128,6 +166,7 @@ function DeliveryRows({ d, open, onToggle }: { d: Delivery; open: boolean; onTog
       <td data-label="State">
         <span class=${stateClass(d)}>${stateOf(d)}</span>
         ${d.acknowledgedAt ? html` <span class="badge muted">Acknowledged</span>` : null}
+        <${LastAttempt} d=${d} />
       </td>
       <td class="actions">
         <button type="button" class="quiet" aria-expanded=${open ? 'true' : 'false'} aria-controls=${detailId} onClick=${onToggle}>
@@ -148,14 +187,6 @@ function DeliveryRows({ d, open, onToggle }: { d: Delivery; open: boolean; onTog
       : null}
   </tbody>`;
 }
-
-// datetime-local inputs speak local time without a zone; the address and the API speak UTC.
-const toLocalInput = (iso: string) => {
-  if (!iso) return '';
-  const at = new Date(iso);
-  return Number.isNaN(at.getTime()) ? '' : new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-};
-const fromLocalInput = (value: string) => (value ? new Date(value).toISOString() : '');
 
 const noFilters = (): Filters => ({ q: '', state: '', agent: '', thread: '', from: '', to: '' });
 
@@ -179,9 +210,8 @@ function BulkResend({ filters, onDone }: { filters: Filters; onDone: () => void 
       if (!confirm(`Resend the ${failed} Failed ${noun} in this view? Each goes back to Accepted and its doorbell is rung again.`)) {
         return setState({ busy: false, message: null, error: null });
       }
-      const done = await api<{ resent: number; refused: { reason: string; count: number }[] }>('POST', '/deliveries/resend-failed', { ...filters, upTo });
-      const refused = done.refused.map((r) => `${r.count} because ${r.reason}`).join('; ');
-      setState({ busy: false, message: `Resent ${done.resent} of ${failed}.${refused ? ` Not resent: ${refused}.` : ''}`, error: null });
+      const done = await api<{ resent: number; refused: Refused }>('POST', '/deliveries/resend-failed', { ...filters, upTo });
+      setState({ busy: false, message: `Resent ${done.resent} of ${failed}.${refusedText(done.refused)}`, error: null });
       onDone();
     } catch (error) {
       setState({ busy: false, message: null, error: apiError(error).message });

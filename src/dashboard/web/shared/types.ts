@@ -19,6 +19,10 @@ export type Attempt = {
   responseBody: string | null;
   requestHeaders: Record<string, string> | null;
   interrupted: boolean;
+  // Null for attempts logged before the address was kept.
+  url: string | null;
+  // Null when no answer came.
+  responseHeaders: Record<string, string> | null;
 };
 
 // What a delivery reads as, in a list or beside a message.
@@ -36,6 +40,8 @@ export type Delivery = Progress & {
   webhook: boolean;
   stallsAt: string | null;
   nextAttemptAt: string | null;
+  // Due, but held until its endpoint has a free slot: nextAttemptAt has passed and means nothing.
+  waitingForSlot: boolean;
   lastError: string | null;
   createdAt: string;
   notifiedAt: string | null;
@@ -81,8 +87,92 @@ export type Agent = {
   username: string;
   archived: boolean;
   webhookUrl: string | null;
+  webhookSetAt: string | null;
   createdAt: string;
   connections: Connection[];
+  // Null without a webhook.
+  health: EndpointHealth | null;
+  lastTestEvent: TestEvent | null;
+};
+
+export type WindowFigures = {
+  attempts: number;
+  successes: number;
+  // A fraction (0–1); null without attempts.
+  successRate: number | null;
+  p50Ms: number | null;
+  p95Ms: number | null;
+};
+
+export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled';
+
+export type EndpointHealth = {
+  state: EndpointState;
+  lastSuccessAt: string | null;
+  lastFailureAt: string | null;
+  lastFailureStatus: number | null;
+  lastFailureError: string | null;
+  consecutiveFailures: number;
+  failingSince: string | null;
+  warnedStage: number;
+  disabledAt: string | null;
+  disabledReason: string | null;
+  lastHour: WindowFigures;
+  lastDay: WindowFigures;
+};
+
+// A `ping` a person sent to an agent's webhook; attemptedAt is null while it is on its way.
+export type TestEvent = {
+  id: string;
+  url: string;
+  requestedBy: string;
+  requestedAt: string;
+  attemptedAt: string | null;
+  durationMs: number | null;
+  status: number | null;
+  error: string | null;
+  ok: boolean | null;
+  responseBody: string | null;
+  requestHeaders: Record<string, string> | null;
+  responseHeaders: Record<string, string> | null;
+};
+
+// The answer of POST /agents/:username/webhook/enable and of the bulk resend.
+export type Refused = { reason: string; count: number }[];
+export type Enabled = { username: string; enabled: true; resent: number; refused: Refused };
+
+export type OverviewHour = {
+  at: string;
+  accepted: number;
+  retrying: number;
+  notified: number;
+  delivered: number;
+  fetched: number;
+  failed: number;
+  // From acceptance to the handler's 2xx.
+  doorbellP50Ms: number | null;
+  doorbellP95Ms: number | null;
+};
+
+export type EndpointTrouble = {
+  username: string;
+  url: string;
+  state: 'failing' | 'disabled';
+  failure: string;
+  failingSince: string;
+  disabledAt: string | null;
+  warnedStage: number;
+  // Failed or retrying deliveries to it accepted since countedSince.
+  deliveries: number;
+  countedSince: string;
+};
+
+export type Overview = {
+  since: string;
+  hours: OverviewHour[];
+  trouble: EndpointTrouble[];
+  stalledAgents: { username: string; stalled: number; oldestNotifiedAt: string }[];
+  closeRequests: { threadId: string; title: string; requestedAt: string | null }[];
 };
 
 // A registered agent, with its key (shown once) and its webhook's signing secret, if it has one.

@@ -1,0 +1,50 @@
+import type { Task } from 'graphile-worker';
+import type { Sql } from '../db/connect';
+import { spell, sweepEndpointHealth, type HealthRule, type HealthTransition } from '../domain/agents/endpoint-health';
+import { describeOutcome } from '../domain/deliveries/retry-policy';
+import { everyPersonsEmail } from '../domain/people/people';
+import type { Logger } from '../log';
+import type { Mailer } from '../mailer';
+import type { Metrics } from '../metrics';
+
+export const ENDPOINT_HEALTH_TASK = 'endpoint_health';
+// Every minute: a warning stage or the switch-off is at most a minute late.
+export const ENDPOINT_HEALTH_CRON = `* * * * * ${ENDPOINT_HEALTH_TASK}`;
+
+export type AlertDeps = { sql: Sql; log: Logger; metrics?: Metrics; mailer: Mailer | null; rule: HealthRule; publicUrl?: string };
+
+// The crontab's task: asks the domain which failing webhooks reached a warning stage or the
+// switch-off, then tells people: a log line and a metric for each, and an email to every person
+// where SMTP is set up.
+export function endpointAlertsTask(deps: AlertDeps): Task {
+  return async () => {
+    if (deps.rule.warnAfterMs.length === 0 && deps.rule.disableAfterMs === null) return;
+    const transitions = await sweepEndpointHealth(deps.sql, deps.rule);
+    if (transitions.length === 0) return;
+    const people = deps.mailer ? await everyPersonsEmail(deps.sql) : [];
+    for (const t of transitions) {
+      deps.log.warn(`webhook_endpoint_${t.transition}`, {
+        agent: t.username, url: t.url, stage: t.stage, failingSince: t.failingSince,
+        lastFailure: describeOutcome({ status: t.lastFailureStatus, error: t.lastFailureError }),
+      });
+      deps.metrics?.endpointTransition(t.transition);
+      for (const to of people) deps.mailer!({ to, ...alertMail(t, deps) }, `webhook_${t.transition}_mail`);
+    }
+  };
+}
+
+function alertMail(t: HealthTransition, { rule, publicUrl }: AlertDeps) {
+  const failing = `${t.username}'s webhook (${t.url}) has answered no attempt with 2xx since ${t.failingSince}; the last attempt: ${describeOutcome({ status: t.lastFailureStatus, error: t.lastFailureError })}.`;
+  const where = publicUrl ? `\n\n${new URL('/dashboard/agents', publicUrl)}` : '';
+  if (t.transition === 'disabled') {
+    return {
+      subject: `Webhook switched off: ${t.username}`,
+      text: `${failing}\n\nIt was switched off: no more doorbells go to it and the agent's messages wait in its inbox. Once the handler answers again, send it a test event and switch it back on from the Agents page.${where}\n`,
+    };
+  }
+  const off = rule.disableAfterMs === null ? '' : ` Unless it answers, it will be switched off after ${spell(rule.disableAfterMs)} of failing.`;
+  return {
+    subject: `Webhook failing: ${t.username}`,
+    text: `${failing}${off}${where}\n`,
+  };
+}

@@ -1,0 +1,210 @@
+import { expect, test } from 'bun:test';
+import { enableWebhook, setWebhook } from '../src/domain/agents/agents';
+import {
+  countEndpoints,
+  disabledReason,
+  endpointHealthOf,
+  percentileMs,
+  spell,
+  sweepEndpointHealth,
+} from '../src/domain/agents/endpoint-health';
+import { owedDoorbell, recordAttempt } from '../src/domain/deliveries/delivery-steps';
+import { overview } from '../src/domain/deliveries/overview';
+import { deliveryProgress } from '../src/domain/deliveries/delivery-progress';
+import { parkNotifyJob } from '../src/domain/deliveries/notify-jobs';
+import { afterAttempt, failureKind, type AttemptOutcome } from '../src/domain/deliveries/retry-policy';
+import { silentLogger } from '../src/log';
+import { uniqueName, useHarness, type TestAgent } from './support/harness';
+import { deliveryRow, post, rewind } from './support/webhooks';
+
+// Endpoint health (src/domain/agents/endpoint-health.ts) against a known attempt history, the
+// warning stages and the switch-off, switching back on with the failed deliveries resent, and the
+// overview that groups the trouble. Attempts are recorded through the domain as the worker
+// records them, with the times the test chooses; no worker runs here.
+const h = useHarness();
+const hook = 'http://127.0.0.1:9/hook';
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+async function hooked(name: string) {
+  const sender = await h.agent(uniqueName(`${name}-sender`));
+  const recipient = await h.agent(uniqueName(name), { webhookUrl: hook });
+  const [agent] = await h.db.sql<{ id: string }[]>`select id from agents where username = ${recipient.username}`;
+  return { sender, recipient, agentId: agent!.id };
+}
+
+const ok = (): AttemptOutcome => ({ status: 200, error: null });
+const http = (status: number): AttemptOutcome => ({ status, error: null });
+const timedOut = (): AttemptOutcome => ({ status: null, error: 'no answer within 300 ms (timed out)' });
+
+// Posts one message to `recipient` and records one attempt of its doorbell, `agoMs` ago, taking
+// `durationMs`; `last` makes a failure the delivery's last attempt (Failed).
+async function attempt(sender: TestAgent, recipient: TestAgent, agoMs: number, durationMs: number, outcome: AttemptOutcome, opts: { last?: boolean; webhookVersion?: string } = {}) {
+  const { deliveryId } = await post(h, sender, recipient, { content: 'ring' });
+  const owed = (await owedDoorbell(h.db.sql, deliveryId))!;
+  const next = afterAttempt(outcome, owed.attempt, { delaysMs: opts.last ? [] : [60_000] });
+  await recordAttempt(h.db.sql, silentLogger, {
+    deliveryId,
+    endpoint: { agentId: owed.recipientId, webhookVersion: opts.webhookVersion ?? owed.webhookVersion, url: owed.url },
+    publish: owed.publish,
+    attempt: owed.attempt,
+    resend: owed.resend,
+    attemptedAt: new Date(Date.now() - agoMs),
+    durationMs,
+    outcome,
+    next,
+  });
+  return deliveryId;
+}
+
+const at = (agoMs: number, durationMs: number, recordedAt: number) => recordedAt - agoMs + durationMs;
+
+test('the figures of an endpoint follow its attempt log: last success and failure, the failing spell, the hour and the day', async () => {
+  const { sender, recipient, agentId } = await hooked('figures');
+  expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.state).toBe('untried');
+  const start = Date.now();
+  await attempt(sender, recipient, 3 * HOUR, 40, ok());
+  await attempt(sender, recipient, 20 * MINUTE, 120, ok());
+  await attempt(sender, recipient, 10 * MINUTE, 300, http(500));
+  await attempt(sender, recipient, 5 * MINUTE, 700, timedOut());
+  const health = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  const near = (iso: string | null, ms: number) => Math.abs(new Date(iso!).getTime() - ms) < 2_000;
+  expect(health.state).toBe('failing');
+  expect(near(health.lastSuccessAt, at(20 * MINUTE, 120, start))).toBe(true);
+  expect(near(health.failingSince, at(10 * MINUTE, 300, start))).toBe(true);
+  expect(near(health.lastFailureAt, at(5 * MINUTE, 700, start))).toBe(true);
+  expect([health.lastFailureStatus, health.lastFailureError, health.consecutiveFailures]).toEqual([null, 'no answer within 300 ms (timed out)', 2]);
+  expect([health.warnedStage, health.disabledAt, health.disabledReason]).toEqual([0, null, null]);
+  // The hour: 120, 300 and 700 ms, one of three answered 2xx; interpolated in their buckets.
+  expect(health.lastHour).toEqual({ attempts: 3, successes: 1, successRate: 1 / 3, p50Ms: 375, p95Ms: 925 });
+  // The day adds the 40 ms success three hours ago.
+  expect(health.lastDay).toEqual({ attempts: 4, successes: 2, successRate: 0.5, p50Ms: 250, p95Ms: 900 });
+
+  // A success ends the spell; the next failure starts another.
+  await attempt(sender, recipient, 0, 80, ok());
+  const healed = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  expect([healed.state, healed.failingSince, healed.consecutiveFailures, healed.lastFailureStatus]).toEqual(['healthy', null, 0, null]);
+  expect(healed.lastHour.attempts).toBe(4);
+});
+
+test('an attempt sent to a webhook since saved again counts for nothing, and saving a webhook starts its health afresh', async () => {
+  const { sender, recipient, agentId } = await hooked('stale');
+  await attempt(sender, recipient, 0, 90, http(503));
+  expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.consecutiveFailures).toBe(1);
+  await attempt(sender, recipient, 0, 90, http(503), { webhookVersion: '1' });
+  expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.consecutiveFailures).toBe(1);
+  await setWebhook(h.db.sql, recipient.username, 'http://127.0.0.1:9/other', { allowLocal: true });
+  const fresh = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  expect([fresh.state, fresh.consecutiveFailures, fresh.lastDay.attempts]).toEqual(['untried', 0, 0]);
+  const [windows] = await h.db.sql`select count(*)::int as n from endpoint_attempt_windows where agent_id = ${agentId}`;
+  expect(windows!.n).toBe(0);
+});
+
+test('percentiles interpolate within their bucket; the open-ended last bucket answers its lower bound', () => {
+  expect(percentileMs([], 0.5)).toBeNull();
+  expect(percentileMs([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0.5)).toBeNull();
+  expect(percentileMs([4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0.5)).toBe(25);
+  expect(percentileMs([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3], 0.95)).toBe(60_000);
+  expect(percentileMs([1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 1)).toBe(100);
+  expect([spell(432_000_000), spell(3_600_000), spell(90_000), spell(90_500), spell(1_000), spell(200)]).toEqual([
+    '5 days', '1 hour', '90 seconds', '1.5 minutes', '1 second', '200 milliseconds',
+  ]);
+  expect([failureKind({ status: 500, error: null }), failureKind({ status: null, error: 'connection failed (ECONNREFUSED): connect ECONNREFUSED 127.0.0.1:9' })]).toEqual([
+    'HTTP 500', 'connection failed (ECONNREFUSED)',
+  ]);
+});
+
+test('a failing webhook warns once per stage, is switched off after its spell, and a person switches it back on with what failed resent', async () => {
+  const { sender, recipient, agentId } = await hooked('switched');
+  const before = await countEndpoints(h.db.sql);
+  // Failing for two hours; the delivery of the last attempt is Failed.
+  await attempt(sender, recipient, 2 * HOUR, 100, http(500));
+  const failed = await attempt(sender, recipient, 0, 100, http(500), { last: true });
+  expect((await deliveryRow(h, failed)).step).toBe('failed');
+  const rule = { warnAfterMs: [HOUR, 24 * HOUR], disableAfterMs: 5 * 24 * HOUR };
+  const mine = async (r: typeof rule) => (await sweepEndpointHealth(h.db.sql, r)).filter((t) => t.agentId === agentId);
+
+  const [warned, ...more] = await mine(rule);
+  expect(more).toEqual([]);
+  expect({ ...warned, failingSince: undefined }).toEqual({
+    agentId, username: recipient.username, url: hook, transition: 'warned', stage: 1, failingSince: undefined,
+    lastFailureStatus: 500, lastFailureError: null,
+  });
+  // Warned once per stage.
+  expect(await mine(rule)).toEqual([]);
+
+  const short = { ...rule, disableAfterMs: HOUR };
+  const [disabled] = await mine(short);
+  expect([disabled!.transition, disabled!.stage]).toEqual(['disabled', 1]);
+  expect(await mine(short)).toEqual([]);
+  const health = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  expect([health.state, health.disabledReason]).toEqual(['disabled', disabledReason({ disableAfterMs: HOUR })]);
+  expect(health.disabledReason).toBe('It answered no attempt with 2xx for 1 hour, so no more doorbells were sent and the agent polls instead.');
+  const after = await countEndpoints(h.db.sql);
+  expect(after.disabled - before.disabled).toBe(1);
+
+  // Switched off, the agent polls: a new message owes no doorbell and queues no job.
+  const { deliveryId: polled } = await post(h, sender, recipient, { content: 'while off' });
+  const [row] = await h.db.sql`
+    select d.webhook, exists (select 1 from graphile_worker.jobs j where j.key = 'notify:' || d.id) as job
+    from deliveries d where d.id = ${polled}`;
+  expect(row).toEqual({ webhook: false, job: false });
+  expect(await owedDoorbell(h.db.sql, failed)).toBeNull();
+
+  // Switched back on with the failed resent: the Failed delivery is Accepted again with a job,
+  // the spell starts afresh, and doorbells are owed again.
+  const enabled = await enableWebhook(h.db.sql, recipient.username, true);
+  expect(enabled).toEqual({ username: recipient.username, enabled: true, resent: 1, refused: [] });
+  expect((await deliveryRow(h, failed)).step).toBe('accepted');
+  const [job] = await h.db.sql`select count(*)::int as n from graphile_worker.jobs where key = ${'notify:' + failed}`;
+  expect(job!.n).toBe(1);
+  const healed = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  expect([healed.state, healed.failingSince, healed.consecutiveFailures, healed.warnedStage]).toEqual(['healthy', null, 0, 0]);
+  const { deliveryId: rung } = await post(h, sender, recipient, { content: 'back on' });
+  const [rungRow] = await h.db.sql<{ webhook: boolean }[]>`select webhook from deliveries where id = ${rung}`;
+  expect(rungRow!.webhook).toBe(true);
+  await expect(enableWebhook(h.db.sql, recipient.username, false)).rejects.toThrow(`${recipient.username}'s webhook is not switched off.`);
+});
+
+test('with no stage and no switch-off, nothing is warned or switched off however long it fails', async () => {
+  const { sender, recipient, agentId } = await hooked('never');
+  await attempt(sender, recipient, 30 * 24 * HOUR, 100, http(500));
+  const transitions = await sweepEndpointHealth(h.db.sql, { warnAfterMs: [], disableAfterMs: null });
+  expect(transitions.filter((t) => t.agentId === agentId)).toEqual([]);
+  expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.state).toBe('failing');
+});
+
+test('the overview counts the day by hour and outcome, and lists the trouble by endpoint and failure', async () => {
+  const { sender, recipient } = await hooked('overview');
+  await attempt(sender, recipient, 30 * MINUTE, 100, http(502));
+  await attempt(sender, recipient, 0, 100, http(502), { last: true });
+  await attempt(sender, recipient, 0, 100, http(502), { last: true });
+  const now = new Date();
+  const seen = await overview(h.db.sql, 300_000, now);
+  expect(seen.hours).toHaveLength(24);
+  expect(new Date(seen.hours.at(-1)!.at).getTime()).toBe(Math.floor(now.getTime() / HOUR) * HOUR);
+  const [counted] = await h.db.sql<{ failed: number; retrying: number }[]>`
+    select count(*) filter (where step = 'failed')::int as failed,
+           count(*) filter (where step = 'accepted' and next_attempt_at is not null)::int as retrying
+    from deliveries where created_at >= ${new Date(seen.since)}`;
+  expect(seen.hours.reduce((n, h) => n + h.failed, 0)).toBe(counted!.failed);
+  expect(seen.hours.reduce((n, h) => n + h.retrying, 0)).toBe(counted!.retrying);
+  const trouble = seen.trouble.find((t) => t.username === recipient.username)!;
+  expect({ ...trouble, failingSince: undefined, countedSince: undefined }).toEqual({
+    username: recipient.username, url: hook, state: 'failing', failure: 'HTTP 502', disabledAt: null, warnedStage: 0,
+    // The first delivery waits for its retry; the other two Failed.
+    deliveries: 3, failingSince: undefined, countedSince: undefined,
+  });
+});
+
+test('a retry parked behind its endpoint\'s cap reads as waiting for a slot, not as due at a time that has passed', async () => {
+  const { sender, recipient } = await hooked('parked');
+  const { deliveryId } = await post(h, sender, recipient, { content: 'behind the cap' });
+  const [queued] = await deliveryProgress(h.db.sql, [deliveryId], 300_000);
+  expect([queued!.waitingForSlot, queued!.retrying]).toEqual([false, false]);
+  // A retry fell due a minute ago and was parked, as the worker parks one over its endpoint's cap.
+  await rewind(h, deliveryId, { next_attempt_at: new Date(Date.now() - MINUTE) });
+  await parkNotifyJob(h.db.sql, { deliveryId }, hook, 60_000);
+  const [parked] = await deliveryProgress(h.db.sql, [deliveryId], 300_000);
+  expect([parked!.waitingForSlot, parked!.retrying]).toEqual([true, true]);
+});
