@@ -596,7 +596,7 @@ describe('pages', () => {
     expect(signIn.status).toBe(200);
     expect(signIn.body).not.toContain(`uplot-${pkg.dependencies.uplot}.css`);
     expect(signIn.body).toContain('<label for="email">Email</label>');
-    expect((await h.send('GET', '/dashboard')).headers.get('location')).toBe('/dashboard/deliveries');
+    expect((await h.send('GET', '/dashboard')).headers.get('location')).toBe('/dashboard/overview');
     const script = await h.send('GET', '/dashboard/assets/dashboard.js');
     expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
     // Preact, htm and uPlot are served from here, pinned to the versions package.json installs.

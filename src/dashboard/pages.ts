@@ -103,8 +103,8 @@ export const dashboardPages = (sql: Sql) => {
   const app = new Elysia({ name: 'dashboard-pages', prefix: '/dashboard' })
     // Agent keys are refused on every dashboard route, pages included (contract §5: 401).
     .onBeforeHandle(({ request }) => refuseAgentKeys(request))
-    .get('', () => redirect('/dashboard/deliveries'))
-    .get('/', () => redirect('/dashboard/deliveries'))
+    .get('', () => redirect('/dashboard/overview'))
+    .get('/', () => redirect('/dashboard/overview'))
     .get('/sign-in', () => html(rendered.get('sign-in')!))
     .get('/assets/dashboard.css', () => asset(css, 'text/css'))
     .get('/assets/dashboard.js', async () => asset(await dashboardScript(), 'text/javascript'))

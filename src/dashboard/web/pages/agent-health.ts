@@ -175,7 +175,7 @@ export function WebhookHealth({ agent, health }: { agent: Agent; health: Endpoin
   // After switching on, the button goes away: focus moves to the section's heading rather than the page's top.
   const heading = useRef<HTMLHeadingElement>(null);
   return html`<section class="health" aria-labelledby=${`health-${agent.username}`}>
-    <h4 id=${`health-${agent.username}`} tabindex="-1" ref=${heading}>Webhook health</h4>
+    <h4 id=${`health-${agent.username}`} tabindex="-1" ref=${heading}>Webhook health<span class="sr"> of ${agent.username}</span></h4>
     ${health.state === 'disabled'
       ? html`<div class="notice problem">
           <p>No doorbells go to this webhook: ${agent.username} polls instead.${health.disabledReason ? ` ${health.disabledReason}` : ''}</p>

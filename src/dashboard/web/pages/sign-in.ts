@@ -5,7 +5,7 @@ import { $ } from '../shared/html.ts';
 // Back to the page the person came from, if it is a dashboard page.
 function nextPage() {
   const next = new URLSearchParams(location.search).get('next') ?? '';
-  return /^\/dashboard\/[^/\\]/.test(next) && !next.startsWith('/dashboard/sign-in') ? next : '/dashboard/deliveries';
+  return /^\/dashboard\/[^/\\]/.test(next) && !next.startsWith('/dashboard/sign-in') ? next : '/dashboard/overview';
 }
 
 // The sign-in page is plain HTML (sign-in.html): an email, then the code sent to it.
