@@ -132,6 +132,8 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
     values (${failing!.id}, 1, 4, 2001, 500, 'Handler answered 500')`;
   await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'Handler answered 500', next_attempt_at = null where id = ${failing!.id}`;
   await failingRow.getByText('Failed at Accepted: Handler answered 500').waitFor();
+  // The dots say what the sentence says: failed at Accepted, and no step after it marked.
+  expect(await failingRow.locator('.pipeline').first().locator('li.failed').allTextContents()).toEqual(['Accepted (failed here)']);
   await page.locator('[data-count="failed"]', { hasText: 'Failed 1' }).waitFor();
   await page.getByLabel('State').selectOption('failed');
   await untilCount(page, '[data-delivery]', 1);

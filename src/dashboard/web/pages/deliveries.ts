@@ -31,12 +31,13 @@ const NOTES: Record<PipelineState, string> = {
   done: '',
   todo: ' (not yet)',
   skipped: ' (not applicable: polling)',
-  failed: ' (failed)',
+  failed: ' (failed here)',
   stalled: ' (stalled)',
 };
 
-// A step is done when its time is recorded. A failed delivery shows a cross on the step after the
-// one it reached; a polling delivery has no doorbell, so Notified and Delivered do not apply to it.
+// A step is done when its time is recorded. A failed delivery is marked failed on the step it
+// reached and failed at, as its "Failed at …" sentence says; a polling delivery has no doorbell, so
+// Notified and Delivered do not apply to it.
 function Pipeline({ d, compact }: { d: Delivery; compact?: boolean }) {
   const failedAt = d.step === 'failed' ? STEPS.findIndex(([key]) => key === d.failedStep) : -1;
   return html`<ol class=${compact ? 'pipeline compact' : 'pipeline'} aria-label="Progress">
@@ -44,10 +45,10 @@ function Pipeline({ d, compact }: { d: Delivery; compact?: boolean }) {
       const label = STATE_LABELS[key];
       let state: PipelineState = d[at] ? 'done' : 'todo';
       if (!d.webhook && (key === 'notified' || key === 'delivered')) state = 'skipped';
-      if (failedAt >= 0 && i === failedAt + 1) state = 'failed';
+      if (i === failedAt) state = 'failed';
       if (d.stalled && key === 'delivered') state = 'stalled';
       const note = NOTES[state];
-      return html`<li key=${key} class=${state} title=${d[at] ? `${label}: ${fullTime(d[at])}` : `${label}${note}`}>
+      return html`<li key=${key} class=${state} title=${d[at] ? `${label}: ${fullTime(d[at])}${note}` : `${label}${note}`}>
         <span class="dot" aria-hidden="true"></span><span class=${compact ? 'sr' : ''}>${label}</span><span class="sr">${note}</span>
       </li>`;
     })}
