@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 016_endpoint_health,
+-- The schema that the migrations in sql/ build, 001_core to 017_thread_activity,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -402,9 +402,11 @@ CREATE TABLE public.threads (
     close_requested_at timestamp with time zone,
     closed_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_activity_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT threads_opened_by_fkey FOREIGN KEY (opened_by) REFERENCES public.agents(id),
     CONSTRAINT threads_pkey PRIMARY KEY (id)
 );
+CREATE INDEX threads_activity_idx ON public.threads USING btree (last_activity_at DESC, id DESC);
 CREATE INDEX threads_close_pending_idx ON public.threads USING btree (id) WHERE (state = 'close-pending'::public.thread_state);
 CREATE TRIGGER threads_listing_changed AFTER INSERT OR UPDATE OF state, title, goal ON public.threads FOR EACH ROW EXECUTE FUNCTION public.notify_thread_listing();
 

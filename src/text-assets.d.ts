@@ -5,6 +5,12 @@ declare module '*.css' {
 }
 
 // Scalar's browser bundle, imported `with { type: 'file' }`: its path, inside the executable once compiled.
+// The dashboard's icon, imported `with { type: 'text' }`.
+declare module '*.svg' {
+  const text: string;
+  export default text;
+}
+
 declare module '*/standalone.js' {
   const path: string;
   export default path;

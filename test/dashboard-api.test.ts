@@ -264,8 +264,8 @@ describe('lists a page at a time', () => {
     const rest = await as('GET', `/threads?limit=2&after=${threads.body.data.next}`);
     expect(rest.body.data.items[0].id).toBe(opened[0]);
     expect((await as('GET', '/threads?q=paged 1')).body.data.items.map((t: any) => t.id)).toEqual([opened[1]]);
-    // A cursor that is not an id from the list is refused, with a sentence naming it.
-    expect(await as('GET', '/threads?after=not-an-id')).toMatchObject({ status: 400, body: { success: false, error: 'after must be an id taken from the list' } });
+    // A cursor that is not one from the list is refused, with a sentence naming it.
+    expect(await as('GET', '/threads?after=not-an-id')).toMatchObject({ status: 400, body: { success: false, error: 'after must be a cursor taken from the list' } });
     expect(await as('GET', '/agents?since=nobody')).toMatchObject({ status: 400, body: { success: false, error: 'since must be an id taken from the list' } });
     expect(await as('GET', '/threads?state=shut')).toMatchObject({ status: 400, body: { error: 'state must be one of open, close-pending, closed' } });
     expect(await as('GET', `/agents?q=${'x'.repeat(201)}`)).toMatchObject({ status: 400, body: { error: 'q must be at most 200 characters' } });
@@ -278,14 +278,18 @@ describe('threads', () => {
     await h.db.sql`update threads set state = 'closed' where id = ${id}`;
     const res = await as('GET', '/threads');
     const thread = res.body.data.items.find((t: any) => t.id === id);
+    const [stored] = await h.db.sql`select created_at, (extract(epoch from last_activity_at) * 1000000)::bigint::text as micros from threads where id = ${id}`;
     expect(thread).toEqual({
       id,
       title: 'Listed',
       goal: null,
       state: 'closed',
       openedBy: 'alice',
-      createdAt: expect.any(String),
+      createdAt: stored!.created_at.toISOString(),
       participants: [{ username: 'alice' }, { username: 'bob' }, { username: 'carol' }],
+      // Nothing happened since it opened (the state was set behind the service's back).
+      lastActivityAt: stored!.created_at.toISOString(),
+      cursor: `${stored!.micros}_${id}`,
     });
   });
 
@@ -380,6 +384,109 @@ describe('threads', () => {
     }
     const [messages] = await h.db.sql`select count(*)::int as n from messages where thread_id = ${id}`;
     expect(messages!.n).toBe(0);
+  });
+});
+
+describe('threads by last activity', () => {
+  const order = async (q: string) => ((await as('GET', `/threads?q=${encodeURIComponent(q)}`)).body.data.items as any[]).map((t) => t.id);
+  const activity = async (ids: string[]) =>
+    (await h.db.sql`select last_activity_at from threads t join unnest(${ids}::uuid[]) with ordinality as x(id, n) on x.id = t.id order by x.n`).map((r) => r.last_activity_at);
+
+  test('a new message, a close request and a decision move a thread to the top; nothing else does', async () => {
+    const [a, b, c] = [await openThread('Activity a'), await openThread('Activity b'), await openThread('Activity c')];
+    // Hours apart, so that the order is the one set here.
+    await h.db.sql`update threads t set last_activity_at = now() - make_interval(hours => x.h)
+                   from unnest(${[a, b, c]}::uuid[], ${[3, 2, 1]}::int[]) as x(id, h) where t.id = x.id`;
+    expect(await order('Activity')).toEqual([c, b, a]);
+
+    const posted = await h.call('POST', `/api/threads/${a}/messages`, { key: bob.key, body: { content: 'moving up' } });
+    expect(posted.status).toBe(201);
+    const listed = (await as('GET', '/threads?q=Activity')).body.data.items;
+    expect(listed.map((t: any) => t.id)).toEqual([a, c, b]);
+    expect(listed[0].lastActivityAt).toBe(posted.body.data.createdAt);
+
+    expect((await h.call('POST', `/api/threads/${b}/close`, { key: alice.key })).status).toBe(200);
+    expect(await order('Activity')).toEqual([b, a, c]);
+    const [requested] = await h.db.sql`select close_requested_at, last_activity_at from threads where id = ${b}`;
+    expect(requested!.last_activity_at).toEqual(requested!.close_requested_at);
+
+    // Not activity: asking again, a post refused while the close is pending, a participant removed
+    // or added.
+    const before = await activity([a, b, c]);
+    expect((await h.call('POST', `/api/threads/${b}/close`, { key: alice.key })).status).toBe(200);
+    expect((await h.call('POST', `/api/threads/${b}/messages`, { key: alice.key, body: { content: 'refused' } })).status).toBe(400);
+    expect((await as('DELETE', `/threads/${c}/participants/carol`)).status).toBe(200);
+    expect((await h.call('POST', `/api/threads/${c}/participants`, { key: alice.key, body: { username: 'carol' } })).status).toBe(200);
+    expect(await activity([a, b, c])).toEqual(before);
+    expect(await order('Activity')).toEqual([b, a, c]);
+
+    // A decline and a close are activity too.
+    expect((await h.call('POST', `/api/threads/${c}/messages`, { key: alice.key, body: { content: 'c again' } })).status).toBe(201);
+    expect(await order('Activity')).toEqual([c, b, a]);
+    expect((await as('POST', `/threads/${b}/decline-close`)).status).toBe(200);
+    expect(await order('Activity')).toEqual([b, c, a]);
+    expect((await h.call('POST', `/api/threads/${a}/close`, { key: alice.key })).status).toBe(200);
+    expect(await order('Activity')).toEqual([a, b, c]);
+    // As if the request had waited an hour for its decision.
+    await h.db.sql`update threads set last_activity_at = now() - interval '1 hour' where id = ${a}`;
+    expect(await order('Activity')).toEqual([b, c, a]);
+    expect((await as('POST', `/threads/${a}/confirm-close`)).status).toBe(200);
+    expect(await order('Activity')).toEqual([a, b, c]);
+    const [closed] = await h.db.sql`select closed_at, last_activity_at from threads where id = ${a}`;
+    expect(closed!.last_activity_at).toEqual(closed!.closed_at);
+  });
+
+  test('after and since page by (last activity, id): across equal times, and as a thread moves up, each thread is read exactly once', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push(await openThread(`Tied ${i}`));
+    // Four share one time to the microsecond, so that only their ids tell them apart.
+    await h.db.sql`update threads set last_activity_at = '2001-01-01 00:00:00.123456+00' where id = any(${ids.slice(0, 4)}::uuid[])`;
+    await h.db.sql`update threads set last_activity_at = '2001-01-01 00:00:00.123455+00' where id = ${ids[4]!}`;
+    await h.db.sql`update threads set last_activity_at = '2000-01-01 00:00:00+00' where id = ${ids[5]!}`;
+    const expected = [3, 2, 1, 0, 4, 5].map((i) => ids[i]!);
+    const read = async (query: string) => (await as('GET', `/threads?q=Tied&${query}`)).body.data as { items: any[]; next: string | null };
+
+    const pages: string[][] = [];
+    let next: string | null = '';
+    while (next !== null) {
+      const page: { items: any[]; next: string | null } = await read(`limit=2${next ? `&after=${next}` : ''}`);
+      pages.push(page.items.map((t) => t.id));
+      next = page.next;
+      if (next !== null) expect(next).toBe(page.items.at(-1).cursor);
+    }
+    expect(pages).toEqual([expected.slice(0, 2), expected.slice(2, 4), expected.slice(4)]);
+    // `since` is inclusive down to the item it names, ties included.
+    const third = (await read('limit=3')).items[2];
+    expect((await read(`since=${third.cursor}`)).items.map((t) => t.id)).toEqual(expected.slice(0, 3));
+
+    // A thread still below the first page moves to the top: the next pages leave it out, and a
+    // refresh down to the oldest item shown brings it, once.
+    const first = await read('limit=2');
+    await h.call('POST', `/api/threads/${ids[0]}/messages`, { key: alice.key, body: { content: 'up' } });
+    const second = await read(`limit=2&after=${first.next}`);
+    const last = await read(`limit=2&after=${second.next}`);
+    expect([...first.items, ...second.items, ...last.items].map((t) => t.id)).toEqual([ids[3], ids[2], ids[1], ids[4], ids[5]]);
+    expect(last.next).toBeNull();
+    const refreshed = await read(`since=${last.items.at(-1).cursor}&limit=500`);
+    expect(refreshed.items.map((t) => t.id)).toEqual([ids[0], ids[3], ids[2], ids[1], ids[4], ids[5]]);
+  });
+
+  test('a cursor that is not one the list answered is a 400 naming it, in the envelope', async () => {
+    const [thread] = (await as('GET', '/threads?limit=1')).body.data.items;
+    for (const [name, value] of [
+      ['after', 'not-a-cursor'],
+      // An id alone: the form the list took before it was ordered by activity.
+      ['since', thread.id],
+      ['after', `${thread.cursor}x`],
+      ['since', `12345678901234567_${thread.id}`],
+      ['after', `-1_${thread.id}`],
+      ['since', `1_${'z'.repeat(36)}`],
+      ['after', `1_${thread.id.replaceAll('-', '')}0000`],
+    ]) {
+      const res = await as('GET', `/threads?${name}=${encodeURIComponent(value!)}`);
+      expect([value, res.status, res.body]).toEqual([value, 400, { success: false, error: `${name} must be a cursor taken from the list`, code: 'invalid' }]);
+    }
+    expect((await as('GET', `/threads?after=${thread.cursor}`)).status).toBe(200);
   });
 });
 
@@ -625,5 +732,13 @@ describe('pages', () => {
     expect(uplotCss.body).toBe(await Bun.file('node_modules/uplot/dist/uPlot.min.css').text());
     const css = await h.send('GET', '/dashboard/assets/dashboard.css');
     expect([css.status, css.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);
+    // Every page names its icon, so a tab among many is found by it.
+    expect(signIn.body).toContain('<link rel="icon" href="/dashboard/assets/favicon.svg" type="image/svg+xml">');
+    const icon = await h.send('GET', '/dashboard/assets/favicon.svg');
+    expect([icon.status, icon.headers.get('content-type'), icon.body]).toEqual([
+      200,
+      'image/svg+xml; charset=utf-8',
+      await Bun.file('src/dashboard/web/favicon.svg').text(),
+    ]);
   });
 });

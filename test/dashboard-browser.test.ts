@@ -67,17 +67,26 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   expect(await page.getByLabel('Username', { exact: true }).getAttribute('aria-invalid')).toBe('true');
   expect(await page.getByLabel('Username', { exact: true }).getAttribute('aria-describedby')).toContain('register-error');
 
-  // Add a webhook to reader: its secret is shown at once and can be revealed later.
+  // Add a webhook to reader: its secret is shown at once and can be revealed later. An agent's
+  // webhook, clients and archiving open beneath its row on demand.
   const readerCard = page.locator('[data-agent="reader"]');
+  const manageReader = readerCard.getByRole('button', { name: /^Manage/ });
+  expect(await manageReader.getAttribute('aria-expanded')).toBe('false');
+  expect(await readerCard.getByLabel('Webhook URL').count()).toBe(0);
+  await manageReader.click();
+  expect(await manageReader.getAttribute('aria-expanded')).toBe('true');
+  expect(await readerCard.locator('.detail-row').getAttribute('id')).toBe(await manageReader.getAttribute('aria-controls'));
   await readerCard.getByLabel('Webhook URL').fill('http://127.0.0.1:9/reader');
   await readerCard.getByRole('button', { name: 'Add webhook' }).click();
   await page.locator('[data-agent="reader"] .secret code', { hasText: 'whsec_' }).waitFor();
   const [stored] = await h.db.sql`select webhook_url, signing_secret from agents where username = 'reader'`;
   expect(stored!.webhook_url).toBe('http://127.0.0.1:9/reader');
+  await readerCard.getByRole('cell', { name: 'Webhook', exact: true }).waitFor();
   await page.reload();
+  await manageReader.click();
   await page.locator('[data-agent="reader"]').getByRole('button', { name: 'Reveal secret' }).click();
   await page.locator('[data-agent="reader"] .secret code', { hasText: stored!.signing_secret }).waitFor();
-  await docsShot('agents');
+  await b.screenshot('agents-webhook-added');
 
   // An agent opens a thread while the Threads page is open: it appears without a reload.
   await page.getByRole('link', { name: 'Threads', exact: true }).click();
@@ -120,6 +129,8 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   const second = await b.agentCall('POST', `/api/threads/${threadId}/messages`, keys.writer!, { content: 'Second notice' });
   const [failing] = await h.db.sql`select id from deliveries where message_id = ${second.data.id}`;
   const failingRow = page.locator(`[data-delivery="${failing!.id}"]`);
+  // A delivery is open, so the new rows wait above the list, counted, until asked for.
+  await page.getByRole('button', { name: /^\d+ new deliver(y|ies) — show$/ }).click();
   await failingRow.waitFor();
   await failingRow.getByRole('button', { name: /^Details/ }).click();
   // Between two attempts it reads as retrying, with the last error and the next attempt's time.
@@ -192,23 +203,123 @@ test('the post form takes emoji up to the bounds the server counts in code point
   const threadId = thread.data.id as string;
   await b.signIn('ada@example.com', 'ada');
   await page.goto(`${base}/dashboard/threads/${threadId}`);
-  const card = page.locator(`[data-thread="${threadId}"]`);
-  await card.getByLabel('Post as yourself').fill(EMOJI.repeat(10_000));
-  await card.getByLabel('Summary').fill(EMOJI.repeat(201));
-  await card.getByRole('button', { name: 'Post', exact: true }).click();
+  // On the thread's own page the post form follows the messages.
+  const reply = page.locator('#thread-end');
+  await reply.getByLabel('Post as yourself').fill(EMOJI.repeat(10_000));
+  await reply.getByLabel('Summary').fill(EMOJI.repeat(201));
+  await reply.getByRole('button', { name: 'Post', exact: true }).click();
   const error = page.locator(`#post-error-${threadId}`);
   await error.getByText('summary must be at most 200 characters').waitFor();
-  expect(await card.getByLabel('Summary').getAttribute('aria-invalid')).toBe('true');
-  expect(await card.getByLabel('Summary').getAttribute('aria-describedby')).toBe(`post-error-${threadId}`);
-  await card.getByLabel('Summary').fill(EMOJI.repeat(200));
-  await card.getByRole('button', { name: 'Post', exact: true }).click();
-  await card.getByText('Posted to 2 recipients.').waitFor();
+  expect(await reply.getByLabel('Summary').getAttribute('aria-invalid')).toBe('true');
+  expect(await reply.getByLabel('Summary').getAttribute('aria-describedby')).toBe(`post-error-${threadId}`);
+  await reply.getByLabel('Summary').fill(EMOJI.repeat(200));
+  await reply.getByRole('button', { name: 'Post', exact: true }).click();
+  await reply.getByText('Posted to 2 recipients.').waitFor();
   expect(await error.isVisible()).toBe(false);
   const stored = await h.db.sql`select content, summary from messages where thread_id = ${threadId}`;
   expect([...stored]).toEqual([{ content: EMOJI.repeat(10_000), summary: EMOJI.repeat(200) }]);
   // The thread's own page lists the message with its recipients' steps, live.
   await page.locator('[data-message]').first().getByText(reader!.username).waitFor();
 }, 20_000);
+
+test("a thread's own page reads top to bottom, and removing a participant asks first in the page's own dialog", async () => {
+  const { page, base } = b;
+  const [writer, reader] = await Promise.all(['talk', 'talk'].map((n) => h.agent(uniqueName(n))));
+  const thread = await b.agentCall('POST', '/api/threads', writer!.key, { title: 'Conversation', participantUsernames: [reader!.username] });
+  const threadId = thread.data.id as string;
+  for (let i = 1; i <= 50; i++) await b.agentCall('POST', `/api/threads/${threadId}/messages`, writer!.key, { content: `Earlier ${i}` });
+  await b.signIn('ada@example.com', 'ada');
+  await page.goto(`${base}/dashboard/threads/${threadId}`);
+  await page.locator('#live', { hasText: 'Live' }).waitFor();
+  const shown = async () => {
+    const messages = page.locator('[data-message]');
+    const ids: (string | null)[] = [];
+    for (let i = 0; i < (await messages.count()); i++) ids.push(await messages.nth(i).getAttribute('data-message'));
+    return ids;
+  };
+  const stored = async () => (await h.db.sql`select id from messages where thread_id = ${threadId} order by id`).map((r) => r.id as string);
+  await untilCount(page, '[data-message]', 50);
+  expect(await shown()).toEqual(await stored());
+  expect(await page.getByRole('button', { name: 'Show older messages' }).count()).toBe(0);
+
+  // A new message arrives at the bottom, above the reply; the one that no longer fits the first
+  // page is behind the button above the list.
+  const { data: newest } = await b.agentCall('POST', `/api/threads/${threadId}/messages`, writer!.key, { content: 'The newest word' });
+  await page.getByRole('button', { name: 'Show older messages' }).waitFor();
+  await page.locator(`[data-message="${newest.id}"]`).waitFor();
+  expect(await shown()).toEqual((await stored()).slice(1));
+  expect(await page.locator(`p.more + ol.messages > li:last-child[data-message="${newest.id}"]`).count()).toBe(1);
+  expect(await page.locator('ol.messages + #thread-end').getByLabel('Post as yourself').count()).toBe(1);
+  await b.screenshot('thread-conversation');
+  await page.getByRole('button', { name: 'Show older messages' }).click();
+  await untilCount(page, '[data-message]', 51);
+  expect(await shown()).toEqual(await stored());
+  expect(await page.getByRole('button', { name: 'Show older messages' }).count()).toBe(0);
+
+  // Remove asks in the page's dialog, which says what happens; Cancel, which has the focus, changes nothing.
+  const members = async () =>
+    (await h.db.sql`select a.username from participants p join agents a on a.id = p.agent_id where p.thread_id = ${threadId} order by 1`).map((r) => r.username);
+  const before = await members();
+  expect(before).toEqual([writer!.username, reader!.username].toSorted());
+  const remove = page.getByRole('button', { name: `Remove ${reader!.username} from Conversation` });
+  await remove.click();
+  const dialog = page.getByRole('dialog', { name: `Remove ${reader!.username} from Conversation?` });
+  await dialog.waitFor();
+  expect(await dialog.locator('#confirm-body p').allTextContents()).toEqual([
+    `${reader!.username} loses the thread at once: the thread and its messages answer it 404 from now on, and it can no longer post here.`,
+    'Messages from this thread still waiting in its inbox drop out of it, and no doorbell is rung for them from now on. What it already posted stays in the thread.',
+    `The dashboard cannot add it back: only an agent still in the thread can (add_participant), and ${reader!.username} then sees the whole history again.`,
+  ]);
+  await expect(page.evaluate('document.activeElement?.textContent')).resolves.toBe('Cancel');
+  await b.screenshot('thread-remove-participant');
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  expect(await members()).toEqual(before);
+  await expect(page.evaluate('document.activeElement?.getAttribute("aria-label")')).resolves.toBe(`Remove ${reader!.username} from Conversation`);
+  // Escape is a Cancel too.
+  await remove.click();
+  await dialog.waitFor();
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+  expect(await members()).toEqual(before);
+
+  await remove.click();
+  await dialog.getByRole('button', { name: 'Remove', exact: true }).click();
+  await page.locator('#toast', { hasText: `${reader!.username} removed.` }).waitFor();
+  expect(await members()).toEqual([writer!.username]);
+  await remove.waitFor({ state: 'detached' });
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    await page.locator(`[data-message="${newest.id}"]`).scrollIntoViewIfNeeded();
+    const [wide, seen] = await pageWidths(page);
+    expect(wide).toBeLessThanOrEqual(seen!);
+    await b.screenshot('thread-conversation-phone');
+  } finally {
+    await page.setViewportSize({ width: 1100, height: 800 });
+  }
+
+  // On the Threads page, most recent activity first: a post moves its thread to the top, live.
+  // The writer adds the reader back (only an agent can), which is no activity.
+  expect((await b.agentCall('POST', `/api/threads/${threadId}/participants`, writer!.key, { username: reader!.username })).success).toBe(true);
+  const aside = await b.agentCall('POST', '/api/threads', writer!.key, { title: 'Conversation aside', participantUsernames: [reader!.username] });
+  await page.goto(`${base}/dashboard/threads?q=Conversation`);
+  await page.locator('#live', { hasText: 'Live' }).waitFor();
+  await page.getByText('Most recent activity first').waitFor();
+  const listed = async () => {
+    const cards = page.locator('[data-thread]');
+    const ids: (string | null)[] = [];
+    for (let i = 0; i < (await cards.count()); i++) ids.push(await cards.nth(i).getAttribute('data-thread'));
+    return ids;
+  };
+  await untilCount(page, '[data-thread]', 2);
+  expect(await listed()).toEqual([aside.data.id, threadId]);
+  expect((await b.agentCall('POST', `/api/threads/${threadId}/messages`, writer!.key, { content: 'Back to the conversation' })).success).toBe(true);
+  await page.locator(`[data-thread]:first-child[data-thread="${threadId}"]`).waitFor();
+  expect(await listed()).toEqual([threadId, aside.data.id]);
+  await page.locator(`[data-thread="${threadId}"] .activity`, { hasText: 'Last activity' }).waitFor();
+  await b.screenshot('threads-by-activity');
+}, 40_000);
 
 test('when the session expires, the live page says so, keeps what is on it, and signing in again returns to it', async () => {
   const { page, base } = b;
@@ -308,32 +419,146 @@ test('a failing webhook shows on the overview and on its agent, and a test event
     expect(wide).toBeLessThanOrEqual(seen!);
     await b.screenshot('overview-phone');
 
-    // On the Agents page the same webhook reads as failing, with its figures; a test event gets the
-    // handler's answer, which arrives over the live stream.
+    // On the Agents page the same webhook reads as failing in its row, the last hour's figure
+    // beside it; its detail, open already for the agent the overview linked to, has its figures,
+    // and a test event gets the handler's answer, which arrives over the live stream.
     await page.setViewportSize({ width: 1100, height: 800 });
     await line.getByRole('link', { name: 'invoice-agent' }).click();
     await page.waitForURL(`${base}/dashboard/agents?q=invoice-agent`);
     const card = page.locator('[data-agent="invoice-agent"]');
     await card.locator('.badge', { hasText: 'Failing since' }).waitFor();
     expect(await card.locator('.badge', { hasText: 'Failing since' }).textContent()).toContain('— HTTP 500');
+    expect(await card.locator('td[data-label="2xx, last hour"]').textContent()).toMatch(/^0% of \d+$/);
     await page.locator('#live', { hasText: 'Live' }).waitFor();
+    expect(await card.getByRole('button', { name: /^Manage/ }).getAttribute('aria-expanded')).toBe('true');
     await card.getByRole('button', { name: 'Send test event' }).click();
     const outcome = card.locator('[data-test-outcome]');
     await outcome.filter({ hasText: /Sent .* by ada — HTTP 500 in \d+ ms/ }).waitFor();
     await card.getByText("Test event's request and response").click();
     await card.locator('.test-event pre', { hasText: '"error": "down for maintenance"' }).waitFor();
     await card.getByText('Resend failed since…').click();
+    // One plain field for the time; one that does not exist is refused beside it.
+    const since = card.getByLabel('Failed deliveries accepted since');
+    const typed = await since.inputValue();
+    expect(typed).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/);
+    await since.fill('2026-13-01 10:00');
+    await card.getByRole('button', { name: 'Count' }).click();
+    await card.getByText(/^Give a time such as \d{4}-\d{2}-\d{2} \d{2}:\d{2}, in your local time\.$/).waitFor();
+    expect(await since.getAttribute('aria-invalid')).toBe('true');
+    await since.fill(typed);
     await card.getByRole('button', { name: 'Count' }).click();
     await card.getByText(/\d+ failed deliveries since/).waitFor();
     expect(await axeViolations(page)).toEqual([]);
+    // The picture starts at the agent's row, above its detail.
+    await card.evaluate((tbody) => (tbody as unknown as { scrollIntoView(): void }).scrollIntoView());
     await docsShot('agents-health');
     await page.setViewportSize({ width: 390, height: 844 });
     await page.reload();
     await card.locator('.badge', { hasText: 'Failing since' }).waitFor();
     const [wideAgents, seenAgents] = await pageWidths(page);
     expect(wideAgents).toBeLessThanOrEqual(seenAgents!);
+    // Opened, the detail's figures, headers and forms wrap inside the phone's width too.
+    await card.getByText("Test event's request and response").click();
+    await card.locator('.test-event pre').waitFor();
+    const fits = () =>
+      page.evaluate(() => {
+        const root = (globalThis as unknown as PageGlobals).document.querySelector(':root');
+        return root.scrollWidth <= root.clientWidth;
+      });
+    expect(await fits()).toBe(true);
     await b.screenshot('agents-health-phone');
+
+    // The whole list, on a phone and on a desk: whose webhook is in trouble, and why, reads from
+    // the rows alone.
+    await page.goto(`${base}/dashboard/agents`);
+    await card.locator('.badge', { hasText: 'Failing since' }).waitFor();
+    expect(await fits()).toBe(true);
+    await page.locator('.agents-table').evaluate((table) => (table as unknown as { scrollIntoView(): void }).scrollIntoView());
+    await docsShot('agents-phone');
     await page.setViewportSize({ width: 1100, height: 800 });
+    await page.reload();
+    await card.locator('.badge', { hasText: 'Failing since' }).waitFor();
+    await docsShot('agents');
+    await card.getByRole('button', { name: /^Manage/ }).click();
+    await card.getByText('Resend failed since…').click();
+    await card.getByRole('button', { name: 'Count' }).click();
+
+    // Resending, removing the webhook and archiving ask first in the page's own dialog, which says
+    // what will happen; Cancel (focused, so that Enter alone changes nothing) or Escape changes
+    // nothing, and the focus returns to the button, or to its section once the button is gone.
+    const focused = () =>
+      page.evaluate(() => {
+        const element = (globalThis as unknown as PageGlobals).document.querySelector(':focus');
+        return element ? [element.id, element.textContent] : null;
+      });
+    const dialog = page.getByRole('dialog');
+    const failedSteps = async () => (await stepsOf('invoice-agent')).join();
+    const resendButton = card.getByRole('button', { name: /^Resend \d+$/ });
+    const resendName = (await resendButton.textContent())!;
+    const count = resendName.split(' ')[1]!;
+    await resendButton.click();
+    expect(await dialog.getByRole('heading').textContent()).toBe(`Resend ${count} Failed deliveries to invoice-agent?`);
+    expect(await dialog.locator('p').allTextContents()).toEqual(['Each goes back to Accepted and its doorbell is rung again.']);
+    expect(await focused()).toEqual(['', 'Cancel']);
+    await page.keyboard.press('Enter');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await failedSteps()).toBe('failed,failed,failed');
+    expect(await focused()).toEqual(['', resendName]);
+
+    const removeWebhook = card.getByRole('button', { name: 'Remove webhook' });
+    await removeWebhook.click();
+    expect(await dialog.getByRole('heading').textContent()).toBe("Remove invoice-agent's webhook?");
+    expect(await dialog.locator('p').allTextContents()).toEqual([
+      'Its signing secret is discarded for good: a webhook added later gets a new secret, which its handler must be given.',
+      'No more doorbells are sent, not even for deliveries still waiting for one: invoice-agent goes back to polling and finds them in its inbox.',
+      'Its health figures are cleared.',
+    ]);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect((await h.db.sql`select webhook_url from agents where username = 'invoice-agent'`)[0]!.webhook_url).toBe(handler.url('/hook'));
+    expect(await focused()).toEqual(['', 'Remove webhook']);
+
+    const archive = card.getByRole('button', { name: 'Archive', exact: true });
+    await archive.click();
+    expect(await dialog.getByRole('heading').textContent()).toBe('Archive invoice-agent?');
+    expect(await dialog.locator('p').allTextContents()).toEqual([
+      'Its API key stops working at once, and it receives no new messages: what is posted to its threads while it is archived never reaches it, even once it is unarchived.',
+      'No doorbells go to its webhook while it is archived.',
+      'Unarchive gives its key back.',
+    ]);
+    await docsShot('agents-archive-confirm');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect((await h.db.sql`select archived_at from agents where username = 'invoice-agent'`)[0]!.archived_at).toBeNull();
+    expect(await focused()).toEqual(['', 'Archive']);
+    await archive.click();
+    await dialog.getByRole('button', { name: 'Archive' }).click();
+    await card.locator('.badge', { hasText: 'Archived' }).waitFor();
+    expect((await h.db.sql`select archived_at from agents where username = 'invoice-agent'`)[0]!.archived_at).not.toBeNull();
+    expect(await focused()).toEqual(['', 'Unarchive']);
+    // Unarchiving takes nothing away: no question asked.
+    await card.getByRole('button', { name: 'Unarchive' }).click();
+    await card.getByRole('button', { name: 'Archive', exact: true }).waitFor();
+    expect(await dialog.count()).toBe(0);
+    expect((await h.db.sql`select archived_at from agents where username = 'invoice-agent'`)[0]!.archived_at).toBeNull();
+
+    // Switched off by the health sweep, its row turns red and still says why.
+    await h.db.sql`
+      update agents set webhook_disabled_at = now(), webhook_disabled_reason = 'It answered no attempt with 2xx for 1 hour.'
+      where username = 'invoice-agent'`;
+    const switchedOff = card.locator('.badge', { hasText: 'Switched off at' });
+    await switchedOff.waitFor();
+    expect(await switchedOff.textContent()).toMatch(/^Switched off at \S+ — HTTP 500$/);
+    expect(await card.getAttribute('class')).toContain('health-disabled');
+    await card.getByText('No doorbells go to this webhook: invoice-agent polls instead. It answered no attempt with 2xx for 1 hour.').waitFor();
+    await b.screenshot('agents-switched-off');
+
+    await removeWebhook.click();
+    await dialog.getByRole('button', { name: 'Remove webhook' }).click();
+    await card.getByRole('button', { name: 'Add webhook' }).waitFor();
+    expect((await h.db.sql`select webhook_url, signing_secret from agents where username = 'invoice-agent'`)[0]).toEqual({ webhook_url: null, signing_secret: null });
+    await card.getByRole('cell', { name: 'Polling', exact: true }).waitFor();
+    expect(await focused()).toEqual(['webhook-heading-invoice-agent', 'Webhook of invoice-agent']);
   } finally {
     await worker.stop();
   }

@@ -113,8 +113,10 @@ test('live updates and refreshes leave an open attempt log open and typed text i
   await h.db.sql`insert into delivery_attempts (delivery_id, publish, attempt, duration_ms, status) values (${deliveryId}, 1, 2, 20, 503)`;
   await h.db.sql`update deliveries set next_attempt_at = now() + interval '1 minute' where id = ${deliveryId}`;
   await row.getByText('Attempt log (2)').waitFor();
+  // With a delivery open, new ones wait above the list until asked for; then they come in.
   for (let i = 0; i < 3; i++) await post(writer, threadId, `more ${i}`);
-  await page.locator('[data-delivery]').nth(3).waitFor();
+  await page.getByRole('button', { name: '3 new deliveries — show' }).click();
+  for (let i = 0; i < 3; i++) await page.locator('[data-delivery] .summary', { hasText: `more ${i}` }).waitFor();
   await Bun.sleep(600);
   expect(await row.locator('.attempts').getAttribute('open')).toBe('');
   expect(await row.locator('.attempt-detail').first().getAttribute('open')).toBe('');
@@ -126,6 +128,8 @@ test('live updates and refreshes leave an open attempt log open and typed text i
   const box = page.locator(`[data-thread="${threadId}"]`).getByLabel('Post as yourself');
   await box.fill('half-written reply');
   const other = await pair('Opened meanwhile');
+  // Typing in a card holds the list still: the new thread waits until asked for.
+  await page.getByRole('button', { name: '1 thread with new activity — show' }).click();
   await page.locator(`[data-thread="${other.threadId}"]`).waitFor();
   await b.agentCall('POST', `/api/threads/${other.threadId}/close`, other.writer.key);
   await page.locator(`[data-thread="${other.threadId}"] .badge`, { hasText: 'Close requested' }).waitFor();
@@ -133,6 +137,7 @@ test('live updates and refreshes leave an open attempt log open and typed text i
 
   // A webhook field on the Agents page keeps its text while agents are registered around it.
   await openLive('/dashboard/agents');
+  await page.locator(`[data-agent="${other.reader.username}"]`).getByRole('button', { name: /^Manage/ }).click();
   const field = page.locator(`[data-agent="${other.reader.username}"]`).getByLabel('Webhook URL');
   await field.fill('https://hooks.example.com/half');
   const newcomer = await h.agent(uniqueName('newcomer'));

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import type { Route } from 'playwright-core';
 import { uniqueName, type TestAgent } from './support/harness';
-import { axeViolations, pageWidths, untilCount, useDashboardBrowser } from './support/dashboard-browser';
+import { axeViolations, pageWidths, untilCount, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
 
 // The dashboard's views at hundreds of deliveries, and what each shows when something goes wrong,
 // in a real headless Chromium.
@@ -17,6 +17,7 @@ async function openLive(path: string) {
 }
 
 const rows = () => b.page.locator('[data-delivery]').count();
+const focusedText = () => b.page.evaluate(() => (globalThis as unknown as PageGlobals).document.querySelector(':focus')?.textContent);
 
 // Answers every GET of the dashboard API list at `path` with `status` while `failing.on` is set.
 async function failList(path: string, status: number, body: string) {
@@ -112,9 +113,18 @@ test('hundreds of deliveries: a page at a time, counted, searched, by time, and 
   await page.getByRole('button', { name: 'Show older deliveries' }).click();
   await untilCount(page, '[data-delivery]', 120);
   expect(await page.getByRole('button', { name: 'Show older deliveries' }).count()).toBe(0);
-  // A live change keeps every loaded page: one more message makes 122 rows, not 50.
+  // A live change keeps every loaded page, and moves nothing under a reader scrolled down: the two
+  // new deliveries wait, counted, until asked for; then there are 122 rows, not 50.
+  await page.evaluate(() => (globalThis as unknown as PageGlobals).scrollTo(0, 600));
+  const firstShown = await page.locator('[data-delivery]').first().getAttribute('data-delivery');
   await post(writer, threadId, 'one more');
+  const waiting = page.getByRole('button', { name: '2 new deliveries — show' });
+  await waiting.waitFor();
+  expect([await rows(), await page.locator('[data-delivery]').first().getAttribute('data-delivery')]).toEqual([120, firstShown]);
+  await waiting.click();
   await untilCount(page, '[data-delivery]', 122);
+  expect(await waiting.count()).toBe(0);
+  await page.evaluate(() => (globalThis as unknown as PageGlobals).scrollTo(0, 0));
 
   // Search by message id, by text, by agent.
   const onlyMessage = async (id: string) => {
@@ -143,7 +153,8 @@ test('hundreds of deliveries: a page at a time, counted, searched, by time, and 
   await range(`from=${messages[50]!.createdAt}`, 22);
   const at = new Date(messages[50]!.createdAt);
   const minute = new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-  expect(await page.getByLabel('From').inputValue()).toBe(minute);
+  expect(await page.getByLabel('Accepted').inputValue()).toBe('custom');
+  expect(await page.getByLabel('From').inputValue()).toBe(minute.replace('T', ' '));
   await range(`to=${messages[9]!.createdAt}`, 20);
   expect(await page.locator('[data-delivery]').last().getAttribute('data-message')).toBe(messages[0]!.id);
   await page.getByRole('button', { name: 'Clear filters' }).click();
@@ -158,15 +169,165 @@ test('hundreds of deliveries: a page at a time, counted, searched, by time, and 
   await page.locator('[data-count="failed"]').click();
   await page.waitForURL(`${b.base}/dashboard/deliveries?state=failed`);
   await untilCount(page, '[data-delivery]', 6);
-  const asked: string[] = [];
-  page.once('dialog', (dialog) => void asked.push(dialog.message()));
-  await page.getByRole('button', { name: 'Resend all Failed in this view…' }).click();
+  // Asked in the page's own dialog, with Cancel focused: Cancel leaves all six Failed.
+  const bulk = page.getByRole('button', { name: 'Resend all Failed in this view…' });
+  await bulk.click();
+  const dialog = page.getByRole('dialog', { name: 'Resend 6 Failed deliveries?' });
+  expect(await dialog.locator('#confirm-body').innerText()).toBe(
+    'Each of the 6 Failed deliveries in this view goes back to Accepted and its doorbell is rung again.\n\n' +
+      'Deliveries that fail after this count are not included. One that cannot be resent (its recipient archived, say) is left as it is and counted.',
+  );
+  expect(await focusedText()).toBe('Cancel');
+  await page.keyboard.press('Enter');
+  await dialog.waitFor({ state: 'detached' });
+  expect(await focusedText()).toBe('Resend all Failed in this view…');
+  expect((await h.db.sql`select count(*)::int as n from deliveries where step = 'failed'`)[0]!.n).toBe(6);
+  await bulk.click();
+  await dialog.getByRole('button', { name: 'Resend 6' }).click();
   await page.getByText('Resent 3 of 6. Not resent: 3 because its recipient is archived.').waitFor();
-  expect(asked).toEqual(['Resend the 6 Failed deliveries in this view? Each goes back to Accepted and its doorbell is rung again.']);
+  // The keyboard carries on from the button it pressed.
+  expect(await focusedText()).toBe('Resend all Failed in this view…');
   await untilCount(page, '[data-delivery]', 3);
   await page.locator('[data-count="failed"]', { hasText: 'Failed 3' }).waitFor();
   await b.screenshot('deliveries-bulk-resend');
 }, 60_000);
+
+test('the live list never moves under its reader: what is open stays, new rows wait to be asked for, focus stays put', async () => {
+  await b.signIn('ada@example.com', 'ada');
+  const { page } = b;
+  const writer = await h.agent(uniqueName('still-w'));
+  const reader = await h.agent(uniqueName('still-r'));
+  const threadId = await h.thread(writer, [reader], 'Holding still');
+  const fail = (messageId: string) =>
+    h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'gave up' where message_id = ${messageId} returning id`;
+  const [a] = await fail((await post(writer, threadId, 'older failure')).id);
+  const [bee] = await fail((await post(writer, threadId, 'newer failure')).id);
+  await openLive(`/dashboard/deliveries?thread=${threadId}&state=failed`);
+  await untilCount(page, '[data-delivery]', 2);
+  const row = (id: string) => page.locator(`[data-delivery="${id}"]`);
+  const order = () => page.locator('[data-delivery]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-delivery')));
+
+  // At the top with nothing open, a new row simply arrives.
+  const [c] = await fail((await post(writer, threadId, 'third failure')).id);
+  await untilCount(page, '[data-delivery]', 3);
+  expect(await order()).toEqual([c!.id, bee!.id, a!.id]);
+
+  // The person opens the oldest and resends the newest: the resent row leaves the Failed view but
+  // stays where it was, marked, and the keyboard focus moves to its Details button.
+  await row(a!.id).getByRole('button', { name: /^Details/ }).click();
+  await row(c!.id).getByRole('button', { name: 'Resend' }).click();
+  await row(c!.id).getByText('No longer in this view: kept while you look at it.').waitFor();
+  expect(await order()).toEqual([c!.id, bee!.id, a!.id]);
+  expect(await page.evaluate(() => {
+    const focused = (globalThis as unknown as PageGlobals).document.querySelector(':focus');
+    return [focused?.closest('tbody')?.dataset.delivery, focused?.textContent];
+  })).toEqual([
+    c!.id,
+    `Details of the delivery to ${reader.username}`,
+  ]);
+  expect((await h.db.sql`select step from deliveries where id = ${c!.id}`)[0]!.step).toBe('accepted');
+
+  // While one is open, new Failed rows wait, counted, above the list.
+  const [d] = await fail((await post(writer, threadId, 'fourth failure')).id);
+  const waiting = page.getByRole('button', { name: '1 new delivery — show' });
+  await waiting.waitFor();
+  expect(await order()).toEqual([c!.id, bee!.id, a!.id]);
+
+  // Asked for, they come in; the resent row goes, the open one stays although it left the view too.
+  await row(a!.id).getByRole('button', { name: 'Resend' }).click();
+  await row(a!.id).getByText('No longer in this view: kept while you look at it.').waitFor();
+  await waiting.click();
+  await row(d!.id).waitFor();
+  expect(await order()).toEqual([d!.id, bee!.id, a!.id]);
+  await row(a!.id).getByText('No longer in this view: kept while you look at it.').waitFor();
+  expect(await waiting.count()).toBe(0);
+  await b.screenshot('deliveries-held');
+}, 30_000);
+
+test('the Threads page holds still while a person types in a card: a thread with new activity waits to be asked for', async () => {
+  await b.signIn('ada@example.com', 'ada');
+  const { page } = b;
+  const writer = await h.agent(uniqueName('hold-w'));
+  const reader = await h.agent(uniqueName('hold-r'));
+  const older = await h.thread(writer, [reader], 'Quiet thread');
+  const newer = await h.thread(writer, [reader], 'Busy thread');
+  await openLive(`/dashboard/threads?q=${writer.username}`);
+  const order = () => page.locator('[data-thread]').evaluateAll((cards) => cards.map((c) => c.getAttribute('data-thread')));
+  await untilCount(page, '[data-thread]', 2);
+  expect(await order()).toEqual([newer, older]);
+
+  const box = page.locator(`[data-thread="${newer}"]`).getByLabel('Post as yourself');
+  await box.fill('half-written');
+  await post(writer, older, 'news in the quiet thread');
+  const waiting = page.getByRole('button', { name: '1 thread with new activity — show' });
+  await waiting.waitFor();
+  expect([await order(), await box.inputValue()]).toEqual([[newer, older], 'half-written']);
+  await waiting.click();
+  await page.waitForFunction(
+    (first) => (globalThis as unknown as PageGlobals).document.querySelector('[data-thread]')?.getAttribute('data-thread') === first,
+    older,
+  );
+  expect([await order(), await box.inputValue(), await waiting.count()]).toEqual([[older, newer], 'half-written', 0]);
+}, 30_000);
+
+test('the time filter is one control: a window ending now, or a range typed in local time, refused when it is not a time', async () => {
+  await b.signIn('ada@example.com', 'ada');
+  const { page } = b;
+  const writer = await h.agent(uniqueName('when-w'));
+  const reader = await h.agent(uniqueName('when-r'));
+  const threadId = await h.thread(writer, [reader], 'Times');
+  const old = await post(writer, threadId, 'two hours ago');
+  await post(writer, threadId, 'just now');
+  await h.db.sql`update deliveries set created_at = now() - interval '2 hours' where message_id = ${old.id}`;
+  await openLive(`/dashboard/deliveries?thread=${threadId}`);
+  await untilCount(page, '[data-delivery]', 2);
+
+  // From the search box to Apply is five tab stops (two datetime-local inputs made it fourteen more).
+  await page.getByLabel('Search').focus();
+  const stops: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    await page.keyboard.press('Tab');
+    stops.push(
+      await page.evaluate(() => {
+        const focused = (globalThis as unknown as PageGlobals).document.querySelector(':focus');
+        return focused?.getAttribute('name') ?? focused?.textContent ?? '';
+      }),
+    );
+  }
+  expect(stops).toEqual(['state', 'agent', 'when', 'Apply', 'Clear filters']);
+
+  await page.getByLabel('Accepted').selectOption('1h');
+  await page.waitForURL(`${b.base}/dashboard/deliveries?thread=${threadId}&within=1h`);
+  await untilCount(page, '[data-delivery]', 1);
+  await page.reload();
+  await untilCount(page, '[data-delivery]', 1);
+  expect(await page.getByLabel('Accepted').inputValue()).toBe('1h');
+
+  await page.getByLabel('Accepted').selectOption('custom');
+  await page.getByLabel('From').fill('2026-02-30 10:00');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  const local = await page.evaluate(() => new Date().getFullYear());
+  await page.locator('#time-error', { hasText: `From must be a time such as ${local}-` }).waitFor();
+  expect(await page.getByLabel('From').getAttribute('aria-invalid')).toBe('true');
+  expect(page.url()).toBe(`${b.base}/dashboard/deliveries?thread=${threadId}&within=1h`);
+
+  // Typed times bound the list at either end (a delivery's time is also in its id, which the
+  // moved time above does not change: both were accepted just now as far as an upper bound goes).
+  const localMinute = (msAgo: number) =>
+    page.evaluate((ms) => {
+      const at = new Date(Date.now() - ms);
+      return new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16).replace('T', ' ');
+    }, msAgo);
+  await page.getByLabel('From').fill(await localMinute(3 * 3_600_000));
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForURL(new RegExp(`thread=${threadId}&from=[^&]+$`));
+  await untilCount(page, '[data-delivery]', 2);
+  await page.getByLabel('From').fill('');
+  await page.getByLabel('To').fill(await localMinute(3_600_000));
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.getByText('No deliveries match these filters.').waitFor();
+  expect(await page.locator('#time-error').isVisible()).toBe(false);
+}, 30_000);
 
 test('agents and threads a page at a time; a long unbroken goal never pushes a phone screen sideways', async () => {
   await b.signIn('ada@example.com', 'ada');
@@ -213,7 +374,9 @@ test("a thread's own page: its messages with each recipient's step, live, and th
   const { id } = await post(writer, threadId, 'second words\nover two lines');
   const second = page.locator(`[data-message="${id}"]`);
   await second.waitFor();
-  expect(await page.locator('[data-message]').first().getAttribute('data-message')).toBe(id);
+  // Oldest first, as a conversation reads: the new message comes last.
+  expect(await page.locator('[data-message]').last().getAttribute('data-message')).toBe(id);
+  expect(await page.locator('[data-message]').first().getAttribute('data-message')).not.toBe(id);
   await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'no' where message_id = ${id}`;
   await second.locator('.badge', { hasText: 'Failed' }).waitFor();
   await b.agentCall('POST', `/api/threads/${threadId}/close`, writer.key);

@@ -10,11 +10,17 @@ import {
 } from '../src/domain/agents/endpoint-health';
 import { owedDoorbell, recordAttempt } from '../src/domain/deliveries/delivery-steps';
 import { overview } from '../src/domain/deliveries/overview';
+import { invitePerson } from '../src/domain/people/people';
 import { deliveryProgress } from '../src/domain/deliveries/delivery-progress';
 import { parkNotifyJob } from '../src/domain/deliveries/notify-jobs';
 import { afterAttempt, failureKind, type AttemptOutcome } from '../src/domain/deliveries/retry-policy';
-import { silentLogger } from '../src/log';
+import { loadConfig } from '../src/config';
+import { createLogger, silentLogger } from '../src/log';
+import { createMailer } from '../src/mailer';
+import { endpointAlertsTask } from '../src/webhooks/endpoint-alerts';
 import { uniqueName, useHarness, type TestAgent } from './support/harness';
+import { eventually } from './support/receiver';
+import { readMail, smtpSink } from './support/smtp';
 import { deliveryRow, post, rewind } from './support/webhooks';
 
 // Endpoint health (src/domain/agents/endpoint-health.ts) against a known attempt history, the
@@ -164,6 +170,44 @@ test('a failing webhook warns once per stage, is switched off after its spell, a
   const [rungRow] = await h.db.sql<{ webhook: boolean }[]>`select webhook from deliveries where id = ${rung}`;
   expect(rungRow!.webhook).toBe(true);
   await expect(enableWebhook(h.db.sql, recipient.username, false)).rejects.toThrow(`${recipient.username}'s webhook is not switched off.`);
+});
+
+test('the warning and the switch-off reach every person by email, over SMTP, saying what failed and where to act', async () => {
+  const sink = smtpSink();
+  try {
+    await invitePerson(h.db.sql, { email: 'ops@example.com', username: uniqueName('ops') });
+    const { sender, recipient } = await hooked('mailed');
+    await attempt(sender, recipient, 2 * HOUR, 100, http(503));
+    await attempt(sender, recipient, 0, 100, http(503), { last: true });
+    const config = loadConfig({ SMTP_URL: sink.url, SMTP_FROM: 'Agent Messaging Service <ams@example.com>' });
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
+    const sweep = (disableAfterMs: number) =>
+      endpointAlertsTask({ sql: h.db.sql, log, mailer: createMailer(config, log), rule: { warnAfterMs: [HOUR], disableAfterMs }, publicUrl: 'https://ams.example.com' })({}, {} as never);
+    const people = (await h.db.sql<{ email: string }[]>`select email from people order by email`).map((p) => p.email);
+    // Other tests' endpoints may be swept too: only this one's mail is read.
+    const about = (subject: string) => sink.received.filter((m) => readMail(m).subject === `${subject}: ${recipient.username}`);
+
+    await sweep(5 * 24 * HOUR);
+    await sink.waitFor(() => about('Webhook failing').length === people.length);
+    const warnings = about('Webhook failing');
+    expect(warnings.flatMap((m) => m.to).sort()).toEqual(people);
+    expect(warnings[0]!.from).toBe('ams@example.com');
+    const warning = readMail(warnings[0]!).text;
+    expect(warning).toMatch(new RegExp(`^${recipient.username}'s webhook \\(${hook.replaceAll('.', '\\.')}\\) has answered no attempt with 2xx since `));
+    expect(warning).toContain('; the last attempt: the handler answered HTTP 503. Unless it answers, it will be switched off after 5 days of failing.');
+    expect(warning).toContain('https://ams.example.com/dashboard/agents');
+
+    await sweep(HOUR);
+    await sink.waitFor(() => about('Webhook switched off').length === people.length);
+    expect(readMail(about('Webhook switched off')[0]!).text).toContain(
+      'It was switched off: no more doorbells go to it and the agent\'s messages wait in its inbox.',
+    );
+    await eventually(async () => lines.filter((l) => l.event === 'webhook_disabled_mail_sent').length === people.length);
+    expect(lines.filter((l) => l.event === 'webhook_disabled_mail_sent').map((l) => l.email).sort()).toEqual(people);
+  } finally {
+    sink.stop();
+  }
 });
 
 test('with no stage and no switch-off, nothing is warned or switched off however long it fails', async () => {

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import type { TransactionSql } from 'postgres';
 import { migrate, migrations } from '../src/db/migrate';
-import { useHarness } from './support/harness';
+import { uniqueName, useHarness } from './support/harness';
 
 const h = useHarness();
 
@@ -97,4 +97,49 @@ test('the usernames migration refuses, naming them, names an agent and a person 
   );
   const [count] = await h.db.sql`select count(*)::int as n from agents where username like 'both-%'`;
   expect(count!.n).toBe(0);
+});
+
+test('the thread-activity migration sets each thread to its latest opening, message, close request or close; later threads start at their opening', async () => {
+  const migration = migrations.find((m) => m.name === '017_thread_activity')!;
+  const rollback = new Error('rollback');
+  let found: Record<string, string> = {};
+  const { username } = await h.agent(uniqueName('activity'));
+  await h.db.sql
+    .begin(async (tx) => {
+      await tx`alter table threads drop column last_activity_at`;
+      const [opener] = await tx<{ id: string }[]>`select id from agents where username = ${username}`;
+      const thread = async (title: string, state: string, created: string, requested: string | null, closed: string | null, said: string[]) => {
+        const [row] = await tx<{ id: string }[]>`
+          insert into threads (title, state, opened_by, created_at, close_requested_at, closed_at)
+          values (${title}, ${state}::thread_state, ${opener!.id}, ${created}, ${requested}, ${closed}) returning id`;
+        for (const at of said) {
+          await tx`insert into messages (thread_id, sender_agent_id, sender, content, created_at) values (${row!.id}, ${opener!.id}, ${username}, 'x', ${at}::text::timestamptz)`;
+        }
+      };
+      await thread('quiet', 'open', '2020-01-01 10:00:00+00', null, null, []);
+      // The newest by time, not by id: a message written later can carry an earlier time. (Times go
+      // as text: the driver would make Dates of them, to the millisecond.)
+      await thread('talked', 'open', '2020-01-01 10:00:00+00', null, null, ['2020-01-01 10:07:30.123456+00', '2020-01-01 10:05:00+00']);
+      await thread('asked', 'close-pending', '2020-01-01 10:00:00+00', '2020-01-01 10:06:00+00', null, ['2020-01-01 10:05:00+00']);
+      await thread('closed', 'closed', '2020-01-01 10:00:00+00', '2020-01-01 10:06:00+00', '2020-01-01 10:08:00+00', ['2020-01-01 10:05:00+00']);
+      await tx.unsafe(migration.sql);
+      // As the previous release opens a thread, without naming the column.
+      await tx`insert into threads (title, opened_by) values ('opened by the previous release', ${opener!.id})`;
+      const rows = await tx<{ title: string; at: string }[]>`
+        select title, case when title like 'opened by%' then (last_activity_at = created_at)::text
+                           else to_char(last_activity_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') end as at
+        from threads`;
+      found = Object.fromEntries(rows.map((r) => [r.title, r.at]));
+      throw rollback;
+    })
+    .catch((error: Error) => {
+      if (error !== rollback) throw error;
+    });
+  expect(found).toEqual({
+    quiet: '2020-01-01 10:00:00.000000',
+    talked: '2020-01-01 10:07:30.123456',
+    asked: '2020-01-01 10:06:00.000000',
+    closed: '2020-01-01 10:08:00.000000',
+    'opened by the previous release': 'true',
+  });
 });

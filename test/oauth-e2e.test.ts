@@ -123,8 +123,16 @@ test('an MCP SDK client signs in through the browser, acts as the chosen agent, 
   // refresh token the SDK then tries is dead too (invalid_grant).
   await page.goto(`${base}/dashboard/agents`);
   const card = page.locator('[data-agent="hosted-agent"]');
+  await card.getByRole('button', { name: /^Manage/ }).click();
   await card.getByText('E2E Host').waitFor();
   await card.getByRole('button', { name: 'Disconnect' }).click();
+  // The page's own dialog says what disconnecting does, and asks.
+  const dialog = page.getByRole('dialog', { name: 'Disconnect E2E Host from hosted-agent?' });
+  expect(await dialog.locator('p').allTextContents()).toEqual([
+    'E2E Host can no longer act as hosted-agent: its next call is refused, and its refresh token stops working.',
+    'Connecting it again takes a new approval on the consent page.',
+  ]);
+  await dialog.getByRole('button', { name: 'Disconnect' }).click();
   await card.getByText('E2E Host').waitFor({ state: 'detached' });
   await expect(client.callTool({ name: 'check_inbox', arguments: {} })).rejects.toBeInstanceOf(InvalidGrantError);
   const n = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from oauth_connections`)[0]!.n;
@@ -195,6 +203,7 @@ test('an MCP SDK client named by its metadata document connects without register
 
     await page.goto(`${base}/dashboard/agents`);
     const card = page.locator(`[data-agent="${agent.username}"]`);
+    await card.getByRole('button', { name: /^Manage/ }).click();
     await card.getByText('Document Host').waitFor();
     await b.screenshot('agents-connected-metadata-document');
   } finally {

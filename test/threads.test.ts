@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import type { ReservedSql } from 'postgres';
 import { setArchived } from '../src/domain/agents/agents';
 import { invitePerson, personActor, type Person } from '../src/domain/people/people';
+import { markActive } from '../src/domain/threads/activity';
 import { confirmClose, declineClose, removeParticipant } from '../src/domain/threads/threads';
 import { uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
 import { EMOJI } from './support/emoji';
@@ -356,5 +357,25 @@ describe('closing', () => {
     const res = await h.call('POST', `/api/threads/${id}/close`, { key: stranger.key });
     expect(res.status).toBe(404);
     expect(res.body).toEqual(NO_THREAD);
+  });
+});
+
+describe('last activity', () => {
+  // How far behind now a thread's last activity is after a post's mark, when it was `ago` behind
+  // before: in one transaction, whose clock (now()) stands still, so that the gap is exactly as set.
+  async function lagAfterPost(threadId: string, ago: string): Promise<number> {
+    return h.db.sql.begin(async (tx) => {
+      await tx`update threads set last_activity_at = now() - ${ago}::interval where id = ${threadId}`;
+      await tx`${markActive(tx, tx`select ${threadId}::uuid`)}`;
+      const [row] = await tx<{ lag: number }[]>`select (extract(epoch from now() - last_activity_at) * 1000)::int as lag from threads where id = ${threadId}`;
+      return row!.lag;
+    });
+  }
+
+  test('a post moves a busy thread once its last activity is over a tenth of a second old, not before', async () => {
+    const threadId = await h.thread(await h.agent(uniqueName('busy')), [await h.agent(uniqueName('busy'))], 'Busy');
+    const lags = [];
+    for (const ago of ['99 milliseconds', '100 milliseconds', '101 milliseconds', '1 hour']) lags.push(await lagAfterPost(threadId, ago));
+    expect(lags).toEqual([99, 100, 0, 0]);
   });
 });

@@ -10,7 +10,7 @@ import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
 import { deliveryFilter } from '../domain/deliveries/delivery-query';
 import { resendDelivery, resendFailed } from '../domain/deliveries/delivery-steps';
-import { pageQuery } from '../domain/shared/keyset';
+import { pageQuery, timeKeyedPageQuery } from '../domain/shared/keyset';
 import { postMessage } from '../domain/messages/messages';
 import { disconnectClient } from '../domain/oauth/oauth-connections';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people/people';
@@ -118,7 +118,7 @@ export const dashboardApi = ({ sql, config, log, metrics, sendCode, feed, stream
     .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
       person: true,
     })
-    .get('/threads', async ({ query }) => ok(await listThreadsPage(sql, threadFilter(query), pageQuery(query))), { person: true })
+    .get('/threads', async ({ query }) => ok(await listThreadsPage(sql, threadFilter(query), timeKeyedPageQuery(query))), { person: true })
     .get('/threads/:threadId', async ({ person, params }) => ok(await getThread(sql, personActor(person), params.threadId)), { person: true })
     .get(
       '/threads/:threadId/messages',

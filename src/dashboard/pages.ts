@@ -11,6 +11,7 @@ import uplotModule from '../../node_modules/uplot/dist/uPlot.esm.js' with { type
 import agentsHtml from './web/agents.html' with { type: 'text' };
 import authorizeHtml from './web/authorize.html' with { type: 'text' };
 import css from './web/dashboard.css' with { type: 'text' };
+import favicon from './web/favicon.svg' with { type: 'text' };
 import deliveriesHtml from './web/deliveries.html' with { type: 'text' };
 import layoutHtml from './web/layout.html' with { type: 'text' };
 import overviewHtml from './web/overview.html' with { type: 'text' };
@@ -107,6 +108,7 @@ export const dashboardPages = (sql: Sql) => {
     .get('/', () => redirect('/dashboard/overview'))
     .get('/sign-in', () => html(rendered.get('sign-in')!))
     .get('/assets/dashboard.css', () => asset(css, 'text/css'))
+    .get('/assets/favicon.svg', () => asset(favicon, 'image/svg+xml'))
     .get('/assets/dashboard.js', async () => asset(await dashboardScript(), 'text/javascript'))
     .get('/threads/:threadId', ({ request }) => page(sql, request, 'thread'))
     // An MCP client's authorization request, decided by a person (src/oauth/consent.ts).

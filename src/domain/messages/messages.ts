@@ -12,6 +12,7 @@ import { webhookActive } from '../agents/endpoint-health';
 import { isId } from '../shared/ids';
 import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from '../shared/schemas';
 import { codePoints, validate } from '../shared/validate';
+import { markActive } from '../threads/activity';
 import { agentSeesThread, threadNotFound } from '../threads/visibility';
 
 const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
@@ -143,6 +144,7 @@ async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[
       from delivery d join input i on i.message_id = d.message_id join thread on thread.n = i.n
       join recipients r on r.n = i.n and r.id = d.recipient_id
       where d.webhook
+    ), active as (${markActive(sql, sql`select i.thread_id from message join input i on i.message_id = message.id`)}
     ), job as (${addNotifyJobs(sql, 'doorbell', { doorbell: true })}
     ), wake as (${wakeWithJobs(sql, 'delivery')}
     ), delivered as (

@@ -2,7 +2,7 @@ import type { Sql } from '../../db/connect';
 import { isRetrying, isStalled } from '../deliveries/delivery-states';
 import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
-import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
+import { keyBounds, pageOf, timeKeyBounds, timeKeyOf, type PageQuery, type TimeKeyedPageQuery } from '../shared/keyset';
 import type { DeliveryStep, Page, ThreadRecord } from '../shared/schemas';
 import { containing, searchText } from '../shared/search';
 import { THREAD_STATES, type ThreadState } from '../shared/state-names';
@@ -21,11 +21,15 @@ export function threadFilter(raw: Record<string, unknown>): ThreadFilter {
   return { state: state as ThreadFilter['state'], search: searchText(raw.q) };
 }
 
-// Newest first; a search looks in titles, goals and participants' names.
-export async function listThreadsPage(sql: Sql, filter: ThreadFilter, page: PageQuery): Promise<Page<ThreadRecord>> {
+// A thread as the dashboard lists it: with its last activity (activity.ts) and its place in the list.
+export type ListedThread = ThreadRecord & { lastActivityAt: string; cursor: string };
+
+// Most recent activity first (threads_activity_idx); a search looks in titles, goals and
+// participants' names.
+export async function listThreadsPage(sql: Sql, filter: ThreadFilter, page: TimeKeyedPageQuery): Promise<Page<ListedThread>> {
   const pattern = filter.search ? containing(filter.search) : null;
-  const rows = await sql<ThreadRow[]>`
-    ${selectThreads(sql)}
+  const rows = await sql<(ThreadRow & { lastActivityAt: Date; cursor: string })[]>`
+    ${selectThreads(sql, sql`, t.last_activity_at as "lastActivityAt", ${timeKeyOf(sql, sql`t.last_activity_at`, sql`t.id`)} as cursor`)}
     where true
       ${filter.state ? sql`and t.state = ${filter.state}` : sql``}
       ${pattern
@@ -33,10 +37,11 @@ export async function listThreadsPage(sql: Sql, filter: ThreadFilter, page: Page
                    or exists (select 1 from participants sp join agents sa on sa.id = sp.agent_id
                               where sp.thread_id = t.id and sa.username ilike ${pattern}))`
         : sql``}
-      ${keyBounds(sql, sql`t.id`, page)}
-    order by t.id desc
+      ${timeKeyBounds(sql, sql`t.last_activity_at`, sql`t.id`, page)}
+    order by t.last_activity_at desc, t.id desc
     limit ${page.limit + 1}`;
-  return pageOf(rows.map(toRecord), page.limit, (t) => t.id);
+  const threads = rows.map((r) => ({ ...toRecord(r), lastActivityAt: r.lastActivityAt.toISOString(), cursor: r.cursor }));
+  return pageOf(threads, page.limit, (t) => t.cursor);
 }
 
 export type RecipientProgress = {

@@ -5,16 +5,17 @@ import { once, type Idempotency } from '../messages/idempotency';
 import { isId } from '../shared/ids';
 import { NewParticipant, NewThread, type ThreadRecord } from '../shared/schemas';
 import { validate } from '../shared/validate';
+import { activityNow } from './activity';
 import { agentHoldsThread, agentSeesThread, threadNotFound } from './visibility';
 
 
-// The thread record, participants included, in one query.
-export function selectThreads(sql: Queries) {
+// The thread record, participants included, in one query; `also`, columns a door adds to it.
+export function selectThreads(sql: Queries, also = sql``) {
   return sql`
     select t.id, t.title, t.goal, t.state, o.username as "openedBy", t.created_at as "createdAt",
            coalesce((select json_agg(json_build_object('username', a.username) order by p.joined_at, a.username)
                      from participants p join agents a on a.id = p.agent_id
-                     where p.thread_id = t.id), '[]') as participants
+                     where p.thread_id = t.id), '[]') as participants ${also}
     from threads t join agents o on o.id = t.opened_by`;
 }
 
@@ -128,7 +129,7 @@ export async function requestClose(sql: Sql, actor: Actor, threadId: string): Pr
   }
   if (thread.state === 'close-pending') return thread;
   await sql`
-    update threads set state = 'close-pending', close_requested_at = now()
+    update threads set state = 'close-pending', close_requested_at = now(), ${activityNow(sql)}
     where id = ${threadId} and state = 'open'`;
   return getThread(sql, actor, threadId);
 }
@@ -139,7 +140,7 @@ async function decideClose(sql: Sql, threadId: string, next: 'closed' | 'open') 
     with current as (select id, state from threads where id = ${threadId} for update),
     changed as (
       update threads t set state = ${next}, closed_at = ${next === 'closed' ? sql`now()` : null},
-                           close_requested_at = ${next === 'closed' ? sql`t.close_requested_at` : null}
+                           close_requested_at = ${next === 'closed' ? sql`t.close_requested_at` : null}, ${activityNow(sql)}
       from current where t.id = current.id and current.state = 'close-pending'
       returning t.state
     )

@@ -1,5 +1,6 @@
 import { useRef, useState } from 'preact/hooks';
 import { api } from '../shared/api.ts';
+import { confirmAction, type ConfirmRequest } from '../shared/confirm.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html } from '../shared/html.ts';
 import { query } from '../shared/query.ts';
@@ -12,12 +13,12 @@ import {
   Time,
   formatMs,
   formatPercent,
-  fromLocalInput,
+  fromTimeField,
   plural,
   prettyJson,
   refusedText,
   shortTime,
-  toLocalInput,
+  toTimeField,
 } from '../shared/ui.ts';
 
 // How an agent's webhook has been answering, and what a person can do about it: send a test event
@@ -32,13 +33,29 @@ export function HealthBadge({ health }: { health: EndpointHealth }) {
     case 'untried':
       return html`<span class="badge muted">Not tried yet</span>`;
     case 'disabled':
-      return html`<span class="badge step-failed">Switched off${health.disabledAt ? ` ${shortTime(health.disabledAt)}` : ''}</span>`;
+      // Why, while the spell that switched it off lasts; a test event answered 2xx ends the spell.
+      return html`<span class="badge step-failed">Switched off${health.disabledAt ? ` at ${shortTime(health.disabledAt)}` : ''}${health.failingSince
+        ? ` — ${lastFailure(health)}`
+        : ''}</span>`;
     case 'failing':
-      return html`<span class="badge retrying">Failing${health.failingSince ? ` since ${shortTime(health.failingSince)}` : ''} — ${failureKind({
-        status: health.lastFailureStatus,
-        error: health.lastFailureError,
-      })}</span>`;
+      return html`<span class="badge retrying">Failing${health.failingSince ? ` since ${shortTime(health.failingSince)}` : ''} — ${lastFailure(health)}</span>`;
   }
+}
+
+// A button disabled while its request runs loses the focus to the page (the browser's focus fixup),
+// as does one the answer takes away: the focus goes to `element` then, unless the person has
+// already moved it elsewhere.
+export function refocus(element: HTMLElement | null) {
+  if (!document.activeElement || document.activeElement === document.body) element?.focus();
+}
+
+const lastFailure = (health: EndpointHealth) => failureKind({ status: health.lastFailureStatus, error: health.lastFailureError });
+
+// The last hour's share of attempts answered 2xx, and of how many: the agent's row's one figure.
+export function LastHourFigure({ health }: { health: EndpointHealth }) {
+  const { attempts, successRate } = health.lastHour;
+  if (attempts === 0) return html`<span class="hint">No attempts</span>`;
+  return html`${formatPercent(successRate)} of ${attempts}`;
 }
 
 const FIGURE_ROWS: [string, (w: WindowFigures) => string][] = [
@@ -86,6 +103,7 @@ function testOutcome(event: TestEvent) {
 
 function TestEventBox({ agent }: { agent: Agent }) {
   const [action, run] = useAction();
+  const button = useRef<HTMLButtonElement>(null);
   // The answer of the request, until the list brings this event (or a newer one) back.
   const [sent, setSent] = useState<TestEvent | null>(null);
   const latest = agent.lastTestEvent;
@@ -93,8 +111,9 @@ function TestEventBox({ agent }: { agent: Agent }) {
   const outcome = event ? testOutcome(event) : null;
   return html`<div class="test-event">
     <div class="inline-center">
-      <button type="button" class="quiet" disabled=${action.busy} onClick=${async () => {
+      <button type="button" class="quiet" ref=${button} disabled=${action.busy} onClick=${async () => {
         const queued = await run(() => api<TestEvent>('POST', `/agents/${encodeURIComponent(agent.username)}/webhook/test-events`));
+        refocus(button.current);
         if (queued) setSent(queued);
       }}>Send test event</button>
       <span class=${`test-outcome ${outcome?.kind ?? 'hint'}`} role="status" data-test-outcome>${outcome?.text ?? 'No test event sent yet.'}</span>
@@ -117,6 +136,18 @@ function TestEventBox({ agent }: { agent: Agent }) {
 
 type Counted = { failed: number; upTo: string | null; from: string };
 
+// A switched-off webhook owes no doorbell: what is resent then goes to the inbox alone
+// (delivery-steps.ts resendWhere).
+const resendRequest = (agent: Agent, health: EndpointHealth, failed: number): ConfirmRequest => ({
+  title: `Resend ${plural(failed, 'Failed delivery', 'Failed deliveries')} to ${agent.username}?`,
+  body: [
+    health.state === 'disabled'
+      ? `Each goes back to Accepted without a doorbell, as the webhook is switched off: ${agent.username} finds them in its inbox. To have them rung, switch the webhook back on first.`
+      : 'Each goes back to Accepted and its doorbell is rung again.',
+  ],
+  confirm: `Resend ${failed}`,
+});
+
 // Resends, after a look at how many, the agent's Failed deliveries accepted since a moment the
 // person picks (by default the start of the failing spell): the bulk resend of the Deliveries
 // page, narrowed to this agent.
@@ -124,37 +155,44 @@ function RecoverSince({ agent, health }: { agent: Agent; health: EndpointHealth 
   const [action, run] = useAction();
   const [counted, setCounted] = useState<Counted | null>(null);
   const [resent, setResent] = useState<{ text: string; from: string } | null>(null);
+  const [unreadable, setUnreadable] = useState<string | null>(null);
+  const countButton = useRef<HTMLButtonElement>(null);
+  const summary = useRef<HTMLElement>(null);
   const id = `recover-from-${agent.username}`;
   const errorId = `recover-error-${agent.username}`;
   const start = health.failingSince ?? health.lastFailureAt ?? new Date(Date.now() - 3_600_000).toISOString();
   async function count(event: SubmitEvent) {
     event.preventDefault();
     const value = (event.currentTarget as HTMLFormElement).elements.namedItem('from') as HTMLInputElement;
-    const from = fromLocalInput(value.value);
+    const from = fromTimeField(value.value);
     setResent(null);
     setCounted(null);
+    setUnreadable(from ? null : `Give a time such as ${toTimeField(new Date().toISOString())}, in your local time.`);
+    if (!from) return value.focus();
     const found = await run(() => api<{ failed: number; upTo: string | null }>('GET', `/deliveries/failed-in-view${query({ agent: agent.username, from })}`));
+    refocus(countButton.current);
     if (found) setCounted({ ...found, from });
   }
   async function resend() {
     if (!counted) return;
-    const noun = plural(counted.failed, 'Failed delivery', 'Failed deliveries');
-    if (!confirm(`Resend ${noun} to ${agent.username}? Each goes back to Accepted and its doorbell is rung again.`)) return;
+    if (!(await confirmAction(resendRequest(agent, health, counted.failed)))) return;
     const done = await run(() =>
       api<{ resent: number; refused: Refused }>('POST', '/deliveries/resend-failed', { agent: agent.username, from: counted.from, upTo: counted.upTo }),
     );
     if (!done) return;
     setResent({ text: `Resent ${done.resent}.${refusedText(done.refused)}`, from: counted.from });
     setCounted(null);
+    refocus(summary.current);
   }
   return html`<details class="recover">
-    <summary>Resend failed since…</summary>
+    <summary ref=${summary}>Resend failed since…</summary>
     <form class="inline" onSubmit=${count}>
       <div class="field">
         <label for=${id}>Failed deliveries accepted since</label>
-        <input id=${id} name="from" type="datetime-local" required defaultValue=${toLocalInput(start)} aria-describedby=${errorId} />
+        <input id=${id} name="from" required defaultValue=${toTimeField(start)} placeholder="YYYY-MM-DD HH:MM" autocomplete="off"
+          aria-describedby=${errorId} aria-invalid=${unreadable ? 'true' : null} />
       </div>
-      <button type="submit" class="quiet" disabled=${action.busy}>Count</button>
+      <button type="submit" class="quiet" ref=${countButton} disabled=${action.busy}>Count</button>
     </form>
     <div role="status">
       ${counted
@@ -167,7 +205,7 @@ function RecoverSince({ agent, health }: { agent: Agent; health: EndpointHealth 
         ? html`<p>${resent.text} <a href=${`/dashboard/deliveries${query({ agent: agent.username, from: resent.from })}`}>Watch them on Deliveries</a></p>`
         : null}
     </div>
-    <${ErrorText} id=${errorId} error=${action.error?.message} />
+    <${ErrorText} id=${errorId} error=${unreadable ?? action.error?.message} />
   </details>`;
 }
 

@@ -1,18 +1,31 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { Ref } from 'preact';
 import { api } from '../shared/api.ts';
-import { HealthBadge, WebhookHealth } from './agent-health.ts';
+import { confirmAction, type ConfirmRequest } from '../shared/confirm.ts';
+import { HealthBadge, LastHourFigure, refocus, WebhookHealth } from './agent-health.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html, valueOf } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
 import { useLive } from '../shared/live.ts';
 import { query } from '../shared/query.ts';
 import { toast } from '../shared/toast.ts';
-import type { Agent, CreatedAgent } from '../shared/types.ts';
+import type { Agent, Connection, CreatedAgent } from '../shared/types.ts';
 import { CopyButton, ErrorText, Time } from '../shared/ui.ts';
 
-type OnSecret = (secret: string | null) => void;
+// One row per agent, dense enough to see at a glance whose webhook is failing and why; what can be
+// done to an agent (its webhook, its health, its clients, archiving) opens beneath its row on demand.
 
-function AddWebhook({ agent, onSecret }: { agent: Agent; onSecret: OnSecret }) {
+type OnSecret = (secret: string | null) => void;
+type HeadingRef = Ref<HTMLHeadingElement>;
+
+// A section's heading takes the focus when the button that had it goes away (a webhook added or
+// removed, its secret revealed, a client disconnected), so that the person stays where they were
+// rather than at the page's top.
+function SectionHeading({ id, text, username, heading }: { id: string; text: string; username: string; heading: HeadingRef }) {
+  return html`<h3 id=${id} tabindex="-1" ref=${heading}>${text}<span class="sr"> of ${username}</span></h3>`;
+}
+
+function AddWebhook({ agent, onAdded }: { agent: Agent; onAdded: (secret: string) => void }) {
   const [action, run] = useAction();
   const id = `hook-${agent.username}`;
   const errorId = `hook-error-${agent.username}`;
@@ -23,90 +36,207 @@ function AddWebhook({ agent, onSecret }: { agent: Agent; onSecret: OnSecret }) {
       api<{ signingSecret: string }>('PUT', `/agents/${encodeURIComponent(agent.username)}/webhook`, { webhookUrl: valueOf(form, 'webhookUrl') }),
     );
     if (added) {
-      onSecret(added.signingSecret);
+      onAdded(added.signingSecret);
       toast('Webhook added; its signing secret is shown below.');
     }
   }
-  return html`<form class="inline" onSubmit=${submit}>
-    <div class="field">
-      <label for=${id}>Webhook URL</label>
-      <input id=${id} name="webhookUrl" type="url" required placeholder="https://…" aria-invalid=${action.error ? 'true' : null} aria-describedby=${errorId} />
-      <${ErrorText} id=${errorId} error=${action.error?.message} />
-    </div>
-    <button type="submit" disabled=${action.busy}>Add webhook</button>
-  </form>`;
+  return html`<p class="hint">None: ${agent.username} checks its inbox for messages.</p>
+    <form class="inline" onSubmit=${submit}>
+      <div class="field">
+        <label for=${id}>Webhook URL</label>
+        <input id=${id} name="webhookUrl" type="url" required placeholder="https://…" aria-invalid=${action.error ? 'true' : null} aria-describedby=${errorId} />
+        <${ErrorText} id=${errorId} error=${action.error?.message} />
+      </div>
+      <button type="submit" disabled=${action.busy}>Add webhook</button>
+    </form>`;
 }
+
+// What removing a webhook does (src/domain/agents/agents.ts removeWebhook; a doorbell is owed only
+// while the agent has a webhook, delivery-steps.ts).
+const removeWebhookRequest = (agent: Agent): ConfirmRequest => ({
+  title: `Remove ${agent.username}'s webhook?`,
+  body: [
+    'Its signing secret is discarded for good: a webhook added later gets a new secret, which its handler must be given.',
+    `No more doorbells are sent, not even for deliveries still waiting for one: ${agent.username} goes back to polling and finds them in its inbox.`,
+    ...(agent.health ? ['Its health figures are cleared.'] : []),
+  ],
+  confirm: 'Remove webhook',
+  danger: true,
+});
 
 function Webhook({ agent, secret, onSecret }: { agent: Agent; secret: string | null; onSecret: OnSecret }) {
   const [action, run] = useAction();
-  if (!agent.webhookUrl) return html`<${AddWebhook} agent=${agent} onSecret=${onSecret} />`;
+  const heading = useRef<HTMLHeadingElement>(null);
   const name = encodeURIComponent(agent.username);
-  return html`<div class="webhook">
-    <p>Webhook: <code class="url">${agent.webhookUrl}</code></p>
-    <p class="secret">Signing secret: ${secret ? html`<code>${secret}</code> <${CopyButton} text=${() => secret} />` : html`<code class="masked">••••••••••••••••</code> <button type="button" class="quiet" disabled=${action.busy}
-        onClick=${async () => {
-          const shown = await run(() => api<{ signingSecret: string }>('GET', `/agents/${name}/webhook/secret`));
-          if (shown) onSecret(shown.signingSecret);
-        }}>Reveal secret</button>`}</p>
-    ${agent.health ? html`<${WebhookHealth} agent=${agent} health=${agent.health} />` : null}
-    <p><button type="button" class="danger" disabled=${action.busy} onClick=${async () => {
-      if (!confirm(`Remove the webhook of ${agent.username}? Its signing secret is discarded for good.`)) return;
-      if (await run(() => api('DELETE', `/agents/${name}/webhook`))) {
-        onSecret(null);
-        toast('Webhook removed.');
-      }
-    }}>Remove webhook</button></p>
-    <${ErrorText} id=${`webhook-error-${agent.username}`} error=${action.error?.message} />
-  </div>`;
+  const headingId = `webhook-heading-${agent.username}`;
+  async function remove() {
+    if (!(await confirmAction(removeWebhookRequest(agent)))) return;
+    if (await run(() => api('DELETE', `/agents/${name}/webhook`))) {
+      onSecret(null);
+      toast('Webhook removed.');
+      refocus(heading.current);
+    }
+  }
+  async function reveal() {
+    const shown = await run(() => api<{ signingSecret: string }>('GET', `/agents/${name}/webhook/secret`));
+    if (shown) onSecret(shown.signingSecret);
+    refocus(heading.current);
+  }
+  function added(secret: string) {
+    onSecret(secret);
+    refocus(heading.current);
+  }
+  return html`<section class="agent-webhook" aria-labelledby=${headingId}>
+    <${SectionHeading} id=${headingId} text="Webhook" username=${agent.username} heading=${heading} />
+    ${agent.webhookUrl
+      ? html`<p class="inline-center"><code class="url">${agent.webhookUrl}</code>
+            <button type="button" class="quiet danger" disabled=${action.busy} onClick=${remove}>Remove webhook</button></p>
+          <p class="secret">Signing secret: ${secret
+            ? html`<code>${secret}</code> <${CopyButton} text=${() => secret} />`
+            : html`<code class="masked">••••••••••••••••</code> <button type="button" class="quiet" disabled=${action.busy} onClick=${reveal}>Reveal secret</button>`}</p>
+          <${ErrorText} id=${`webhook-error-${agent.username}`} error=${action.error?.message} />
+          ${agent.health ? html`<${WebhookHealth} agent=${agent} health=${agent.health} />` : null}`
+      : html`<${AddWebhook} agent=${agent} onAdded=${added} />`}
+  </section>`;
 }
 
-// The MCP clients connected over OAuth to act as this agent; Disconnect ends one at once (its
-// tokens stop working at the next call). The list comes with the agent and is redrawn on the live
-// `agent` event that a connection's change sends.
+// What disconnecting does (src/domain/oauth/oauth-connections.ts: a token answers only while its
+// connection exists).
+const disconnectRequest = (agent: Agent, client: string): ConfirmRequest => ({
+  title: `Disconnect ${client} from ${agent.username}?`,
+  body: [
+    `${client} can no longer act as ${agent.username}: its next call is refused, and its refresh token stops working.`,
+    'Connecting it again takes a new approval on the consent page.',
+  ],
+  confirm: 'Disconnect',
+  danger: true,
+});
+
+const clientName = (c: Connection) => c.clientName ?? c.clientId;
+
+// The MCP clients connected over OAuth to act as this agent. The list comes with the agent and is
+// redrawn on the live `agent` event that a connection's change sends.
 function Connections({ agent }: { agent: Agent }) {
   const [action, run] = useAction();
-  if (agent.connections.length === 0) return html`<p class="hint">No connected clients.</p>`;
-  return html`<div class="connections">
-    <h4>Connected clients</h4>
-    <ul>
-      ${agent.connections.map((c) => {
-        const name = c.clientName ?? c.clientId;
-        return html`<li key=${c.grantId} class="connection">
-          <span class="client">${name}</span>
-          <span class="hint">Approved${c.approvedBy ? ` by ${c.approvedBy}` : ''} <${Time} iso=${c.approvedAt} short />${' · '}${c.lastUsedAt
-            ? html`last used <${Time} iso=${c.lastUsedAt} short />`
-            : 'never used'}</span>
-          <button type="button" class="quiet danger" disabled=${action.busy} onClick=${async () => {
-            if (!confirm(`Disconnect ${name} from ${agent.username}? It stops working at once; connecting again needs a new approval.`)) return;
-            if (await run(() => api('DELETE', `/connections/${encodeURIComponent(c.grantId)}`))) toast(`${name} disconnected.`);
-          }}>Disconnect</button>
-        </li>`;
-      })}
-    </ul>
+  const heading = useRef<HTMLHeadingElement>(null);
+  const headingId = `connections-heading-${agent.username}`;
+  async function disconnect(c: Connection) {
+    const name = clientName(c);
+    if (!(await confirmAction(disconnectRequest(agent, name)))) return;
+    if (await run(() => api('DELETE', `/connections/${encodeURIComponent(c.grantId)}`))) {
+      toast(`${name} disconnected.`);
+      refocus(heading.current);
+    }
+  }
+  return html`<section class="connections" aria-labelledby=${headingId}>
+    <${SectionHeading} id=${headingId} text="Connected clients" username=${agent.username} heading=${heading} />
+    ${agent.connections.length === 0
+      ? html`<p class="hint">No connected clients.</p>`
+      : html`<ul>
+          ${agent.connections.map((c) => html`<li key=${c.grantId} class="connection">
+            <span class="client">${clientName(c)}</span>
+            <span class="hint">Approved${c.approvedBy ? ` by ${c.approvedBy}` : ''} <${Time} iso=${c.approvedAt} short />${' · '}${c.lastUsedAt
+              ? html`last used <${Time} iso=${c.lastUsedAt} short />`
+              : 'never used'}</span>
+            <button type="button" class="quiet danger" disabled=${action.busy} onClick=${() => disconnect(c)}>Disconnect</button>
+          </li>`)}
+        </ul>`}
     <${ErrorText} id=${`connections-error-${agent.username}`} error=${action.error?.message} />
+  </section>`;
+}
+
+// What archiving does: the key is refused (src/domain/agents/authentication.ts), a post creates no
+// delivery for an archived participant (src/domain/messages/messages.ts), no doorbell is owed to it
+// (delivery-steps.ts), and its OAuth connections end for good (sql/015_oauth.sql).
+const clientsEnd = (clients: string[]) =>
+  `${clients.length === 1 ? `Its connected client, ${clients[0]}, is` : `Its ${clients.length} connected clients (${clients.join(', ')}) are`} disconnected for good: connecting again after an unarchive takes a new approval.`;
+
+function archiveRequest(agent: Agent): ConfirmRequest {
+  const clients = agent.connections.map(clientName);
+  return {
+    title: `Archive ${agent.username}?`,
+    body: [
+      'Its API key stops working at once, and it receives no new messages: what is posted to its threads while it is archived never reaches it, even once it is unarchived.',
+      ...(agent.webhookUrl ? ['No doorbells go to its webhook while it is archived.'] : []),
+      ...(clients.length > 0 ? [clientsEnd(clients)] : []),
+      'Unarchive gives its key back.',
+    ],
+    confirm: 'Archive',
+    danger: true,
+  };
+}
+
+function Archiving({ agent }: { agent: Agent }) {
+  const [action, run] = useAction();
+  const button = useRef<HTMLButtonElement>(null);
+  const verb = agent.archived ? 'unarchive' : 'archive';
+  async function toggle() {
+    if (!agent.archived && !(await confirmAction(archiveRequest(agent)))) return;
+    const done = await run(() => api('POST', `/agents/${encodeURIComponent(agent.username)}/${verb}`));
+    refocus(button.current);
+    if (done) toast(`${agent.username} ${verb}d.`);
+  }
+  return html`<div class="archiving">
+    ${agent.archived ? html`<p>Archived: its API key is refused, and what is posted to its threads does not reach it.</p>` : null}
+    <button type="button" ref=${button} class=${agent.archived ? '' : 'danger'} disabled=${action.busy} onClick=${toggle}>${agent.archived ? 'Unarchive' : 'Archive'}</button>
+    <${ErrorText} id=${`agent-error-${agent.username}`} error=${action.error?.message} />
   </div>`;
 }
 
-function AgentCard({ agent, secret, onSecret }: { agent: Agent; secret: string | null; onSecret: OnSecret }) {
-  const [action, run] = useAction();
-  const verb = agent.archived ? 'unarchive' : 'archive';
-  return html`<li class=${`card agent${agent.archived ? ' archived' : ''}`} data-agent=${agent.username}>
-    <div class="card-head">
-      <h3>${agent.username}</h3>
-      <span class=${`badge ${agent.archived ? 'muted' : 'good'}`}>${agent.archived ? 'Archived' : 'Active'}</span>
-      <span class="badge">${agent.webhookUrl ? 'Webhook' : 'Polling'}</span>
-      ${agent.health ? html`<${HealthBadge} health=${agent.health} />` : null}
-    </div>
-    <p class="hint">Registered <${Time} iso=${agent.createdAt} /> · <a href=${`/dashboard/deliveries?agent=${encodeURIComponent(agent.username)}`}>Deliveries</a></p>
-    <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />
-    <${Connections} agent=${agent} />
-    <p>
-      <button type="button" class=${agent.archived ? '' : 'danger'} disabled=${action.busy} onClick=${async () => {
-        if (await run(() => api('POST', `/agents/${encodeURIComponent(agent.username)}/${verb}`))) toast(`${agent.username} ${verb}d.`);
-      }}>${agent.archived ? 'Unarchive' : 'Archive'}</button>
-    </p>
-    <${ErrorText} id=${`agent-error-${agent.username}`} error=${action.error?.message} />
-  </li>`;
+// Shown for what does not apply (no webhook): a dash to the eye, words to a screen reader; on a
+// phone, where the cells have no columns to keep in line, nothing.
+const None = () => html`<span aria-hidden="true">—</span><span class="sr">no webhook</span>`;
+
+const COLUMNS = ['Agent', 'Status', 'Delivery', 'Webhook health', '2xx, last hour', 'Connected clients', 'Registered'];
+
+function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; open: boolean; onToggle: () => void; secret: string | null; onSecret: OnSecret }) {
+  const detailId = `agent-detail-${agent.username}`;
+  const state = agent.health?.state ?? 'none';
+  return html`<tbody class=${`agent health-${state}${agent.archived ? ' archived' : ''}${open ? ' open' : ''}`} data-agent=${agent.username}>
+    <tr>
+      <th scope="row" class="name">${agent.username}</th>
+      <td class="badges">${agent.archived ? html`<span class="badge muted">Archived</span>` : 'Active'}</td>
+      <td class="badges">${agent.webhookUrl ? 'Webhook' : 'Polling'}</td>
+      ${agent.health
+        ? html`<td class="badges health-cell"><${HealthBadge} health=${agent.health} /></td>
+            <td class="figure" data-label="2xx, last hour"><${LastHourFigure} health=${agent.health} /></td>`
+        : html`<td class="badges none"><${None} /></td><td class="figure none"><${None} /></td>`}
+      <td class="figure" data-label="Connected clients">${agent.connections.length}</td>
+      <td class="figure" data-label="Registered"><${Time} iso=${agent.createdAt} short /></td>
+      <td class="actions">
+        <a href=${`/dashboard/deliveries?agent=${encodeURIComponent(agent.username)}`}>Deliveries<span class="sr"> to ${agent.username}</span></a>
+        <button type="button" class="quiet toggle" aria-expanded=${open ? 'true' : 'false'} aria-controls=${detailId} onClick=${onToggle}>
+          Manage<span class="sr"> ${agent.username}</span>
+        </button>
+      </td>
+    </tr>
+    ${open
+      ? html`<tr class="detail-row" id=${detailId}>
+          <td colspan=${COLUMNS.length + 1}>
+            <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />
+            <${Connections} agent=${agent} />
+            <${Archiving} agent=${agent} />
+          </td>
+        </tr>`
+      : null}
+  </tbody>`;
+}
+
+function AgentsTable({ agents, expanded, onToggle, secrets, onSecret }: {
+  agents: Agent[];
+  expanded: Set<string>;
+  onToggle: (username: string) => void;
+  secrets: Record<string, string | null>;
+  onSecret: (username: string, secret: string | null) => void;
+}) {
+  return html`<table class="agents-table">
+    <caption class="sr">Agents, newest first</caption>
+    <thead>
+      <tr>${COLUMNS.map((c) => html`<th scope="col">${c}</th>`)}<th scope="col"><span class="sr">Actions</span></th></tr>
+    </thead>
+    ${agents.map((a) => html`<${AgentRows} key=${a.username} agent=${a} open=${expanded.has(a.username)} onToggle=${() => onToggle(a.username)}
+      secret=${secrets[a.username] ?? null} onSecret=${(secret: string | null) => onSecret(a.username, secret)} />`)}
+  </table>`;
 }
 
 // A refusal about the webhook is shown beside it; any other (the name, taken or malformed, or
@@ -162,9 +292,17 @@ export function AgentsPage() {
   const [filters, setFilters] = useState({ q: new URLSearchParams(location.search).get('q') ?? '' });
   const [created, setCreated] = useState<CreatedAgent | null>(null);
   const [secrets, setSecrets] = useState<Record<string, string | null>>({});
+  // A link to one agent (the Overview's, `?q=invoice-agent`) opens that agent's detail.
+  const [expanded, setExpanded] = useState(() => new Set<string>(filters.q ? [filters.q] : []));
   const list = usePagedList<Agent>('/agents', filters);
   useEffect(() => history.replaceState(null, '', query(filters) || location.pathname), [filters.q]);
   useLive((event) => (event.type === 'agent' || event.type === 'ready') && list.refresh());
+  const toggle = (username: string) =>
+    setExpanded((open) => {
+      const next = new Set(open);
+      if (!next.delete(username)) next.add(username);
+      return next;
+    });
   return html`
     <h1>Agents</h1>
     <section class="card" aria-labelledby="register-heading">
@@ -189,10 +327,10 @@ export function AgentsPage() {
         <div class="buttons"><button type="submit">Find</button></div>
       </form>
       <${ListState} view=${list.view} noun="agents" onRetry=${list.reset} empty=${filters.q ? 'No agent name contains that.' : 'No agents yet: register the first above.'} />
-      <ul class="cards">
-        ${list.view.items.map((a) => html`<${AgentCard} key=${a.username} agent=${a} secret=${secrets[a.username] ?? null}
-          onSecret=${(secret: string | null) => setSecrets((s) => ({ ...s, [a.username]: secret }))} />`)}
-      </ul>
+      ${list.view.items.length > 0
+        ? html`<${AgentsTable} agents=${list.view.items} expanded=${expanded} onToggle=${toggle} secrets=${secrets}
+            onSecret=${(username: string, secret: string | null) => setSecrets((s) => ({ ...s, [username]: secret }))} />`
+        : null}
       <${MoreButton} list=${list} noun="agents" />
     </section>
   `;

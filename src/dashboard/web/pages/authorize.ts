@@ -13,6 +13,50 @@ const hostOf = (url: string) => {
   }
 };
 
+// Up to this many agents are read at a glance; more, and a search box narrows them as one types.
+const HANDFUL = 6;
+
+// Agent names are lowercase (src/domain/shared/schemas.ts): lowering what was typed ignores case.
+const contains = (agent: string, typed: string) => agent.includes(typed.trim().toLowerCase());
+
+function AgentSearch({ typed, onType, matching, total }: { typed: string; onType: (typed: string) => void; matching: number; total: number }) {
+  return html`<div class="field agent-search">
+    <label for="agent-search">Find an agent by name</label>
+    <input id="agent-search" type="search" autocomplete="off" value=${typed} aria-controls="agent-choices" aria-describedby="agent-search-count"
+      onInput=${(event: Event) => onType((event.currentTarget as HTMLInputElement).value)}
+      onKeyDown=${(event: KeyboardEvent) => {
+        // Enter here narrows the list; it must not approve the request.
+        if (event.key === 'Enter') event.preventDefault();
+      }} />
+    <p id="agent-search-count" class="hint" role="status">${!typed.trim()
+      ? `${total} agents.`
+      : matching === 0
+        ? `No agent's name contains “${typed.trim()}”.`
+        : `${matching} of ${total} agents match.`}</p>
+  </div>`;
+}
+
+function AgentChoice({ agents, chosen, invalid, onChoose }: { agents: string[]; chosen: string; invalid: boolean; onChoose: (agent: string) => void }) {
+  const [typed, setTyped] = useState('');
+  const searchable = agents.length > HANDFUL;
+  const matching = agents.filter((a) => contains(a, typed));
+  // The chosen agent stays in sight, and chosen, whatever is typed.
+  const shown = new Set(searchable ? [...matching, chosen] : agents);
+  return html`<fieldset class="choices" aria-describedby="agent-error" aria-invalid=${invalid ? 'true' : null}>
+    <legend>Act as</legend>
+    ${agents.length === 0
+      ? html`<p class="hint">There is no active agent to choose. Register one on the <a href="/dashboard/agents">Agents page</a>,
+          then connect again from the client; or deny this request.</p>`
+      : null}
+    ${searchable ? html`<${AgentSearch} typed=${typed} onType=${setTyped} matching=${matching.length} total=${agents.length} />` : null}
+    <div id="agent-choices" class="choice-list">
+      ${agents.map((a) => html`<label class="check" key=${a} hidden=${!shown.has(a)}>
+          <input type="radio" name="agent" value=${a} checked=${chosen === a} onChange=${() => onChoose(a)} /> ${a}
+        </label>`)}
+    </div>
+  </fieldset>`;
+}
+
 type RequestView = { status: 'loading' | 'ready' | 'error'; request: ConsentRequest | null; error: string | null };
 
 // An MCP client asks to act as one of the agents (src/oauth). The person sees who asks and, most
@@ -69,18 +113,10 @@ export function AuthorizePage() {
         event.preventDefault();
         decide('approve');
       }}>
-        <fieldset class="choices" aria-describedby="agent-error" aria-invalid=${agentError ? 'true' : null}>
-          <legend>Act as</legend>
-          ${agents.length === 0
-            ? html`<p class="hint">There is no active agent to choose. Register one on the <a href="/dashboard/agents">Agents page</a>,
-                then connect again from the client; or deny this request.</p>`
-            : agents.map((a) => html`<label class="check" key=${a}>
-                <input type="radio" name="agent" value=${a} checked=${agent === a} onChange=${() => {
-                  setAgent(a);
-                  setUnchosen(false);
-                }} /> ${a}
-              </label>`)}
-        </fieldset>
+        <${AgentChoice} agents=${agents} chosen=${agent} invalid=${!!agentError} onChoose=${(a: string) => {
+          setAgent(a);
+          setUnchosen(false);
+        }} />
         <${ErrorText} id="agent-error" error=${agentError} />
         <div class="buttons">
           <button type="submit" disabled=${action.busy || agents.length === 0}>Approve</button>

@@ -1,10 +1,11 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { DELIVERY_STATES, type DeliveryState } from '../../../domain/shared/state-names.ts';
 import { api, apiError } from '../shared/api.ts';
 import { STATE_LABELS, STEPS, stateClass, stateOf, stepName } from '../shared/delivery-state.ts';
 import { useAction, useTimeout } from '../shared/hooks.ts';
 import { html } from '../shared/html.ts';
-import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
+import { confirmAction } from '../shared/confirm.ts';
+import { ListState, MoreButton, WaitingButton, usePagedList } from '../shared/lists.ts';
 import { useLive } from '../shared/live.ts';
 import { query } from '../shared/query.ts';
 import { toast } from '../shared/toast.ts';
@@ -15,16 +16,32 @@ import {
   Time,
   failureKind,
   formatMs,
-  fromLocalInput,
+  fromTimeField,
   fullTime,
+  plural,
   prettyJson,
   refusedText,
-  toLocalInput,
+  toTimeField,
 } from '../shared/ui.ts';
 
 const STATES: [DeliveryState | '', string][] = [['', 'Any state'], ...DELIVERY_STATES.map((state): [DeliveryState, string] => [state, STATE_LABELS[state]])];
-const FILTERS = ['q', 'state', 'agent', 'thread', 'from', 'to'] as const;
+const FILTERS = ['q', 'state', 'agent', 'thread', 'within', 'from', 'to'] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;
+
+// The time filter: a window ending now, chosen in one control, or a range typed as two times.
+const WITHIN: Record<string, [string, number]> = {
+  '1h': ['Last hour', 3_600_000],
+  '24h': ['Last 24 hours', 86_400_000],
+  '7d': ['Last 7 days', 604_800_000],
+};
+const CUSTOM = 'custom';
+
+// What the API is asked: a window becomes its start, taken when the filters were applied.
+function apiFilters(filters: Filters): Record<string, string> {
+  const { within, ...rest } = filters;
+  const windowMs = WITHIN[within]?.[1];
+  return windowMs ? { ...rest, from: new Date(Date.now() - windowMs).toISOString(), to: '' } : rest;
+}
 
 type PipelineState = 'done' | 'todo' | 'skipped' | 'failed' | 'stalled';
 const NOTES: Record<PipelineState, string> = {
@@ -128,7 +145,7 @@ function AttemptLog({ d }: { d: Delivery }) {
       <thead><tr>${ATTEMPT_COLUMNS.map((c) => html`<th scope="col">${c}</th>`)}</tr></thead>
       <tbody>
         ${d.attempts.map((a, i) => html`<tr key=${i} class=${a.interrupted ? 'interrupted' : ''}>
-          <td data-label=${time}><${Time} iso=${a.attemptedAt} short /></td>
+          <td data-label=${time}><${Time} iso=${a.attemptedAt} precise /></td>
           <td data-label=${run}>${attemptRun(a)}</td>
           <td data-label=${attempt}>${a.attempt}</td>
           <td data-label=${status}>${a.status ?? '—'}</td>
@@ -141,26 +158,34 @@ function AttemptLog({ d }: { d: Delivery }) {
   </details>`;
 }
 
-function ResendButton({ d }: { d: Delivery }) {
+// A resent delivery leaves Failed and its button goes with it: the focus moves to the row's
+// Details button rather than falling to the top of the page.
+function ResendButton({ d, focusAfter }: { d: Delivery; focusAfter: () => void }) {
   const [action, run] = useAction();
   if (d.step !== 'failed') return null;
   return html`<span class="resend">
     <button type="button" disabled=${action.busy} aria-describedby=${`resend-error-${d.id}`}
-      onClick=${async () => {
-        if (await run(() => api('POST', `/deliveries/${d.id}/resend`))) toast(`Resent to ${d.recipient}.`);
+      onClick=${async (event: MouseEvent) => {
+        const button = event.currentTarget as HTMLButtonElement;
+        if (await run(() => api('POST', `/deliveries/${d.id}/resend`))) {
+          toast(`Resent to ${d.recipient}.`);
+          focusAfter();
+        } else button.focus();
       }}>Resend</button>
     <${ErrorText} id=${`resend-error-${d.id}`} error=${action.error?.message} />
   </span>`;
 }
 
-function DeliveryRows({ d, open, onToggle }: { d: Delivery; open: boolean; onToggle: () => void }) {
+function DeliveryRows({ d, open, departed, onToggle }: { d: Delivery; open: boolean; departed: boolean; onToggle: () => void }) {
   const detailId = `detail-${d.id}`;
-  return html`<tbody class=${`delivery step-${d.step}${d.stalled ? ' stalled' : ''}`} data-delivery=${d.id} data-step=${d.step} data-message=${d.messageId}>
+  const details = useRef<HTMLButtonElement>(null);
+  return html`<tbody class=${`delivery step-${d.step}${d.stalled ? ' stalled' : ''}${departed ? ' departed' : ''}`} data-delivery=${d.id} data-step=${d.step} data-message=${d.messageId}>
     <tr>
-      <td data-label="Accepted"><${Time} iso=${d.createdAt} short /></td>
+      <td data-label="Accepted"><${Time} iso=${d.createdAt} /></td>
       <td data-label="Message" class="message-cell">
         <span class="summary">${d.summary || '(no summary)'}</span>
         <span class="hint">${d.sender} in <a href=${`/dashboard/threads/${d.threadId}`}>${d.thread}</a></span>
+        ${departed ? html`<span class="departed-note">No longer in this view: kept while you look at it.</span>` : null}
       </td>
       <td data-label="Recipient">${d.recipient}${d.webhook ? '' : html` <span class="hint">(polling)</span>`}</td>
       <td data-label="Progress"><${Pipeline} d=${d} compact /></td>
@@ -170,10 +195,10 @@ function DeliveryRows({ d, open, onToggle }: { d: Delivery; open: boolean; onTog
         <${LastAttempt} d=${d} />
       </td>
       <td class="actions">
-        <button type="button" class="quiet" aria-expanded=${open ? 'true' : 'false'} aria-controls=${detailId} onClick=${onToggle}>
+        <button type="button" class="quiet" ref=${details} aria-expanded=${open ? 'true' : 'false'} aria-controls=${detailId} onClick=${onToggle}>
           ${open ? 'Hide' : 'Details'}<span class="sr"> of the delivery to ${d.recipient}</span>
         </button>
-        <${ResendButton} d=${d} />
+        <${ResendButton} d=${d} focusAfter=${() => details.current?.focus()} />
       </td>
     </tr>
     ${open
@@ -189,37 +214,49 @@ function DeliveryRows({ d, open, onToggle }: { d: Delivery; open: boolean; onTog
   </tbody>`;
 }
 
-const noFilters = (): Filters => ({ q: '', state: '', agent: '', thread: '', from: '', to: '' });
+const noFilters = (): Filters => ({ q: '', state: '', agent: '', thread: '', within: '', from: '', to: '' });
 
 function filtersFromAddress(): Filters {
   const params = new URLSearchParams(location.search);
   const filters = noFilters();
   for (const key of FILTERS) filters[key] = params.get(key) ?? '';
+  if (!WITHIN[filters.within]) filters.within = '';
   // Links made before the state filter (?failed=true and the like) still open the view they meant.
   for (const state of ['failed', 'retrying', 'stalled'] as const) if (!filters.state && params.get(state) === 'true') filters.state = state;
   return filters;
 }
 
-function BulkResend({ filters, onDone }: { filters: Filters; onDone: () => void }) {
+// The count is read first and confirmed in the page's dialog; the button keeps the focus through
+// it all (a disabled button would drop it), so a keyboard user carries on from where they were.
+function BulkResend({ filters, onDone }: { filters: Record<string, string>; onDone: () => void }) {
   const [state, setState] = useState<{ busy: boolean; message: string | null; error: string | null }>({ busy: false, message: null, error: null });
-  async function resend() {
+  async function resend(event: MouseEvent) {
+    const button = event.currentTarget as HTMLButtonElement;
+    if (state.busy) return;
     setState({ busy: true, message: null, error: null });
     try {
       const { failed, upTo } = await api<{ failed: number; upTo: string | null }>('GET', `/deliveries/failed-in-view${query(filters)}`);
       if (failed === 0) return setState({ busy: false, message: 'No Failed deliveries in this view: nothing to resend.', error: null });
-      const noun = failed === 1 ? 'delivery' : 'deliveries';
-      if (!confirm(`Resend the ${failed} Failed ${noun} in this view? Each goes back to Accepted and its doorbell is rung again.`)) {
-        return setState({ busy: false, message: null, error: null });
-      }
+      const confirmed = await confirmAction({
+        title: `Resend ${plural(failed, 'Failed delivery', 'Failed deliveries')}?`,
+        body: [
+          `Each of the ${plural(failed, 'Failed delivery', 'Failed deliveries')} in this view goes back to Accepted and its doorbell is rung again.`,
+          'Deliveries that fail after this count are not included. One that cannot be resent (its recipient archived, say) is left as it is and counted.',
+        ],
+        confirm: `Resend ${failed}`,
+      });
+      if (!confirmed) return setState({ busy: false, message: null, error: null });
       const done = await api<{ resent: number; refused: Refused }>('POST', '/deliveries/resend-failed', { ...filters, upTo });
       setState({ busy: false, message: `Resent ${done.resent} of ${failed}.${refusedText(done.refused)}`, error: null });
       onDone();
     } catch (error) {
       setState({ busy: false, message: null, error: apiError(error).message });
+    } finally {
+      if (button.isConnected) button.focus();
     }
   }
   return html`<div class="bulk">
-    <button type="button" class="quiet" disabled=${state.busy} onClick=${resend}>Resend all Failed in this view…</button>
+    <button type="button" class="quiet" aria-disabled=${state.busy ? 'true' : null} onClick=${resend}>Resend all Failed in this view…</button>
     <span class="hint" role="status">${state.message ?? ''}</span>
     <${ErrorText} id="bulk-error" error=${state.error} />
   </div>`;
@@ -229,14 +266,18 @@ export function DeliveriesPage() {
   const [filters, setFilters] = useState(filtersFromAddress);
   const [formKey, setFormKey] = useState(0);
   const [expanded, setExpanded] = useState(() => new Set<string>());
+  const [when, setWhen] = useState(() => filters.within || (filters.from || filters.to ? CUSTOM : ''));
+  const [timeError, setTimeError] = useState<string | null>(null);
   // On a phone the filters start folded, so that the deliveries are what the screen shows first.
   const [roomy] = useState(() => matchMedia('(min-width: 601px)').matches);
   const [threadTitle, setThreadTitle] = useState<string | null>(null);
-  const list = usePagedList<Delivery>('/deliveries', filters);
+  const asked = useMemo(() => apiFilters(filters), [JSON.stringify(filters)]);
+  const list = usePagedList<Delivery>('/deliveries', asked, { holds: { isOpen: (d) => expanded.has(d.id) } });
   const { view } = list;
 
   useEffect(() => {
-    history.replaceState(null, '', query(filters) || location.pathname);
+    const { within, from, to, ...rest } = filters;
+    history.replaceState(null, '', query(within ? { ...rest, within } : { ...rest, from, to }) || location.pathname);
     setThreadTitle(null);
     if (filters.thread) api<Thread>('GET', `/threads/${filters.thread}`).then((t) => setThreadTitle(t.title), () => {});
   }, [JSON.stringify(filters)]);
@@ -262,17 +303,30 @@ export function DeliveriesPage() {
     const target = event.currentTarget as HTMLFormElement | HTMLSelectElement;
     const form = target instanceof HTMLSelectElement ? target.form! : target;
     const data = new FormData(form);
+    const chosen = String(data.get('when') ?? '');
+    setWhen(chosen);
+    const custom = chosen === CUSTOM;
+    const from = custom ? fromTimeField(String(data.get('from') ?? '')) : '';
+    const to = custom ? fromTimeField(String(data.get('to') ?? '')) : '';
+    if (from === null || to === null) {
+      setTimeError(`${from === null ? 'From' : 'To'} must be a time such as ${toTimeField(new Date().toISOString())}, in your local time.`);
+      return;
+    }
+    setTimeError(null);
     setFilters({
       q: String(data.get('q') ?? '').trim(),
       state: String(data.get('state') ?? ''),
       agent: String(data.get('agent') ?? '').trim(),
       thread: filters.thread,
-      from: fromLocalInput(String(data.get('from') ?? '')),
-      to: fromLocalInput(String(data.get('to') ?? '')),
+      within: WITHIN[chosen] ? chosen : '',
+      from,
+      to,
     });
   }
   function clear() {
     setFilters(noFilters());
+    setWhen('');
+    setTimeError(null);
     setFormKey((k) => k + 1);
   }
   const toggle = (id: string) =>
@@ -303,37 +357,57 @@ export function DeliveriesPage() {
         <input id="filter-agent" name="agent" defaultValue=${filters.agent} autocomplete="off" placeholder="username" />
       </div>
       <div class="field">
-        <label for="filter-from">From</label>
-        <input id="filter-from" name="from" type="datetime-local" defaultValue=${toLocalInput(filters.from)} />
+        <label for="filter-when">Accepted</label>
+        <select id="filter-when" name="when" value=${when} onChange=${(event: Event) => {
+          const chosen = (event.currentTarget as HTMLSelectElement).value;
+          // A window applies at once; a range waits for its times.
+          if (chosen === CUSTOM) setWhen(CUSTOM);
+          else apply(event);
+        }}>
+          <option value="">Any time</option>
+          ${Object.entries(WITHIN).map(([value, [label]]) => html`<option value=${value}>${label}</option>`)}
+          <option value=${CUSTOM}>Between…</option>
+        </select>
       </div>
-      <div class="field">
-        <label for="filter-to">To</label>
-        <input id="filter-to" name="to" type="datetime-local" defaultValue=${toLocalInput(filters.to)} />
-      </div>
+      ${when === CUSTOM
+        ? html`<div class="field">
+            <label for="filter-from">From</label>
+            <input id="filter-from" name="from" defaultValue=${toTimeField(filters.from)} placeholder="YYYY-MM-DD HH:MM" autocomplete="off"
+              aria-describedby="time-hint time-error" aria-invalid=${timeError?.startsWith('From') ? 'true' : null} />
+          </div>
+          <div class="field">
+            <label for="filter-to">To</label>
+            <input id="filter-to" name="to" defaultValue=${toTimeField(filters.to)} placeholder="YYYY-MM-DD HH:MM" autocomplete="off"
+              aria-describedby="time-hint time-error" aria-invalid=${timeError?.startsWith('To') ? 'true' : null} />
+          </div>
+          <p id="time-hint" class="hint time-hint">Local time; leave either empty for an open end.</p>`
+        : null}
       <div class="buttons">
         <button type="submit">Apply</button>
         ${filtered ? html`<button type="button" class="quiet" onClick=${clear}>Clear filters</button>` : null}
       </div>
+      <${ErrorText} id="time-error" error=${timeError} />
     </form>
     </details>
     ${filters.thread
       ? html`<p class="chip">Thread: <a href=${`/dashboard/threads/${filters.thread}`}>${threadTitle ?? filters.thread}</a>
           <button type="button" class="quiet" onClick=${() => setFilters({ ...filters, thread: '' })}>Show every thread</button></p>`
       : null}
-    <${BulkResend} filters=${filters} onDone=${list.refresh} />
+    <${BulkResend} filters=${asked} onDone=${list.refresh} />
     <h2 class="results">${view.status === 'ready'
       ? `${view.items.length}${view.next ? '+' : ''} ${filtered ? 'matching ' : ''}${view.items.length === 1 ? 'delivery' : 'deliveries'}, newest first`
       : 'Deliveries'}</h2>
     <p class="legend hint">Each recipient's delivery moves Accepted → Notified → Delivered → Fetched. Polling agents go straight from Accepted to Fetched.</p>
     <${ListState} view=${view} noun="deliveries" onRetry=${list.reset}
       empty=${filtered ? 'No deliveries match these filters.' : 'No deliveries yet: each message posted creates one per recipient, shown here as it moves.'} />
+    <${WaitingButton} list=${list} label=${(n: number) => `${plural(n, 'new delivery', 'new deliveries')}`} />
     ${view.items.length > 0
-      ? html`<table class="deliveries-table">
+      ? html`<table class="deliveries-table" ref=${list.box}>
           <caption class="sr">Deliveries, newest first</caption>
           <thead>
             <tr><th scope="col">Accepted</th><th scope="col">Message</th><th scope="col">Recipient</th><th scope="col">Progress</th><th scope="col">State</th><th scope="col"><span class="sr">Actions</span></th></tr>
           </thead>
-          ${view.items.map((d) => html`<${DeliveryRows} key=${d.id} d=${d} open=${expanded.has(d.id)} onToggle=${() => toggle(d.id)} />`)}
+          ${view.items.map((d) => html`<${DeliveryRows} key=${d.id} d=${d} open=${expanded.has(d.id)} departed=${view.departed.has(d.id)} onToggle=${() => toggle(d.id)} />`)}
         </table>`
       : null}
     <${MoreButton} list=${list} noun="deliveries" />

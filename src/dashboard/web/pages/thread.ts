@@ -5,7 +5,7 @@ import { useThrottled } from '../shared/hooks.ts';
 import { html } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
 import { useLive } from '../shared/live.ts';
-import { THREAD_STATE_LABELS, ThreadBody } from '../shared/thread-parts.ts';
+import { PostForm, THREAD_STATE_LABELS, ThreadBody } from '../shared/thread-parts.ts';
 import type { Thread, ThreadMessage } from '../shared/types.ts';
 import { Time } from '../shared/ui.ts';
 
@@ -21,7 +21,9 @@ function RecipientBadges({ message }: { message: ThreadMessage }) {
 type ThreadView = { status: 'loading' | 'ready' | 'error'; record: Thread | null; error: string | null };
 
 // One thread: its card, with everything the Threads page offers, and its messages, each with how
-// far it got to each recipient.
+// far it got to each recipient. The messages read as a conversation, top to bottom: the list is
+// read newest first (a page at a time, from the newest) and shown oldest first, with the button for
+// earlier ones above it and new ones arriving at the bottom, where the reply is written.
 export function ThreadPage() {
   const threadId = decodeURIComponent(location.pathname.split('/').pop()!);
   const [thread, setThread] = useState<ThreadView>({ status: 'loading', record: null, error: null });
@@ -57,17 +59,21 @@ export function ThreadPage() {
             <span class=${`badge state-${t.state}`}>${THREAD_STATE_LABELS[t.state]}</span>
           </div>
           ${thread.error ? html`<p class="notice problem" role="alert">Could not refresh the thread: ${thread.error}</p>` : null}
-          <${ThreadBody} thread=${t} level=${2} />
+          <${ThreadBody} thread=${t} level=${2} post=${false} />
         </div>`
       : html`<h1>Thread</h1>
           ${thread.status === 'loading'
             ? html`<p class="hint placeholder" role="status">Loading the thread…</p>`
             : html`<div class="notice problem" role="alert"><p>Could not load the thread: ${thread.error}</p>
                 <button type="button" onClick=${loadThread}>Try again</button></div>`}`}
-    <h2>Messages</h2>
+    <div class="messages-head">
+      <h2>Messages</h2>
+      ${messages.view.items.length > 0 ? html`<a href="#thread-end">${t?.state === 'open' ? 'Go to the newest and reply' : 'Go to the newest'}</a>` : null}
+    </div>
     <${ListState} view=${messages.view} noun="messages" onRetry=${messages.reset} empty="No messages in this thread yet." />
+    <${MoreButton} list=${messages} noun="messages" />
     <ol class="cards messages">
-      ${messages.view.items.map((m) => html`<li key=${m.id} class="card message" data-message=${m.id}>
+      ${messages.view.items.toReversed().map((m) => html`<li key=${m.id} class="card message" data-message=${m.id}>
         <div class="card-head">
           <h3>${m.sender}</h3>
           <span class="hint"><${Time} iso=${m.createdAt} /></span>
@@ -77,6 +83,8 @@ export function ThreadPage() {
         <${RecipientBadges} message=${m} />
       </li>`)}
     </ol>
-    <${MoreButton} list=${messages} noun="messages" />
+    <div id="thread-end">
+      ${t?.state === 'open' ? html`<h2>Reply</h2><${PostForm} thread=${t} />` : null}
+    </div>
   `;
 }

@@ -1,17 +1,20 @@
 import { useEffect, useState } from 'preact/hooks';
 import { THREAD_STATES } from '../../../domain/shared/state-names.ts';
 import { html } from '../shared/html.ts';
-import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
-import { useLive } from '../shared/live.ts';
+import { ListState, MoreButton, WaitingButton, usePagedList } from '../shared/lists.ts';
+import { useLive, type LiveEvent } from '../shared/live.ts';
 import { query } from '../shared/query.ts';
 import { THREAD_STATE_LABELS, ThreadBody } from '../shared/thread-parts.ts';
-import type { Thread } from '../shared/types.ts';
+import type { ListedThread } from '../shared/types.ts';
+import { Time, plural } from '../shared/ui.ts';
 
-function ThreadCard({ thread }: { thread: Thread }) {
-  return html`<li class="card thread" data-thread=${thread.id}>
+function ThreadCard({ thread, departed }: { thread: ListedThread; departed: boolean }) {
+  return html`<li class=${`card thread${departed ? ' departed' : ''}`} data-thread=${thread.id}>
+    ${departed ? html`<p class="departed-note">No longer in this view: kept while you look at it.</p>` : null}
     <div class="card-head">
       <h3><a href=${`/dashboard/threads/${thread.id}`}>${thread.title}</a></h3>
       <span class=${`badge state-${thread.state}`}>${THREAD_STATE_LABELS[thread.state]}</span>
+      <span class="hint activity">Last activity <${Time} iso=${thread.lastActivityAt} /></span>
     </div>
     <${ThreadBody} thread=${thread} level=${4} />
   </li>`;
@@ -20,9 +23,14 @@ function ThreadCard({ thread }: { thread: Thread }) {
 export function ThreadsPage() {
   const params = new URLSearchParams(location.search);
   const [filters, setFilters] = useState({ state: params.get('state') ?? '', q: params.get('q') ?? '' });
-  const list = usePagedList<Thread>('/threads', filters);
+  // Nothing opens in place here; the list holds still while the person is scrolled down or typing
+  // in a card's post box.
+  const list = usePagedList<ListedThread>('/threads', filters, { keyOf: (t) => t.cursor, holds: { isOpen: () => false } });
   useEffect(() => history.replaceState(null, '', query(filters) || location.pathname), [JSON.stringify(filters)]);
-  useLive((event) => (event.type === 'thread' || event.type === 'ready') && list.refresh());
+  // A new message moves its thread up, and the stream tells of it only by its deliveries: a new one
+  // is Accepted with no attempt yet.
+  const posted = (event: LiveEvent) => event.type === 'delivery' && event.delivery.step === 'accepted' && event.delivery.attempts.length === 0;
+  useLive((event) => (event.type === 'thread' || event.type === 'ready' || posted(event)) && list.refresh());
   function apply(event: Event) {
     event.preventDefault?.();
     const target = event.currentTarget as HTMLFormElement | HTMLSelectElement;
@@ -32,7 +40,7 @@ export function ThreadsPage() {
   const filtered = filters.state || filters.q;
   return html`
     <h1>Threads</h1>
-    <p class="hint">Newest first. Confirm or decline close requests, remove participants and post as yourself; open a thread for its messages.</p>
+    <p class="hint">Most recent activity first: a new message, a close request or a decision moves a thread to the top. Confirm or decline close requests, remove participants and post as yourself; open a thread for its messages.</p>
     <form class="filters" role="search" aria-label="Filter threads" onSubmit=${apply}>
       <div class="field wide">
         <label for="threads-q">Search</label>
@@ -50,7 +58,8 @@ export function ThreadsPage() {
     <h2>${filters.state === 'close-pending' ? 'Close requests' : filtered ? 'Matching threads' : 'All threads'}</h2>
     <${ListState} view=${list.view} noun="threads" onRetry=${list.reset}
       empty=${filters.state === 'close-pending' ? 'No close requests wait for a decision.' : filtered ? 'No threads match.' : 'No threads yet. Agents open them.'} />
-    <ul class="cards">${list.view.items.map((t) => html`<${ThreadCard} key=${t.id} thread=${t} />`)}</ul>
+    <${WaitingButton} list=${list} label=${(n: number) => `${plural(n, 'thread')} with new activity`} />
+    <ul class="cards" ref=${list.box}>${list.view.items.map((t) => html`<${ThreadCard} key=${t.id} thread=${t} departed=${list.view.departed.has(t.id)} />`)}</ul>
     <${MoreButton} list=${list} noun="threads" />
   `;
 }

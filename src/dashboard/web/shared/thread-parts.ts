@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { LIMITS } from '../../../domain/shared/limits.ts';
 import type { ThreadState } from '../../../domain/shared/state-names.ts';
 import { api } from './api.ts';
+import { confirmAction } from './confirm.ts';
 import { useAction } from './hooks.ts';
 import { html, valueOf } from './html.ts';
 import { toast } from './toast.ts';
@@ -12,7 +13,7 @@ import { ErrorText, Time } from './ui.ts';
 
 export const THREAD_STATE_LABELS: Record<ThreadState, string> = { open: 'Open', 'close-pending': 'Close requested', closed: 'Closed' };
 
-function PostForm({ thread }: { thread: Thread }) {
+export function PostForm({ thread }: { thread: Thread }) {
   const [action, run] = useAction();
   const [posted, setPosted] = useState<string | null>(null);
   const error = action.error?.message ?? null;
@@ -62,7 +63,17 @@ function Participants({ thread }: { thread: Thread }) {
           ? null
           : html`<button type="button" class="quiet danger" disabled=${action.busy} aria-label=${`Remove ${p.username} from ${thread.title}`}
               onClick=${async () => {
-                if (!confirm(`Remove ${p.username}? It loses the thread and everything in it.`)) return;
+                const confirmed = await confirmAction({
+                  title: `Remove ${p.username} from ${thread.title}?`,
+                  body: [
+                    `${p.username} loses the thread at once: the thread and its messages answer it 404 from now on, and it can no longer post here.`,
+                    `Messages from this thread still waiting in its inbox drop out of it, and no doorbell is rung for them from now on. What it already posted stays in the thread.`,
+                    `The dashboard cannot add it back: only an agent still in the thread can (add_participant), and ${p.username} then sees the whole history again.`,
+                  ],
+                  confirm: 'Remove',
+                  danger: true,
+                });
+                if (!confirmed) return;
                 if (await run(() => api('DELETE', `/threads/${thread.id}/participants/${encodeURIComponent(p.username)}`))) toast(`${p.username} removed.`);
               }}>Remove</button>`}
       </li>`)}
@@ -87,8 +98,9 @@ function Decision({ thread }: { thread: Thread }) {
   </div>`;
 }
 
-// On the Threads page a thread is a card under the list's heading; on its own page, the page.
-export function ThreadBody({ thread, level }: { thread: Thread; level: number }) {
+// On the Threads page a thread is a card under the list's heading; on its own page, the page,
+// whose post form follows the messages (`post` false).
+export function ThreadBody({ thread, level, post = true }: { thread: Thread; level: number; post?: boolean }) {
   const Heading = `h${level}`;
   return html`
     ${thread.goal ? html`<p class="goal">${thread.goal}</p>` : null}
@@ -96,6 +108,6 @@ export function ThreadBody({ thread, level }: { thread: Thread; level: number })
     <${Decision} thread=${thread} />
     <${Heading}>Participants<//>
     <${Participants} thread=${thread} />
-    ${thread.state === 'open' ? html`<${PostForm} thread=${thread} />` : null}
+    ${post && thread.state === 'open' ? html`<${PostForm} thread=${thread} />` : null}
   `;
 }

@@ -64,6 +64,10 @@ export type Thread = {
   participants: { username: string }[];
 };
 
+// A thread as the Threads page lists it: its last activity, and its place in that order (what
+// `since` and `after` take back).
+export type ListedThread = Thread & { lastActivityAt: string; cursor: string };
+
 export type ThreadMessage = {
   id: string;
   sender: string;

@@ -1,3 +1,4 @@
+import { useEffect, useState } from 'preact/hooks';
 import { html } from './html.ts';
 import { toast } from './toast.ts';
 
@@ -10,15 +11,66 @@ export const fullTime = (iso: string | null | undefined) =>
 // into a three-line timestamp; the full time is in the title.
 const dayTime = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
 const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+const clockSeconds = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+const isToday = (at: Date) => at.toDateString() === new Date().toDateString();
 
 // The clock alone today ("since 01:12"), the day as well otherwise.
 export function shortTime(iso: string) {
   const at = new Date(iso);
-  return at.toDateString() === new Date().toDateString() ? clock.format(at) : dayTime.format(at);
+  return isToday(at) ? clock.format(at) : dayTime.format(at);
 }
 
-export const Time = ({ iso, short }: { iso: string; short?: boolean }) =>
-  html`<time datetime=${iso} title=${fullTime(iso)}>${short ? shortTime(iso) : fullTime(iso)}</time>`;
+// To the second, for attempts a few seconds apart; the day as well when it is not today.
+const preciseTime = (iso: string) => {
+  const at = new Date(iso);
+  return isToday(at) ? clockSeconds.format(at) : `${dayTime.format(at)}:${String(at.getSeconds()).padStart(2, '0')}`;
+};
+
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto', style: 'short' });
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['second', 60],
+  ['minute', 60],
+  ['hour', 24],
+  ['day', 7],
+  ['week', 4.35],
+  ['month', 12],
+  ['year', Infinity],
+];
+
+// How long ago (or ahead) in the largest whole unit: "3 min. ago", "yesterday", "in 2 hr.".
+export function ago(iso: string, now = Date.now()) {
+  let amount = (Date.parse(iso) - now) / 1000;
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(amount) < size) return relative.format(Math.trunc(amount) || 0, unit);
+    amount /= size;
+  }
+  return '';
+}
+
+// Every relative time on the page is redrawn by one timer, so that "3 min. ago" does not go stale.
+const TICK_MS = 30_000;
+const ticking = new Set<() => void>();
+setInterval(() => ticking.forEach((tick) => tick()), TICK_MS);
+function useTick() {
+  const [, setNow] = useState(0);
+  useEffect(() => {
+    const tick = () => setNow(Date.now());
+    ticking.add(tick);
+    return () => void ticking.delete(tick);
+  }, []);
+}
+
+function RelativeTime({ iso }: { iso: string }) {
+  useTick();
+  return html`<time datetime=${iso} title=${fullTime(iso)}>${dayTime.format(new Date(iso))}<span class="ago">${ago(iso)}</span></time>`;
+}
+
+// A time as lists and cards show it: the day and the clock with how long ago. `short` is for a
+// sentence ("since 01:12"), `precise` for a log to the second.
+export function Time({ iso, short, precise }: { iso: string; short?: boolean; precise?: boolean }) {
+  if (!short && !precise) return html`<${RelativeTime} iso=${iso} />`;
+  return html`<time datetime=${iso} title=${fullTime(iso)}>${precise ? preciseTime(iso) : shortTime(iso)}</time>`;
+}
 
 const percent = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 1 });
 const fine = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
@@ -60,6 +112,22 @@ export const toLocalInput = (iso: string) => {
   return Number.isNaN(at.getTime()) ? '' : new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 };
 export const fromLocalInput = (value: string) => (value ? new Date(value).toISOString() : '');
+
+// A time typed into one plain field, in local time to the minute ("2026-03-12 14:05"): one tab
+// stop, where a datetime-local input has seven.
+export const toTimeField = (iso: string) => toLocalInput(iso).replace('T', ' ');
+const TIME_FIELD = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}))?$/;
+// '' for an empty field, null for one that is not a time that exists.
+export function fromTimeField(value: string): string | null {
+  const text = value.trim();
+  if (!text) return '';
+  const parts = TIME_FIELD.exec(text);
+  if (!parts) return null;
+  const [year, month, day, hour, minute] = parts.slice(1).map((p) => Number(p ?? 0)) as [number, number, number, number, number];
+  const at = new Date(year, month - 1, day, hour, minute);
+  // new Date rolls 2026-02-30 over into March: a day that does not exist is refused, not moved.
+  return at.getMonth() === month - 1 && at.getDate() === day && hour < 24 && minute < 60 ? at.toISOString() : null;
+}
 
 export const ErrorText = ({ id, error }: { id: string; error: string | null | undefined }) =>
   html`<p id=${id} class="error" role="alert" hidden=${!error}>${error ?? ''}</p>`;
