@@ -23,6 +23,17 @@ const withName = (url: string, name: string) => {
   return next.toString();
 };
 
+// The service's pools and, beside them, the baselines' (each queue's as large as the service's
+// worker's) outgrow PostgreSQL's default of 100 connections.
+const MAX_CONNECTIONS = 200;
+
+// The setting takes effect at the server's next start.
+async function raiseMaxConnections(url: string) {
+  const admin = postgres(withName(url, 'postgres'), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`alter system set max_connections = ${MAX_CONNECTIONS}`);
+  await admin.end();
+}
+
 // Two new databases on the PostgreSQL in DATABASE_URL, or on an embedded server in a temporary
 // folder when it is unset; dropped (or the folder removed) afterwards.
 export async function freshDatabases(): Promise<BenchDatabases> {
@@ -33,7 +44,10 @@ export async function freshDatabases(): Promise<BenchDatabases> {
     // Below Linux's ephemeral range (32768 up), which the many-waiters scenario's ten thousand
     // connections, lingering in TIME_WAIT, may have taken from a previous run.
     const port = 30000 + Math.floor(Math.random() * 2500);
-    const embedded = await startEmbedded(dir, port, silentLogger);
+    let embedded = await startEmbedded(dir, port, silentLogger);
+    await raiseMaxConnections(embedded.url);
+    await embedded.stop();
+    embedded = await startEmbedded(dir, port, silentLogger);
     server = embedded.url;
     stopEmbedded = async () => {
       await embedded.stop();
@@ -42,6 +56,10 @@ export async function freshDatabases(): Promise<BenchDatabases> {
   }
   const name = `ams_bench_${randomBytes(4).toString('hex')}`;
   const admin = postgres(withName(server, 'postgres'), { max: 1, onnotice: () => {} });
+  const [limit] = await admin<{ max: number }[]>`select current_setting('max_connections')::int as max`;
+  if (limit!.max < MAX_CONNECTIONS) {
+    process.stderr.write(`max_connections is ${limit!.max} on DATABASE_URL's server; the bench may need up to ${MAX_CONNECTIONS}\n`);
+  }
   await admin.unsafe(`create database ${name}`);
   await admin.unsafe(`create database ${name}_baseline`);
   const url = withName(server, name);

@@ -1,14 +1,15 @@
 // The load side of the benchmark, in its own process: it drives the service over HTTP on 127.0.0.1
 // with keep-alive connections, receives doorbells on its own local server, runs the raw
-// graphile-worker baselines, and prints every run's figures as one JSON line on stdout.
+// graphile-worker and pg-boss baselines, and prints every run's figures as one JSON line on stdout.
 // Seeding (agents, threads, backlogs) goes straight to the database through the domain code.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { EventEmitter } from 'node:events';
 import { run, type Runner, type WorkerEvents } from 'graphile-worker';
-import pg from 'pg';
+import { PgBoss } from 'pg-boss';
 import { connect, type Sql } from '../src/db/connect';
 import { quietWorkerLogger } from '../src/db/migrate';
+import { workerPool } from '../src/db/worker-pool';
 import { asActor } from '../src/domain/agents/actors';
 import { createAgent } from '../src/domain/agents/agents';
 import { hashKey, newAgentKey } from '../src/domain/agents/keys';
@@ -23,9 +24,13 @@ export type LoadSetup = {
   databaseUrl: string;
   baselineUrl: string;
   serverPid: number;
+  // The bench's own PostgreSQL, whose process tree is charged as the database's CPU; null when it
+  // is not a process on this machine.
+  databasePid: number | null;
   runs: number;
   concurrency: number;
-  workerConcurrency: number;
+  // The service's worker as configured: jobs at once and the size of its connection pool.
+  worker: { concurrency: number; poolSize: number };
   metricsToken: string;
 };
 
@@ -35,6 +40,7 @@ const progress = (line: string) => process.stderr.write(`  ${line}\n`);
 const sql = connect(setup.databaseUrl, 2);
 // Where a failed wake-up of the posts made here is reported.
 const log = createLogger('warn');
+const cpuNow = () => cpuSnapshot(setup.serverPid, setup.databasePid);
 
 // ---- server memory: sampled all along, peak kept per scenario ----
 let scenario = 'idle';
@@ -66,7 +72,7 @@ async function expect(status: number, pending: Promise<{ status: number; json: a
 // `connections` requests in flight at every moment for `ms`; throughput counts completed requests.
 async function closedLoop(connections: number, ms: number, request: () => Promise<unknown>) {
   const latencies: number[] = [];
-  const cpuBefore = cpuSnapshot(setup.serverPid);
+  const cpuBefore = cpuNow();
   const started = performance.now();
   const deadline = started + ms;
   await Promise.all(
@@ -79,7 +85,7 @@ async function closedLoop(connections: number, ms: number, request: () => Promis
     }),
   );
   const elapsed = performance.now() - started;
-  const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), latencies.length);
+  const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), latencies.length);
   return { perSecond: round((latencies.length / elapsed) * 1000, 0), ...latencySummary(latencies), cpuUs };
 }
 
@@ -106,24 +112,72 @@ const receiver = Bun.serve({
 const hookUrl = `http://127.0.0.1:${receiver.port}/hook`;
 const hangUrl = `http://127.0.0.1:${receiver.port}/hang`;
 
-// ---- the raw graphile-worker baseline: a no-op task in its own database ----
-// Same concurrency as the service's worker; the pool is graphile-worker's own default size (10),
-// which a task that never touches the database does not outgrow.
-let onNoop: (i: number, at: number) => void = () => {};
-const baselinePool = new pg.Pool({ connectionString: setup.baselineUrl, max: 10 });
-baselinePool.on('error', () => {});
+// ---- the raw queue baselines: no-op jobs in their own database ----
+// A no-op queue as the scenarios use it: jobs numbered by `i`, added one by one or as a backlog;
+// `ran` is told when each one's handler starts.
+type NoopQueue = {
+  ran: (i: number, at: number) => void;
+  add: (i: number) => Promise<unknown>;
+  addBacklog: (count: number) => Promise<unknown>;
+};
+
+// graphile-worker as the service's worker runs it (same concurrency, a pool of the same size made
+// by the same code), with a no-op task.
+const baselineSql = connect(setup.baselineUrl, 2);
+const graphileWorker: NoopQueue = {
+  ran: () => {},
+  add: (i) => baselineSql`select graphile_worker.add_job('noop', json_build_object('i', ${i}::int))`,
+  addBacklog: (count) => baselineSql`
+    select graphile_worker.add_jobs(array(
+      select row('noop', json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
+      from generate_series(1, ${count}::int) g))`,
+};
+const baselinePool = workerPool(setup.baselineUrl, setup.worker.poolSize, () => {});
 const baselineEvents: WorkerEvents = new EventEmitter();
 const baselineRunner: Runner = await run({
   pgPool: baselinePool,
-  concurrency: setup.workerConcurrency,
+  concurrency: setup.worker.concurrency,
   noHandleSignals: true,
   logger: quietWorkerLogger,
   events: baselineEvents,
   taskList: {
-    noop: async (payload) => onNoop((payload as { i: number }).i, performance.now()),
+    noop: async (payload) => graphileWorker.ran((payload as { i: number }).i, performance.now()),
   },
 });
-const baselineSql = connect(setup.baselineUrl, 2);
+
+// pg-boss, a peer queue on PostgreSQL, at the same number of jobs in flight on a pool of the same
+// size: its workers fetch in batches (its way of going fast, which graphile-worker as we run it
+// does not use), woken by LISTEN/NOTIFY as graphile-worker is, fetching again at once while
+// batches come back full.
+const PG_BOSS_BATCH = 8;
+const PG_BOSS_QUEUE = 'noop';
+const boss = new PgBoss({ connectionString: setup.baselineUrl, max: setup.worker.poolSize, useListenNotify: true });
+const pgBoss: NoopQueue = {
+  ran: () => {},
+  add: (i) => boss.send(PG_BOSS_QUEUE, { i }),
+  addBacklog: (count) => boss.insert(PG_BOSS_QUEUE, Array.from({ length: count }, (_, g) => ({ data: { i: g + 1 } }))),
+};
+boss.on('error', (error: Error) => progress(`pg-boss: ${error.message}`));
+await boss.start();
+await boss.createQueue(PG_BOSS_QUEUE, { notify: true });
+await boss.work<{ i: number }>(
+  PG_BOSS_QUEUE,
+  {
+    batchSize: PG_BOSS_BATCH,
+    localConcurrency: Math.max(1, Math.round(setup.worker.concurrency / PG_BOSS_BATCH)),
+    burstWhenBatchFull: true,
+  },
+  async (jobs) => {
+    const at = performance.now();
+    for (const job of jobs) pgBoss.ran(job.data.i, at);
+  },
+);
+
+// Each run starts with a different side, so that none always follows the same one (and inherits
+// its autovacuum or its warm cache).
+async function inTurns(run: number, sides: (() => Promise<void>)[]) {
+  for (let i = 0; i < sides.length; i++) await sides[(run + i) % sides.length]!();
+}
 
 // ---- seed ----
 const keys: Record<string, string> = {};
@@ -160,18 +214,37 @@ let n = 0;
 async function postThroughput() {
   const connections = setup.concurrency;
   const bare = () => expect(201, call(sender.key, 'POST', '/bench/insert', { content: `bare ${n++}` }));
+  const recipients = async (prefix: string, count: number) =>
+    (await sql<{ id: string }[]>`select id from agents where username = any(${names(prefix, count)}) order by username`).map((a) => a.id);
+  const bareRows = (threadId: string, recipientIds: string[]) => () =>
+    expect(201, call(sender.key, 'POST', '/bench/insert-message', { threadId, senderId: sender.actor.id, recipientIds, content: `bare ${n++}` }));
+  const bareRows1 = bareRows(threads.fanOut1, await recipients('poll', 1));
+  const bareRows10 = bareRows(threads.fanOut10, await recipients('poll', 10));
   const ms = 3000;
   // Warm-up: prepared statements, JIT, connections.
   await closedLoop(connections, 1000, bare);
+  await closedLoop(connections, 1000, bareRows10);
   await closedLoop(connections, 1000, () => post(threads.fanOut10, `warm ${n++}`));
-  const out = { bareInsert: [] as unknown[], fanOut1: [] as unknown[], fanOut10: [] as unknown[] };
+  const out = {
+    bareInsert: [] as unknown[],
+    bareRows1: [] as unknown[],
+    bareRows10: [] as unknown[],
+    fanOut1: [] as unknown[],
+    fanOut10: [] as unknown[],
+  };
   for (let run = 0; run < runs; run++) {
     scenario = 'post';
-    out.bareInsert.push(await closedLoop(connections, ms, bare));
-    out.fanOut1.push(await closedLoop(connections, ms, () => post(threads.fanOut1, `message ${n++}`)));
-    out.fanOut10.push(await closedLoop(connections, ms, () => post(threads.fanOut10, `message ${n++}`)));
+    await inTurns(run, [
+      async () => void out.bareInsert.push(await closedLoop(connections, ms, bare)),
+      async () => void out.bareRows1.push(await closedLoop(connections, ms, bareRows1)),
+      async () => void out.fanOut1.push(await closedLoop(connections, ms, () => post(threads.fanOut1, `message ${n++}`))),
+      async () => void out.bareRows10.push(await closedLoop(connections, ms, bareRows10)),
+      async () => void out.fanOut10.push(await closedLoop(connections, ms, () => post(threads.fanOut10, `message ${n++}`))),
+    ]);
     scenario = 'idle';
-    progress(`post run ${run + 1}: ${JSON.stringify(out.fanOut1.at(-1))} bare ${JSON.stringify(out.bareInsert.at(-1))}`);
+    progress(
+      `post run ${run + 1}: ${JSON.stringify(out.fanOut1.at(-1))} bare rows ${JSON.stringify(out.bareRows1.at(-1))} bare INSERT ${JSON.stringify(out.bareInsert.at(-1))}`,
+    );
   }
   results.post = { connections, durationMs: ms, ...out };
 }
@@ -198,50 +271,69 @@ async function untilAll<T>(map: Map<T, number>, size: number, what: string) {
   }
 }
 
+// Jobs added at a steady `rate` for `ms`; each one's latency from its add returning to its
+// handler starting.
+async function noopLatencies(queue: NoopQueue, rate: number, ms: number) {
+  const added = new Map<number, number>();
+  const ran = new Map<number, number>();
+  queue.ran = (i, at) => ran.set(i, at);
+  const cpuBefore = cpuNow();
+  await steady(rate, ms, async (i) => {
+    await queue.add(i);
+    added.set(i, performance.now());
+  });
+  await untilAll(ran, added.size, 'no-op jobs');
+  const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), added.size);
+  return { ...latencySummary([...added].map(([i, at]) => ran.get(i)! - at)), cpuUs };
+}
+
+// A backlog of `total` jobs committed at once, then drained: count / (commit returned → last
+// handler started).
+async function noopDrain(queue: NoopQueue, total: number) {
+  const ran = new Map<number, number>();
+  queue.ran = (i, at) => ran.set(i, at);
+  await queue.addBacklog(total);
+  const committed = performance.now();
+  const cpuBefore = cpuNow();
+  await untilAll(ran, total, 'no-op jobs');
+  const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), total);
+  return { count: total, perSecond: round((total / (Math.max(...ran.values()) - committed)) * 1000, 0), cpuUs };
+}
+
 // Posts into `threadId` at a steady `rate` for `ms`; each doorbell's latency from the post's 201
 // to its arrival at the receiver.
 async function doorbellLatencies(threadId: string, rate: number, ms: number) {
   const answered = new Map<string, number>();
   const arrived = new Map<string, number>();
   onDoorbell = (d, at) => arrived.set(d.messageId, at);
-  const cpuBefore = cpuSnapshot(setup.serverPid);
+  const cpuBefore = cpuNow();
   await steady(rate, ms, async (i) => {
     const { data } = await post(threadId, `doorbell ${i}`);
     answered.set(data.id, performance.now());
   });
   await untilAll(arrived, answered.size, 'doorbells');
-  const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), answered.size);
+  const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), answered.size);
   return { ...latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at)), cpuUs };
 }
 
 async function doorbellLatency() {
   const rate = 200;
   const ms = 4000;
-  const one = () => doorbellLatencies(threads.doorbell, rate, ms);
-  const baseline = async () => {
-    const added = new Map<number, number>();
-    const ran = new Map<number, number>();
-    onNoop = (i, at) => ran.set(i, at);
-    const cpuBefore = cpuSnapshot(setup.serverPid);
-    await steady(rate, ms, async (i) => {
-      await baselineSql`select graphile_worker.add_job('noop', json_build_object('i', ${i}::int))`;
-      added.set(i, performance.now());
-    });
-    await untilAll(ran, added.size, 'no-op jobs');
-    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), added.size);
-    return { ...latencySummary([...added].map(([i, at]) => ran.get(i)! - at)), cpuUs };
-  };
   // Warm-up at the full rate, so that the pools have opened the connections this rate needs (a
   // quarter of the rate left the first run paying for new connections: p99 150-190 ms, then ~12 ms).
   await steady(rate, 2000, async (i) => void (await post(threads.doorbell, `warm ${i}`)));
-  await baseline();
-  const out = { rate, durationMs: ms, doorbell: [] as unknown[], rawJob: [] as unknown[] };
+  await noopLatencies(graphileWorker, rate, ms);
+  await noopLatencies(pgBoss, rate, ms);
+  const out = { rate, durationMs: ms, doorbell: [] as unknown[], rawJob: [] as unknown[], pgBoss: [] as unknown[] };
   for (let run = 0; run < runs; run++) {
     scenario = 'doorbell';
-    out.rawJob.push(await baseline());
-    out.doorbell.push(await one());
+    await inTurns(run, [
+      async () => void out.rawJob.push(await noopLatencies(graphileWorker, rate, ms)),
+      async () => void out.pgBoss.push(await noopLatencies(pgBoss, rate, ms)),
+      async () => void out.doorbell.push(await doorbellLatencies(threads.doorbell, rate, ms)),
+    ]);
     scenario = 'idle';
-    progress(`doorbell latency run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} raw ${JSON.stringify(out.rawJob.at(-1))}`);
+    progress(`doorbell latency run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} graphile-worker ${JSON.stringify(out.rawJob.at(-1))} pg-boss ${JSON.stringify(out.pgBoss.at(-1))}`);
   }
   results.doorbellLatency = out;
 }
@@ -270,7 +362,7 @@ async function headOfLine() {
   results.headOfLine = out;
 }
 
-// A backlog committed at once, then drained: count / (commit → last arrival).
+// A backlog committed at once, then drained: count / (commit returned → last arrival).
 async function doorbellThroughput() {
   const total = 4000;
   const one = async () => {
@@ -280,31 +372,21 @@ async function doorbellThroughput() {
       for (let i = 0; i < total / 10; i++) await postMessage(tx as unknown as Sql, log, sender.actor, threads.throughput, { content: `burst ${i}` });
     });
     const committed = performance.now();
-    const cpuBefore = cpuSnapshot(setup.serverPid);
+    const cpuBefore = cpuNow();
     await untilAll(arrived, total, 'doorbells');
-    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), total);
+    const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), total);
     return { count: total, perSecond: round((total / (Math.max(...arrived.values()) - committed)) * 1000, 0), cpuUs };
   };
-  const baseline = async () => {
-    const ran = new Map<number, number>();
-    onNoop = (i, at) => ran.set(i, at);
-    await baselineSql`
-      select graphile_worker.add_jobs(array(
-        select row('noop', json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
-        from generate_series(1, ${total}::int) g))`;
-    const committed = performance.now();
-    const cpuBefore = cpuSnapshot(setup.serverPid);
-    await untilAll(ran, total, 'no-op jobs');
-    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), total);
-    return { count: total, perSecond: round((total / (Math.max(...ran.values()) - committed)) * 1000, 0), cpuUs };
-  };
-  const out = { doorbell: [] as unknown[], rawJob: [] as unknown[] };
+  const out = { doorbell: [] as unknown[], rawJob: [] as unknown[], pgBoss: [] as unknown[] };
   for (let run = 0; run < runs; run++) {
     scenario = 'throughput';
-    out.rawJob.push(await baseline());
-    out.doorbell.push(await one());
+    await inTurns(run, [
+      async () => void out.rawJob.push(await noopDrain(graphileWorker, total)),
+      async () => void out.pgBoss.push(await noopDrain(pgBoss, total)),
+      async () => void out.doorbell.push(await one()),
+    ]);
     scenario = 'idle';
-    progress(`doorbell throughput run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} raw ${JSON.stringify(out.rawJob.at(-1))}`);
+    progress(`doorbell throughput run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} graphile-worker ${JSON.stringify(out.rawJob.at(-1))} pg-boss ${JSON.stringify(out.pgBoss.at(-1))}`);
   }
   results.doorbellThroughput = out;
 }
@@ -385,15 +467,20 @@ async function inboxRead() {
   const connections = 8;
   const ms = 2000;
   const read = (key: string) => () => expect(200, call(key, 'GET', '/api/deliveries'));
+  const bareSelect = () => expect(200, call(keys.small!, 'GET', '/bench/select'));
   await closedLoop(connections, 500, read(keys.small!));
   await closedLoop(connections, 500, read(keys.big!));
-  const out = { connections, durationMs: ms, loadSeconds, backlog1k: [] as unknown[], backlog1M: [] as unknown[] };
+  await closedLoop(connections, 500, bareSelect);
+  const out = { connections, durationMs: ms, loadSeconds, backlog1k: [] as unknown[], backlog1M: [] as unknown[], bareSelect: [] as unknown[] };
   for (let run = 0; run < runs; run++) {
     scenario = 'inbox';
-    out.backlog1k.push(await closedLoop(connections, ms, read(keys.small!)));
-    out.backlog1M.push(await closedLoop(connections, ms, read(keys.big!)));
+    await inTurns(run, [
+      async () => void out.backlog1k.push(await closedLoop(connections, ms, read(keys.small!))),
+      async () => void out.backlog1M.push(await closedLoop(connections, ms, read(keys.big!))),
+      async () => void out.bareSelect.push(await closedLoop(connections, ms, bareSelect)),
+    ]);
     scenario = 'idle';
-    progress(`inbox run ${run + 1}: 1k ${JSON.stringify(out.backlog1k.at(-1))} 1M ${JSON.stringify(out.backlog1M.at(-1))}`);
+    progress(`inbox run ${run + 1}: 1k ${JSON.stringify(out.backlog1k.at(-1))} 1M ${JSON.stringify(out.backlog1M.at(-1))} bare SELECT ${JSON.stringify(out.bareSelect.at(-1))}`);
   }
   results.inbox = out;
 }
@@ -484,10 +571,10 @@ async function holdWaits(
 async function untilQuiet() {
   const deadline = performance.now() + 60_000;
   for (;;) {
-    const before = cpuSnapshot(setup.serverPid);
+    const before = cpuNow();
     await Bun.sleep(250);
-    const used = cpuPerRequest(before, cpuSnapshot(setup.serverPid), 1);
-    if (used.server + used.database < 0.05 * 250_000 || performance.now() > deadline) return;
+    const used = cpuPerRequest(before, cpuNow(), 1);
+    if (used.server + (used.database ?? 0) < 0.05 * 250_000 || performance.now() > deadline) return;
   }
 }
 
@@ -537,11 +624,11 @@ async function waitersOfOneAgent() {
       if (answers.length === MANY) all.resolve();
     });
     const rssHeld = round(readRssMb(), 1);
-    const cpuBefore = cpuSnapshot(setup.serverPid);
+    const cpuBefore = cpuNow();
     const sent = epochNow();
     const { data } = await post(threadId, 'for every waiting request');
     await all.promise;
-    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), MANY);
+    const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), MANY);
     if (!answers.every((a) => a.status === 200 && a.messageIds.length === 1 && a.messageIds[0] === data.id)) {
       throw new Error('a held wait was not answered with the post');
     }
@@ -577,14 +664,14 @@ async function waitersOfManyAgents() {
     });
     const rssHeld = round(readRssMb(), 1);
     const sentAt = new Map<string, number>();
-    const cpuBefore = cpuSnapshot(setup.serverPid);
+    const cpuBefore = cpuNow();
     await steady(rate, (woken / rate) * 1000, async (i) => {
       const sent = epochNow();
       const { data } = await post(threadIds[(run * woken + i) % MANY]!, `wake ${i}`);
       sentAt.set(data.id, sent);
     });
     await untilAll(arrived, woken, 'woken waits');
-    const cpuUs = cpuPerRequest(cpuBefore, cpuSnapshot(setup.serverPid), woken);
+    const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), woken);
     await child.exited;
     // Read and done with, so that these agents wait again in the next run.
     await sql`update deliveries set acknowledged_at = now() where thread_id = any(${threadIds}::uuid[]) and acknowledged_at is null`;
@@ -630,6 +717,7 @@ clearInterval(rssSampler);
 results.serverRssPeakMb = rssPeakMb;
 await baselineRunner.stop();
 await baselinePool.end();
+await boss.stop({ graceful: true });
 await baselineSql.end();
 await sql.end();
 hanging.forEach((release) => release());

@@ -4,6 +4,9 @@
 import { cpus, totalmem } from 'node:os';
 import { openSync } from 'node:fs';
 import postgres from 'postgres';
+import { loadConfig } from '../src/config';
+import { workerPoolSize } from '../src/db/worker-pool';
+import { postmasterPid } from './cpu';
 import { freshDatabases } from './fresh-database';
 import type { LoadSetup } from './load';
 import { report } from './report';
@@ -13,6 +16,11 @@ const runs = Number(process.env.BENCH_RUNS ?? 3);
 const root = new URL('..', import.meta.url).pathname;
 const started = performance.now();
 const step = (line: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
+
+// The ten-drain check runs alone, on a fresh database of its own (bench/drains.ts).
+if (process.env.BENCH_ONLY === 'drains') {
+  process.exit(Bun.spawnSync(['bun', 'bench/drains.ts'], { cwd: root, stdout: 'inherit', stderr: 'inherit' }).exitCode);
+}
 
 step('fresh database');
 const db = await freshDatabases();
@@ -25,10 +33,14 @@ const serviceEnv = {
   // The many-waiters scenario counts held requests on /metrics.
   METRICS_TOKEN: 'bench-metrics-token',
 };
-const workerConcurrency = 32;
+// The baselines run as the service's worker does: as many jobs at once, on a pool as large.
+const serviceConfig = loadConfig(serviceEnv);
+const worker = { concurrency: serviceConfig.WEBHOOK_CONCURRENCY, poolSize: workerPoolSize(serviceConfig) };
 
 try {
   const machine = await describeMachine(db.url);
+  const databasePid = await postmasterPid(db.url);
+  if (databasePid === null) step('PostgreSQL is not a process on this machine: its CPU is not counted');
   step('service');
   // BENCH_PROFILE=1: the service writes a CPU profile (Chrome format and markdown) to bench/profile/.
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-md', '--cpu-prof-dir=bench/profile'] : [];
@@ -46,9 +58,10 @@ try {
     databaseUrl: db.url,
     baselineUrl: db.baselineUrl,
     serverPid: server.pid,
+    databasePid,
     runs,
     concurrency: 64,
-    workerConcurrency,
+    worker,
     metricsToken: serviceEnv.METRICS_TOKEN,
   };
   const load = Bun.spawn(['bun', 'bench/load.ts'], {
@@ -64,7 +77,7 @@ try {
   await server.exited;
 
   const start = process.env.BENCH_ONLY && !process.env.BENCH_ONLY.includes('start') ? null : await startTimes();
-  const results = { machine, runs, ...measured, start, totalSeconds: round((performance.now() - started) / 1000, 0) };
+  const results = { machine, runs, worker, ...measured, start, totalSeconds: round((performance.now() - started) / 1000, 0) };
   await Bun.write(`${root}bench/results.json`, JSON.stringify(results, null, 2) + '\n');
   console.log(report(results));
   step('done; every run is in bench/results.json');

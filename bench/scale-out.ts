@@ -5,7 +5,7 @@
 // load process, each as measured in the same run. Writes bench/scale-out.json.
 import { connect } from '../src/db/connect';
 import { createAgent } from '../src/domain/agents/agents';
-import { cpuPerRequest, cpuSnapshot, type CpuSnapshot } from './cpu';
+import { cpuPerRequest, cpuSnapshot, postmasterPid, type CpuSnapshot } from './cpu';
 import { freshDatabases } from './fresh-database';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -13,6 +13,7 @@ const SECONDS = Number(process.env.SCALE_SECONDS ?? 10);
 const CLIENTS = 64;
 
 const db = await freshDatabases();
+const databasePid = await postmasterPid(db.url);
 const sql = connect(db.url, 4);
 let rung = 0;
 const handler = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => (rung++, new Response('ok')) });
@@ -38,7 +39,7 @@ async function startInstance(): Promise<{ base: string; pid: number; stop: () =>
   };
 }
 
-const cpuOf = (pids: number[]) => pids.map((pid) => cpuSnapshot(pid));
+const cpuOf = (pids: number[]) => pids.map((pid) => cpuSnapshot(pid, databasePid));
 function sumCpu(before: CpuSnapshot[], after: CpuSnapshot[], requests: number) {
   const each = before.map((b, i) => cpuPerRequest(b, after[i]!, requests));
   // PostgreSQL and the load process are the same in every snapshot; the instances add up.

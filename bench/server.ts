@@ -1,5 +1,6 @@
-// The service as `ams serve` runs it, plus the bare-INSERT baseline route on the same connection
-// pool: one process, so both sides of the comparison share the pool, the runtime and the CPU.
+// The service as `ams serve` runs it, plus the bare baseline routes (an INSERT, a post's rows, a
+// 50-row SELECT) on the same connection pool: one process, so both sides of a comparison share
+// the pool, the runtime and the CPU.
 // Started by bench/run.ts with DATABASE_URL pointing at a fresh database.
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/log';
@@ -14,10 +15,36 @@ await service.sql`
     content text not null,
     created_at timestamptz not null default now()
   )`;
+// The first 50 rows, which the bare SELECT reads whatever the bare INSERT adds later.
+await service.sql`
+  insert into bench_baseline (content)
+  select 'baseline row ' || g from generate_series(1, 50 - (select count(*) from bench_baseline)::int) g`;
 service.app.post('/bench/insert', async ({ body, set }) => {
   const [row] = await service.sql`insert into bench_baseline (content) values (${(body as { content: string }).content}) returning id`;
   set.status = 201;
   return { success: true, data: { id: row!.id } };
+});
+// A post's counterpart: the same rows (a message and a delivery per recipient, with their indexes,
+// foreign keys and triggers) written bare, one statement per request, with no authentication,
+// validation or membership check.
+service.app.post('/bench/insert-message', async ({ body, set }) => {
+  const { threadId, senderId, recipientIds, content } = body as { threadId: string; senderId: string; recipientIds: string[]; content: string };
+  const [row] = await service.sql`
+    with m as (
+      insert into messages (thread_id, sender_agent_id, sender, content)
+      values (${threadId}, ${senderId}, 'sender', ${content}) returning id, thread_id
+    ), d as (
+      insert into deliveries (message_id, thread_id, recipient_id, webhook)
+      select m.id, m.thread_id, r, false from m, unnest(${recipientIds}::uuid[]) r
+    )
+    select id from m`;
+  set.status = 201;
+  return { success: true, data: { id: row!.id } };
+});
+// An inbox page's counterpart: 50 rows by primary key, no authentication, no visibility test.
+service.app.get('/bench/select', async () => {
+  const rows = await service.sql`select id, content, created_at from bench_baseline order by id limit 50`;
+  return { success: true, data: rows };
 });
 // Lets a scenario that measures memory start from this process's live data rather than from the
 // garbage of the scenario before it.

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { GRAPHILE_WORKER_VERSION, makeDueWhere, releaseDeadWorkers } from '../src/db/job-queue';
+import { GRAPHILE_WORKER_VERSION, makeDueWhere, releaseDeadWorkers, vacuumJobs } from '../src/db/job-queue';
 import { useHarness } from './support/harness';
 import { eventually } from './support/receiver';
 
@@ -80,5 +80,30 @@ describe('waking parked jobs', () => {
     expect(due).toHaveLength(2);
     // Nothing is left parked to wake.
     expect(await makeDueWhere(h.db.sql, 'race_parked', parked, 1)).toBe(0);
+  });
+});
+
+describe('vacuuming the jobs table', () => {
+  // The dead row versions finished jobs leave are what each job fetch walks past; the worker clears
+  // them itself rather than wait for autovacuum's next visit.
+  test('the dead versions finished jobs left are gone after vacuumJobs', async () => {
+    const stats = async () => {
+      const [row] = await h.db.sql<{ dead: number; vacuums: number }[]>`
+        select n_dead_tup::int as dead, vacuum_count::int as vacuums from pg_stat_user_tables
+        where schemaname = 'graphile_worker' and relname = '_private_jobs'`;
+      return row!;
+    };
+    await h.db.sql`select graphile_worker.add_jobs(array(
+      select row('vacuum_me', '{}'::json, null, null, null, null, null, null)::graphile_worker.job_spec
+      from generate_series(1, 300)))`;
+    await h.db.sql`delete from graphile_worker._private_jobs where task_id = (
+      select id from graphile_worker._private_tasks where identifier = 'vacuum_me')`;
+    await eventually(async () => (await stats()).dead >= 300);
+    const before = await stats();
+    await vacuumJobs(h.db.sql);
+    await eventually(async () => {
+      const after = await stats();
+      return after.vacuums > before.vacuums && after.dead < 300;
+    });
   });
 });

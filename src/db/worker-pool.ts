@@ -1,4 +1,8 @@
 import pg from 'pg';
+import type { Config } from '../config';
+
+// As many connections as jobs run at once, plus graphile-worker's LISTEN and its cron.
+export const workerPoolSize = (config: Pick<Config, 'WEBHOOK_CONCURRENCY'>) => config.WEBHOOK_CONCURRENCY + 2;
 
 // A node-postgres pool for graphile-worker (which speaks `pg`, not postgres.js). We make it rather
 // than let graphile-worker do so, because it ends a pool of its own making without waiting: the

@@ -3,8 +3,8 @@ import { Logger as WorkerLogger, run, type Runner, type WorkerEvents, type Worke
 import { endpointHealthRule, retryDelays, webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
-import { isShuttingDown } from '../db/job-queue';
-import { workerPool } from '../db/worker-pool';
+import { isShuttingDown, vacuumJobs } from '../db/job-queue';
+import { workerPool, workerPoolSize } from '../db/worker-pool';
 import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
@@ -25,6 +25,11 @@ const PARKED_BACKSTOP_MS = 60_000;
 // How often a worker looks for endpoints with parked doorbells that it has free slots for: parked by
 // another process (a dead one included), or a wake-up that failed on a database error.
 const PARKED_SWEEP_MS = 1_000;
+
+// Jobs this process finishes between two vacuums of the queue's table (job-queue.ts's vacuumJobs):
+// about 10 000 dead row versions (two a job) at most for a job fetch to walk past, whatever
+// autovacuum does.
+const VACUUM_JOBS_AFTER = 5_000;
 
 // Where graphile-worker's add_jobs announces new jobs.
 const JOBS_CHANNEL = 'jobs:insert';
@@ -70,7 +75,18 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     running.delete(job.id);
     finished.delete(job.id);
     finished.set(job.id, performance.now());
+    vacuumWhenDue();
   });
+  let finishedSinceVacuum = 0;
+  let vacuuming = false;
+  const vacuumWhenDue = () => {
+    if (++finishedSinceVacuum < VACUUM_JOBS_AFTER || vacuuming) return;
+    finishedSinceVacuum = 0;
+    vacuuming = true;
+    vacuumJobs(sql)
+      .catch((error) => log.warn('job_table_vacuum_failed', { error: (error as Error).message }))
+      .finally(() => (vacuuming = false));
+  };
   const held = () => {
     const since = performance.now() - config.WORKER_STALE_MS;
     for (const [id, at] of finished) {
@@ -91,7 +107,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   };
   // graphile-worker's own connections: its LISTEN and cron, and one per concurrent job to fetch it
   // (the tasks themselves use the service's pool).
-  const pgPool = workerPool(databaseUrl, config.WEBHOOK_CONCURRENCY + 2, (error) =>
+  const pgPool = workerPool(databaseUrl, workerPoolSize(config), (error) =>
     log.warn('worker_pool_error', { error: error.message }),
   );
   const send = { policy: webhookUrlPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS };
