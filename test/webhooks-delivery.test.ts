@@ -239,13 +239,31 @@ describe('woken, not found by the 2 s poll', () => {
   const RETRY_MS = 300;
   // Well short of the poll's 2 s, with a second of slack for a busy machine.
   const WOKEN_WITHIN_MS = 1_500;
-  // When the slot next finishes a job and then finds nothing: its poll timer starts then.
+  // When the slot has finished its next job and the pool's fetch (the pool fetches for its workers,
+  // webhooks/worker.ts) has come back empty, whichever is later: the poll timer runs from then.
   const idleAfterNextJob = () =>
-    new Promise<number>((resolve) =>
-      one.service.worker!.runner.events.once('job:complete', () =>
-        one.service.worker!.runner.events.once('worker:getJob:empty', () => resolve(performance.now())),
-      ),
-    );
+    new Promise<number>((resolve) => {
+      const events = one.service.worker!.runner.events;
+      events.once('job:start', () => {
+        let completed = false;
+        let foundNothing = false;
+        const settle = () => {
+          if (!completed || !foundNothing) return;
+          events.off('localQueue:getJobs:complete', onFetch);
+          resolve(performance.now());
+        };
+        const onFetch = ({ jobs }: { jobs: unknown[] }) => {
+          if (jobs.length > 0) return;
+          foundNothing = true;
+          settle();
+        };
+        events.on('localQueue:getJobs:complete', onFetch);
+        events.once('job:complete', () => {
+          completed = true;
+          settle();
+        });
+      });
+    });
 
   test('a new doorbell is rung on its NOTIFY while the slot is idle', async () => {
     const sender = await one.agent('woken-sender');

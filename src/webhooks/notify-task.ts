@@ -122,7 +122,7 @@ export const notifier = (deps: NotifyDeps): Notifier => {
     interrupted.recorded = true;
     const doorbell = await ringable(deps, payload);
     if (!doorbell) {
-      await forgetNextAttempt(deps.sql, payload.deliveryId);
+      await forgetNextAttempt(deps.sql, payload.deliveryId, helpers.job.id);
       // Woken to take a slot it no longer needs: the wake-up passes on to the next parked one.
       if (payload.endpoint) await wakeParked(payload.endpoint, 1);
       return;
@@ -130,14 +130,14 @@ export const notifier = (deps: NotifyDeps): Notifier => {
     const endpoint = endpointOf(doorbell.url);
     const release = deps.slots.take(doorbell.url) ?? (await deps.slots.waitForSlot(doorbell.url, WAIT_FOR_QUICK_SLOT_MS));
     if (!release) {
-      await parkNotifyJob(deps.sql, { deliveryId: payload.deliveryId, doorbell: payload.doorbell }, endpoint, deps.parkedForMs);
+      await parkNotifyJob(deps.sql, { deliveryId: payload.deliveryId, doorbell: payload.doorbell }, endpoint, deps.parkedForMs, helpers.job.id);
       noteParked(endpoint);
       // Slots may have freed while it was being parked, with nothing left to wake it.
       await wakeParked(endpoint, deps.slots.free(doorbell.url));
       return;
     }
     try {
-      await ring(deps, doorbell, helpers.abortSignal);
+      await ring(deps, doorbell, helpers.job.id, helpers.abortSignal);
     } finally {
       release();
       void wakeParked(endpoint, deps.slots.free(doorbell.url));
@@ -190,7 +190,7 @@ const WAIT_FOR_QUICK_SLOT_MS = 250;
 
 type Ringable = NonNullable<Awaited<ReturnType<typeof ringable>>>;
 
-async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | undefined) {
+async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: AbortSignal | undefined) {
   const { deliveryId } = doorbell.fields;
   const body = doorbellBody(doorbell.fields);
   const attemptedAt = new Date();
@@ -210,8 +210,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, signal: AbortSignal | 
     deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
   const retryQueued = await recordAttempt(deps.sql, deps.log, {
-    deliveryId, endpoint: doorbell.endpoint, publish, attempt, resend, attemptedAt, durationMs, outcome, next,
+    deliveryId, endpoint: doorbell.endpoint, publish, attempt, resend, attemptedAt, durationMs, outcome, next, job,
   });
-  // The running job is locked, so graphile-worker moves the key to the retry and retires this one.
   if (next.kind === 'retry' && retryQueued) deps.onRetryScheduled(next.delayMs);
 }

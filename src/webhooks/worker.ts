@@ -70,7 +70,14 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   // process's CPU draining a backlog.)
   const running = new Set<string>();
   const finished = new Map<string, number>();
-  events.on('job:start', ({ job }) => running.add(job.id));
+  // Jobs fetched (and locked) for the pool's local queue that no worker has started yet.
+  const fetched = new Set<string>();
+  events.on('localQueue:getJobs:complete', ({ jobs }) => jobs.forEach((job) => fetched.add(job.id)));
+  events.on('localQueue:returnJobs', ({ jobs }) => jobs.forEach((job) => fetched.delete(job.id)));
+  events.on('job:start', ({ job }) => {
+    fetched.delete(job.id);
+    running.add(job.id);
+  });
   events.on('job:complete', ({ job }) => {
     running.delete(job.id);
     finished.delete(job.id);
@@ -93,7 +100,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       if (at >= since) break;
       finished.delete(id);
     }
-    return [...running, ...finished.keys()];
+    return [...fetched, ...running, ...finished.keys()];
   };
   const wakeTimers = new Set<ReturnType<typeof setTimeout>>();
   // A retry is due in the future, where LISTEN/NOTIFY cannot announce it; rather than wait for the
@@ -157,7 +164,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     clearInterval(sweep);
     for (const timer of wakeTimers) clearTimeout(timer);
     await relay?.unlisten().catch(() => {});
-    if (runner && !runnerEnded) await step(runner.stop());
+    if (runner && !runnerEnded) await step(stopRunner(runner, log));
     if (heartbeat) await step(heartbeat.stop());
     await step(pgPool.end());
   };
@@ -177,10 +184,19 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   try {
     runner = await run({
       pgPool,
-      // No localQueue and no batched completions: after a database restart the first stopped the
-      // pool taking jobs, and a failed batch of the second ended the whole runner
-      // (test-faults/postgres-restart.test.ts). Each job is fetched and completed on its own.
-      preset: { plugins: [replaceExitedWorkers] },
+      // Jobs are fetched for the whole pool at once, as many as it runs at a time, and those that
+      // finish together are completed (or failed) by one statement: the queue's own work per job
+      // falls to a fraction. A batch whose statement fails on a lost connection is tried again
+      // until the database answers (patches/graphile-worker@0.18.0.patch: unpatched, the first
+      // failure shut the pool down; test-faults/postgres-restart.test.ts).
+      preset: {
+        plugins: [replaceExitedWorkers],
+        worker: {
+          localQueue: { size: config.WEBHOOK_CONCURRENCY },
+          completeJobBatchDelay: 0,
+          failJobBatchDelay: 0,
+        },
+      },
       concurrency: config.WEBHOOK_CONCURRENCY,
       noHandleSignals: true,
       events,
@@ -250,6 +266,24 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       log.info('worker_stopped', { workerId });
     },
   };
+}
+
+// graphile-worker's stop waits for its batched completions, and a batch that failed while the
+// database was away sleeps between tries (up to two minutes after "starting up" answers). Every
+// doorbell job is already retired by the statement that recorded it, so waiting longer than the
+// running jobs' grace (graphile-worker's 5 s) plus a little holds up only the completion of jobs
+// another pool puts back once this one's heartbeat is gone.
+const RUNNER_STOP_GRACE_MS = 10_000;
+
+async function stopRunner(runner: Runner, log: Logger) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const gaveUp = new Promise<'gave up'>((resolve) => (timer = setTimeout(() => resolve('gave up'), RUNNER_STOP_GRACE_MS)));
+  const stopped = runner.stop().then(() => 'stopped' as const);
+  const outcome = await Promise.race([stopped, gaveUp]).finally(() => clearTimeout(timer));
+  if (outcome === 'gave up') {
+    stopped.catch(() => {});
+    log.warn('worker_stop_incomplete', { waitedMs: RUNNER_STOP_GRACE_MS, reason: 'job completions still waiting for the database' });
+  }
 }
 
 // graphile-worker shuts its whole pool down when one of its workers exits on an error, and a

@@ -8,6 +8,7 @@ import { filterSql, type DeliveryFilter } from './delivery-query';
 import { notFound, invalid } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { addNotifyJobs, hasLiveNotifyJob, webhookVersion } from './notify-jobs';
+import { retireJobs } from '../../db/job-queue';
 import { agentSeesThread } from '../threads/visibility';
 import { recordEndpointHealth, webhookActive } from '../agents/endpoint-health';
 
@@ -76,17 +77,25 @@ export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDo
 
 // The same question for a doorbell prepared by the post (its fields already in the job): still
 // owed, and still for the webhook version it was prepared for? The attempt's numbers, or null.
-export async function owedPreparedAttempt(
-  sql: Sql,
-  deliveryId: string,
-  version: string,
-): Promise<AttemptNumbers | null> {
-  const [row] = await sql<AttemptNumbers[]>`
-    ${deliveryById(sql, deliveryId)}
-    select d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend
+// Doorbells that ask together share one statement (db/batcher.ts), as their attempts are recorded.
+export const owedPreparedAttempt = (sql: Sql, deliveryId: string, version: string): Promise<AttemptNumbers | null> =>
+  askOwedPrepared(sql, { deliveryId, version });
+
+const askOwedPrepared = batchedStatement(owedPreparedAttempts);
+
+async function owedPreparedAttempts(sql: Sql, asked: { deliveryId: string; version: string }[]): Promise<(AttemptNumbers | null)[]> {
+  const ids = asked.map((a) => a.deliveryId);
+  const rows = await sql<(AttemptNumbers & { id: string; version: string })[]>`
+    with d as materialized (select * from deliveries where id = any(${ids}::uuid[]))
+    select d.id, ${webhookVersion(sql, 'a')} as version,
+           d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend
     from d join agents a on a.id = d.recipient_id
-    where ${owesDoorbell(sql)} and ${webhookVersion(sql, 'a')} = ${version}`;
-  return row ?? null;
+    where ${owesDoorbell(sql)}`;
+  const owed = new Map(rows.map(({ id, version, ...numbers }) => [id, { version, numbers }]));
+  return asked.map((a) => {
+    const row = owed.get(a.deliveryId);
+    return row && row.version === a.version ? row.numbers : null;
+  });
 }
 
 export type AttemptEndpoint = { agentId: string; webhookVersion: string; url: string };
@@ -101,13 +110,15 @@ export type AttemptReport = AttemptNumbers & {
   durationMs: number;
   outcome: AttemptOutcome;
   next: AfterAttempt;
+  // The queue job that made the attempt, retired by the statement that records it.
+  job?: string;
 };
 
 // The worker's report of an attempt: the delivery moves and the attempt is logged by the
 // statement below, and watchers are woken after the commit. Answers whether the retry the policy
 // called for was queued (none is while the doorbell is no longer owed).
 export async function recordAttempt(sql: Sql, log: Logger, report: AttemptReport): Promise<boolean> {
-  const { outcome, next, ...numbers } = report;
+  const { outcome, next, job, ...numbers } = report;
   const retryQueued = await recordDoorbellAttempts(sql, {
     ...numbers,
     status: outcome.status,
@@ -118,6 +129,7 @@ export async function recordAttempt(sql: Sql, log: Logger, report: AttemptReport
     notified: next.kind === 'notified',
     failure: next.kind === 'failed' ? next.error : null,
     retryDelayMs: next.kind === 'retry' ? next.delayMs : null,
+    job: job ?? null,
   });
   wakeAfterAttempts(sql, log, [report.deliveryId]);
   return retryQueued;
@@ -138,6 +150,7 @@ type AttemptRecord = AttemptNumbers & {
   // The recorded error when this attempt fails the delivery.
   failure: string | null;
   retryDelayMs: number | null;
+  job: string | null;
 };
 
 // Each attempt logged, its delivery's send count and step moved, its retry queued and its
@@ -147,8 +160,9 @@ type AttemptRecord = AttemptNumbers & {
 // since the answer did come. A retry is queued only while the doorbell is still owed. Raising
 // send_attempts keeps the dashboard trigger quiet; watchers are woken after the commit
 // (delivery-wake-ups.ts). Attempts that finish together are recorded by one statement, as
-// concurrent posts are written: one commit for many doorbells instead of one each. Answers, per
-// record, whether its retry was queued.
+// concurrent posts are written: one commit for many doorbells instead of one each. The jobs that
+// made the attempts are retired in the same statement (job-queue.ts's retireJobs), before the
+// retries take over their keys. Answers, per record, whether its retry was queued.
 const recordDoorbellAttempts = batchedStatement(insertAttempts);
 
 async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boolean[]> {
@@ -181,6 +195,7 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
   // a function's result at 100 rows, and against that guess it scanned the whole deliveries table
   // (twice) for every batch, a cost that grew with every doorbell ever sent.
   const ids = records.map((r) => r.deliveryId);
+  const jobs = records.flatMap((r) => (r.job ? [r.job] : []));
   const rows = await sql<{ id: string }[]>`
     with input as (
       select * from jsonb_to_recordset(${input}) as i(
@@ -213,8 +228,10 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
       where d.id = any(${ids}::uuid[]) and d.id = i.delivery_id and a.id = d.recipient_id
         and d.id in (${inIdOrder(sql, sql`id = any(${ids}::uuid[])`)})
       returning d.id, d.next_attempt_at is not null as retry, i.retry_delay_ms
+    ), retired as (${retireJobs(sql, jobs)}
     ), retry as (
-      select id, true as webhook, retry_delay_ms from moved where retry
+      -- After the retirement: add_jobs would otherwise move the key off a job being deleted.
+      select id, true as webhook, retry_delay_ms from moved where retry and (select count(*) from retired) >= 0
     ), job as (${addNotifyJobs(sql, 'retry', { delayColumn: 'retry_delay_ms' })})
     select id from retry where (select count(*) from job) > 0`;
   const retried = new Set(rows.map((r) => r.id));
@@ -248,8 +265,12 @@ export async function recordInterruptedAttempt(sql: Sql, log: Logger, policy: Re
 }
 
 // A retry's job that found no doorbell owed any more (the recipient left, say): nothing is due.
-export async function forgetNextAttempt(sql: Sql, deliveryId: string): Promise<void> {
-  await sql`update deliveries set next_attempt_at = null where id = ${deliveryId} and next_attempt_at is not null`;
+// The job (when a worker asks) is retired in the same statement.
+export async function forgetNextAttempt(sql: Sql, deliveryId: string, job?: string): Promise<void> {
+  await sql`
+    with retired as (${retireJobs(sql, job ? [job] : [])})
+    update deliveries set next_attempt_at = null
+    where id = ${deliveryId} and next_attempt_at is not null and (select count(*) from retired) >= 0`;
 }
 
 export const INTERRUPTED =

@@ -1,6 +1,6 @@
 import type { JSONValue } from 'postgres';
 import type { Queries, Sql } from '../../db/connect';
-import { addJobs, liveJob, overdueJob, makeDueWhere, payloadValuesWhere, queuedJobWith } from '../../db/job-queue';
+import { addJobs, liveJob, overdueJob, makeDueWhere, payloadValuesWhere, queuedJobWith, retireJobs } from '../../db/job-queue';
 
 // Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
 // graphile-worker's own retries only cover a crashed worker; the contract's retry schedule is
@@ -48,13 +48,22 @@ export const webhookVersion = (sql: Queries, agent: string) =>
   sql`(extract(epoch from ${sql(agent)}.webhook_set_at) * 1000000)::bigint::text`;
 
 // Puts a doorbell job back in the queue, due `delayMs` from now, under the delivery's key and
-// marked as parked for `endpoint`: the running job (locked) is retired by graphile-worker as the
-// key moves to the new one, as with a retry.
-export async function parkNotifyJob(sql: Sql, payload: { deliveryId: string; doorbell?: JSONValue }, endpoint: string, delayMs: number): Promise<void> {
+// marked as parked for `endpoint`. The running job (`job`, when a worker parks it) is retired first
+// in the same statement, so that the key is free for the new one and a lost completion cannot run
+// the old one again.
+export async function parkNotifyJob(
+  sql: Sql,
+  payload: { deliveryId: string; doorbell?: JSONValue },
+  endpoint: string,
+  delayMs: number,
+  job?: string,
+): Promise<void> {
   await sql`
+    with retired as (${retireJobs(sql, job ? [job] : [])})
     select graphile_worker.add_job(${NOTIFY_TASK}, ${sql.json({ ...payload, parked: true, endpoint })}::json,
       run_at => now() + ${delayMs} * interval '1 millisecond', max_attempts => ${NOTIFY_JOB_MAX_ATTEMPTS},
-      job_key => ${notifyJobKey(payload.deliveryId)})`;
+      job_key => ${notifyJobKey(payload.deliveryId)})
+    where (select count(*) from retired) >= 0`;
 }
 
 // Makes due now up to `count` doorbells parked for `endpoint` (by any process), the oldest first.
