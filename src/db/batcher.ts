@@ -62,18 +62,18 @@ export function batcher<I, O>(run: (items: I[]) => Promise<O[]>, options: BatchO
 }
 
 // A statement that writes for many callers, batched per connection pool. Two statements in flight
-// let one commit's WAL flush overlap the next statement's work and leave the rest of the pool to
-// reads; more in flight made smaller batches and fewer posts per second (bench: 4 827/s with
-// two, 3 871/s with four, same machine).
+// (unless `maxInFlight` says otherwise) let one commit's WAL flush overlap the next statement's
+// work and leave the rest of the pool to reads; more in flight made smaller batches and fewer
+// posts per second (bench: 4 827/s with two, 3 871/s with four, same machine).
 export function batchedStatement<I, O>(
   run: (sql: Sql, items: I[]) => Promise<O[]>,
-  { maxQueued }: { maxQueued?: number } = {},
+  { maxQueued, maxInFlight = 2 }: { maxQueued?: number; maxInFlight?: number } = {},
 ): (sql: Sql, item: I) => Promise<O> {
   const perPool = new WeakMap<Sql, (item: I) => Promise<O>>();
   return (sql, item) => {
     let send = perPool.get(sql);
     if (!send) {
-      send = batcher((items: I[]) => run(sql, items), { maxInFlight: 2, maxBatch: 64, maxQueued, sharedFailure: isDatabaseUnavailable });
+      send = batcher((items: I[]) => run(sql, items), { maxInFlight, maxBatch: 64, maxQueued, sharedFailure: isDatabaseUnavailable });
       perPool.set(sql, send);
     }
     return send(item);

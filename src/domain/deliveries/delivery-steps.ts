@@ -163,7 +163,12 @@ type AttemptRecord = AttemptNumbers & {
 // concurrent posts are written: one commit for many doorbells instead of one each. The jobs that
 // made the attempts are retired in the same statement (job-queue.ts's retireJobs), before the
 // retries take over their keys. Answers, per record, whether its retry was queued.
-const recordDoorbellAttempts = batchedStatement(insertAttempts);
+//
+// One statement in flight rather than the batcher's usual two: two wait on each other anyway for
+// the health rows of the endpoints they share (the second until the first commits), so one at a
+// time records as many attempts a second in larger batches, for less work in PostgreSQL (a drain
+// of 4 000 in the bench: 915 µs of PostgreSQL CPU per doorbell against 1 178 µs).
+const recordDoorbellAttempts = batchedStatement(insertAttempts, { maxInFlight: 1 });
 
 async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boolean[]> {
   // One JSON document for the whole batch: postgres.js serialises an array parameter by the
