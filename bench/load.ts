@@ -16,6 +16,8 @@ import { hashKey, newAgentKey } from '../src/domain/agents/keys';
 import { postMessage } from '../src/domain/messages/messages';
 import { openThread } from '../src/domain/threads/threads';
 import { createLogger } from '../src/log';
+import { doorbellBody } from '../src/domain/deliveries/doorbell-body';
+import { postPinned } from '../src/webhooks/send';
 import { cpuPerRequest, cpuSnapshot } from './cpu';
 import { latencySummary, round } from './stats';
 
@@ -99,7 +101,12 @@ const receiver = Bun.serve({
   port: 0,
   idleTimeout: 0,
   async fetch(req) {
-    if (new URL(req.url).pathname === '/hang') {
+    const path = new URL(req.url).pathname;
+    if (path === BASELINE_POST_PATH) {
+      await req.json();
+      return new Response(null, { status: 204 });
+    }
+    if (path === '/hang') {
       await new Promise<void>((resolve) => hanging.push(resolve));
       return new Response(null, { status: 204 });
     }
@@ -113,6 +120,8 @@ const hookUrl = `http://127.0.0.1:${receiver.port}/hook`;
 const hangUrl = `http://127.0.0.1:${receiver.port}/hang`;
 
 // ---- the raw queue baselines: no-op jobs in their own database ----
+// Where the baseline job that posts a doorbell's bytes sends them (the receiver reads and drops it).
+const BASELINE_POST_PATH = '/baseline-post';
 // A no-op queue as the scenarios use it: jobs numbered by `i`, added one by one or as a backlog;
 // `ran` is told when each one's handler starts.
 type NoopQueue = {
@@ -132,6 +141,22 @@ const graphileWorker: NoopQueue = {
       select row('noop', json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
       from generate_series(1, ${count}::int) g))`,
 };
+// The same queue whose task POSTs a doorbell-sized body to this receiver with the service's own
+// HTTP client (kept connections included), then ends: what a doorbell would cost with nothing of
+// ours around the request (no owed check, no signature, no record of the attempt).
+const graphilePost: NoopQueue = {
+  ran: () => {},
+  add: (i) => baselineSql`select graphile_worker.add_job('post', json_build_object('i', ${i}::int))`,
+  addBacklog: (count) => baselineSql`
+    select graphile_worker.add_jobs(array(
+      select row('post', json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
+      from generate_series(1, ${count}::int) g))`,
+};
+const baselinePostUrl = new URL(`http://127.0.0.1:${receiver.port}${BASELINE_POST_PATH}`);
+const baselinePostBody = doorbellBody({
+  deliveryId: crypto.randomUUID(), messageId: crypto.randomUUID(), threadId: crypto.randomUUID(),
+  threadTitle: 'throughput', sender: 'sender', summary: null, content: 'burst 0',
+});
 const baselinePool = workerPool(setup.baselineUrl, setup.worker.poolSize, () => {});
 const baselineEvents: WorkerEvents = new EventEmitter();
 const baselineRunner: Runner = await run({
@@ -142,6 +167,16 @@ const baselineRunner: Runner = await run({
   events: baselineEvents,
   taskList: {
     noop: async (payload) => graphileWorker.ran((payload as { i: number }).i, performance.now()),
+    post: async (payload) => {
+      const answer = await postPinned(
+        baselinePostUrl,
+        { address: '127.0.0.1', family: 4 },
+        { url: baselinePostUrl.href, body: baselinePostBody, headers: { 'content-type': 'application/json' } },
+        { timeoutMs: 10_000 },
+      );
+      if (answer.status !== 204) throw new Error(`baseline post answered ${answer.status ?? answer.error}`);
+      graphilePost.ran((payload as { i: number }).i, performance.now());
+    },
   },
 });
 
@@ -377,16 +412,20 @@ async function doorbellThroughput() {
     const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), total);
     return { count: total, perSecond: round((total / (Math.max(...arrived.values()) - committed)) * 1000, 0), cpuUs };
   };
-  const out = { doorbell: [] as unknown[], rawJob: [] as unknown[], pgBoss: [] as unknown[] };
+  const out = { doorbell: [] as unknown[], rawJob: [] as unknown[], rawPost: [] as unknown[], pgBoss: [] as unknown[] };
   for (let run = 0; run < runs; run++) {
     scenario = 'throughput';
     await inTurns(run, [
       async () => void out.rawJob.push(await noopDrain(graphileWorker, total)),
+      async () => void out.rawPost.push(await noopDrain(graphilePost, total)),
       async () => void out.pgBoss.push(await noopDrain(pgBoss, total)),
       async () => void out.doorbell.push(await one()),
     ]);
     scenario = 'idle';
-    progress(`doorbell throughput run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} graphile-worker ${JSON.stringify(out.rawJob.at(-1))} pg-boss ${JSON.stringify(out.pgBoss.at(-1))}`);
+    progress(
+      `doorbell throughput run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} graphile-worker ${JSON.stringify(out.rawJob.at(-1))} ` +
+        `posting ${JSON.stringify(out.rawPost.at(-1))} pg-boss ${JSON.stringify(out.pgBoss.at(-1))}`,
+    );
   }
   results.doorbellThroughput = out;
 }

@@ -116,6 +116,18 @@ export function rows(r: any): Row[] {
       met: met(perSecond / raw >= 1),
       drifts: [...drifting('doorbell', d.doorbell), ...drifting('graphile-worker', d.rawJob)],
     });
+    if (d.rawPost) {
+      out.push({
+        scenario: `graphile-worker job that POSTs a doorbell's bytes, backlog of ${d.rawPost[0].count} drained`,
+        figure: 'jobs/s: backlog’s commit returned → last POST answered (same receiver, same HTTP client)',
+        measured: rate(d.rawPost),
+        baseline: `graphile-worker no-op jobs ${rate(d.rawJob)}; our doorbells ${rate(d.doorbell)}`,
+        ratio: `doorbells ${ratio(perSecond, med(d.rawPost, 'perSecond'))} posting jobs`,
+        target: '— (context)',
+        met: '—',
+        drifts: drifting('posting jobs', d.rawPost),
+      });
+    }
     if (d.pgBoss) {
       out.push({
         scenario: `pg-boss (peer queue), no-op backlog of ${d.pgBoss[0].count} drained`,
@@ -273,6 +285,7 @@ function cpuScenarios(r: any): [string, CpuRun[]][] {
     ['Healthy doorbell beside hanging ones (per post)', r.headOfLine?.beside],
     ['Doorbell backlog drained (per doorbell)', r.doorbellThroughput?.doorbell],
     ['graphile-worker no-op backlog drained (per job)', r.doorbellThroughput?.rawJob],
+    ['graphile-worker posting backlog drained (per job)', r.doorbellThroughput?.rawPost],
     ['pg-boss no-op backlog drained (per job)', r.doorbellThroughput?.pgBoss],
     ['Bare 50-row SELECT route (per request)', r.inbox?.bareSelect],
     ['Inbox read, 1 k backlog (per read)', r.inbox?.backlog1k],
