@@ -131,27 +131,22 @@ type NoopQueue = {
 };
 
 // graphile-worker as the service's worker runs it (same concurrency, a pool of the same size made
-// by the same code), with a no-op task.
+// by the same code): jobs of one of its tasks, numbered.
 const baselineSql = connect(setup.baselineUrl, 2);
-const graphileWorker: NoopQueue = {
+const graphileQueue = (task: string): NoopQueue => ({
   ran: () => {},
-  add: (i) => baselineSql`select graphile_worker.add_job('noop', json_build_object('i', ${i}::int))`,
+  add: (i) => baselineSql`select graphile_worker.add_job(${task}, json_build_object('i', ${i}::int))`,
   addBacklog: (count) => baselineSql`
     select graphile_worker.add_jobs(array(
-      select row('noop', json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
+      select row(${task}, json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
       from generate_series(1, ${count}::int) g))`,
-};
-// The same queue whose task POSTs a doorbell-sized body to this receiver with the service's own
-// HTTP client (kept connections included), then ends: what a doorbell would cost with nothing of
-// ours around the request (no owed check, no signature, no record of the attempt).
-const graphilePost: NoopQueue = {
-  ran: () => {},
-  add: (i) => baselineSql`select graphile_worker.add_job('post', json_build_object('i', ${i}::int))`,
-  addBacklog: (count) => baselineSql`
-    select graphile_worker.add_jobs(array(
-      select row('post', json_build_object('i', g), null, null, null, null, null, null)::graphile_worker.job_spec
-      from generate_series(1, ${count}::int) g))`,
-};
+});
+// A no-op task.
+const graphileWorker = graphileQueue('noop');
+// A task that POSTs a doorbell-sized body to this receiver with the service's own HTTP client
+// (kept connections included), then ends: what a doorbell would cost with nothing of ours around
+// the request (no owed check, no signature, no record of the attempt).
+const graphilePost = graphileQueue('post');
 const baselinePostUrl = new URL(`http://127.0.0.1:${receiver.port}${BASELINE_POST_PATH}`);
 const baselinePostBody = doorbellBody({
   deliveryId: crypto.randomUUID(), messageId: crypto.randomUUID(), threadId: crypto.randomUUID(),
