@@ -544,7 +544,8 @@ test('a failing webhook shows on the overview and on its agent, and a test event
 
     // Switched off by the health sweep, its row turns red and still says why.
     await h.db.sql`
-      update agents set webhook_disabled_at = now(), webhook_disabled_reason = 'It answered no attempt with 2xx for 1 hour.'
+      update agents set webhook_disabled_at = now(), webhook_disabled_reason = 'It answered no attempt with 2xx for 1 hour.',
+        webhook_failing_since = (select h.failing_since from endpoint_health h where h.agent_id = agents.id)
       where username = 'invoice-agent'`;
     const switchedOff = card.locator('.badge', { hasText: 'Switched off at' });
     await switchedOff.waitFor();
@@ -552,6 +553,23 @@ test('a failing webhook shows on the overview and on its agent, and a test event
     expect(await card.getAttribute('class')).toContain('health-disabled');
     await card.getByText('No doorbells go to this webhook: invoice-agent polls instead. It answered no attempt with 2xx for 1 hour.').waitFor();
     await b.screenshot('agents-switched-off');
+
+    // One click switches it back on and, as the box ticked by default says, resends what failed
+    // while it was failing: every delivery its 500s failed, each resent once.
+    const failedToIt = () =>
+      h.db.sql<{ id: string; step: string; resends: number }[]>`
+        select d.id, d.step, d.resends from deliveries d join agents a on a.id = d.recipient_id
+        where a.username = 'invoice-agent' and d.step = 'failed' order by d.id`;
+    const failedBefore = await failedToIt();
+    expect(failedBefore.length).toBeGreaterThan(0);
+    expect(await card.getByLabel('Resend what failed while it was failing').isChecked()).toBe(true);
+    await card.getByRole('button', { name: 'Switch back on' }).click();
+    await switchedOff.waitFor({ state: 'detached' });
+    expect(await page.locator('#toast.show').textContent()).toBe(`Switched back on; resent ${failedBefore.length}.`);
+    const resent = await h.db.sql<{ resends: number }[]>`select resends from deliveries where id = any(${failedBefore.map((d) => d.id)}::uuid[]) order by id`;
+    expect(resent.map((d) => d.resends)).toEqual(failedBefore.map((d) => d.resends + 1));
+    expect((await h.db.sql`select webhook_disabled_at from agents where username = 'invoice-agent'`)[0]!.webhook_disabled_at).toBeNull();
+    expect(await card.getAttribute('class')).not.toContain('health-disabled');
 
     await removeWebhook.click();
     await dialog.getByRole('button', { name: 'Remove webhook' }).click();
