@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 017_thread_activity,
+-- The schema that the migrations in sql/ build, 001_core to 018_heartbeat_queued_jobs,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -422,5 +422,6 @@ CREATE TABLE public.worker_heartbeats (
     worker_id text NOT NULL,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     beat_at timestamp with time zone DEFAULT now() NOT NULL,
+    queued bigint[] DEFAULT '{}'::bigint[] NOT NULL,
     CONSTRAINT worker_heartbeats_pkey PRIMARY KEY (worker_id)
 );

@@ -49,6 +49,34 @@ describe('releasing the jobs of dead workers', () => {
   });
 });
 
+describe('releasing the jobs of a dead pool with a local queue', () => {
+  // graphile-worker counts an attempt when it fetches a job; a pool that fetched a batch for its
+  // local queue and died had started only some of them. A job it never started must come back as
+  // it was, or its next run would be taken for one after a run cut off (an attempt logged that
+  // never was).
+  test('a job fetched but not started gets its attempt back; a started one keeps it', async () => {
+    const fetched = async () => {
+      const [job] = await h.db.sql<{ id: string }[]>`select id from graphile_worker.add_job('notify', '{}'::json)`;
+      await h.db.sql`
+        update graphile_worker._private_jobs set locked_by = 'queue-dead-pool', locked_at = now() - interval '1 minute', attempts = 1
+        where id = ${job!.id}`;
+      return job!.id;
+    };
+    const started = await fetched();
+    const neverStarted = await fetched();
+    await h.db.sql`
+      insert into worker_heartbeats (worker_id, beat_at, queued)
+      values ('queue-dead-pool', now() - interval '1 minute', ${[String(neverStarted)]}::bigint[])`;
+    expect(await releaseDeadWorkers(h.db.sql, ['notify'], 15_000)).toEqual(['queue-dead-pool']);
+    const jobs = await h.db.sql`
+      select id::text, locked_by, attempts from graphile_worker._private_jobs where id in ${h.db.sql([started, neverStarted])} order by id`;
+    expect([...jobs]).toEqual([
+      { id: String(started), locked_by: null, attempts: 1 },
+      { id: String(neverStarted), locked_by: null, attempts: 0 },
+    ]);
+  });
+});
+
 describe('waking parked jobs', () => {
   // Each wake-up counts what it made due; a job made due twice is one wake-up lost, and with it a
   // free slot nobody fills until the job's backstop.

@@ -49,7 +49,9 @@ export const overdueJob = (sql: Sql, key: Fragment, ms: number) => sql`
 // Puts back the jobs of our tasks locked by worker pools that stopped beating (killed, frozen, cut
 // off); a pool that never beat is judged by how long its jobs have been locked. Jobs of other
 // tasks (another application sharing the schema, whose workers do not beat here) are never
-// touched. Returns the pool ids whose jobs were released.
+// touched. A job the dead pool had fetched for its local queue and not started (as of its last
+// beat) gets back the attempt graphile-worker counted when fetching it, so that its next run is
+// not taken for one after a run cut off. Returns the pool ids whose jobs were released.
 export async function releaseDeadWorkers(sql: Sql, tasks: string[], staleMs: number): Promise<string[]> {
   const stale = sql`now() - ${staleMs} * interval '1 millisecond'`;
   const rows = await sql<{ id: string }[]>`
@@ -58,12 +60,13 @@ export async function releaseDeadWorkers(sql: Sql, tasks: string[], staleMs: num
       join graphile_worker._private_tasks t on t.id = j.task_id
       where t.identifier = any(${tasks}::text[]) and j.locked_by is not null
     ), dead as (
-      select distinct o.locked_by as id from ours o
+      select distinct o.locked_by as id, coalesce(h.queued, '{}') as queued from ours o
       left join worker_heartbeats h on h.worker_id = o.locked_by
       where h.beat_at < ${stale} or (h.worker_id is null and o.locked_at < ${stale})
     ), released as (
-      update graphile_worker._private_jobs j set locked_by = null, locked_at = null
-      from ours o where j.id = o.id and o.locked_by in (select id from dead)
+      update graphile_worker._private_jobs j set locked_by = null, locked_at = null,
+        attempts = case when j.id = any(dead.queued) then greatest(j.attempts - 1, 0) else j.attempts end
+      from ours o join dead on dead.id = o.locked_by where j.id = o.id
     ), forgotten as (
       delete from worker_heartbeats where beat_at < ${stale}
     )

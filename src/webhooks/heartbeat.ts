@@ -9,8 +9,10 @@ export type HeartbeatOptions = {
   // Called after jobs of dead pools (how many pools) or this pool's lost jobs were put back, so
   // this pool can take them without waiting to poll.
   onReleased: (deadWorkers: number) => void;
-  // Ids of the jobs this pool is running right now.
+  // Ids of the jobs this pool holds: running, finished but maybe not yet completed, or fetched.
   running: () => string[];
+  // Of those, the ones fetched for the local queue and not started.
+  queued: () => string[];
   // Our task names: only their jobs are ever released.
   tasks: string[];
 };
@@ -22,9 +24,10 @@ export function startHeartbeat(sql: Sql, workerId: string, options: HeartbeatOpt
   let beatAt: number | undefined;
   const tick = async () => {
     try {
+      const queued = options.queued();
       await sql`
-        insert into worker_heartbeats (worker_id) values (${workerId})
-        on conflict (worker_id) do update set beat_at = now()`;
+        insert into worker_heartbeats (worker_id, queued) values (${workerId}, ${queued}::bigint[])
+        on conflict (worker_id) do update set beat_at = now(), queued = excluded.queued`;
       beatAt = performance.now();
       const released = await releaseDeadWorkers(sql, options.tasks, options.staleMs);
       if (released.length > 0) log.warn('dead_workers_released', { workerIds: released });

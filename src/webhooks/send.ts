@@ -42,13 +42,16 @@ function agentFor(url: URL, address: string): HttpAgent {
   if (agents.size > MAX_TARGETS) {
     const [oldestKey, oldest] = agents.entries().next().value!;
     agents.delete(oldestKey);
-    oldest.destroy();
+    // Only its idle connections: one carrying a doorbell finishes it, then times out idle.
+    for (const idle of Object.values(oldest.freeSockets)) idle?.forEach((socket) => socket.destroy());
   }
   return agent;
 }
 
 // A kept connection the handler closed just as a doorbell went out on it fails before any answer;
-// that doorbell is sent once more on a new connection instead of counting as a failed attempt.
+// that doorbell is sent once more on a new connection (with a time-out of its own) instead of
+// counting as a failed attempt. The handler may have read the first one before closing: a
+// doorbell may arrive twice, as the contract allows.
 const RESENDABLE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
 // One POST of a doorbell. The URL is checked again against freshly resolved addresses, and the

@@ -185,16 +185,19 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     runner = await run({
       pgPool,
       // Jobs are fetched for the whole pool at once, as many as it runs at a time, and those that
-      // finish together are completed (or failed) by one statement: the queue's own work per job
-      // falls to a fraction. A batch whose statement fails on a lost connection is tried again
-      // until the database answers (patches/graphile-worker@0.18.0.patch: unpatched, the first
-      // failure shut the pool down; test-faults/postgres-restart.test.ts).
+      // finish together are completed by one statement: the queue's own work per job falls to a
+      // fraction. A batch whose statement fails is tried again, 20 times over several minutes
+      // (patches/graphile-worker@0.18.0.patch: unpatched, the first failure shut the pool down;
+      // test-faults/batched-drain-restart.test.ts); should all fail, graphile-worker still shuts
+      // the pool down and the process ends to be restarted (onFailed). A doorbell job's completion
+      // is a formality (its run retired the job already); failures, rare, stay one statement each
+      // with graphile-worker's own retries, so that a failure recorded minutes late cannot unlock
+      // a job that has been put back and is running again.
       preset: {
         plugins: [replaceExitedWorkers],
         worker: {
           localQueue: { size: config.WEBHOOK_CONCURRENCY },
           completeJobBatchDelay: 0,
-          failJobBatchDelay: 0,
         },
       },
       concurrency: config.WEBHOOK_CONCURRENCY,
@@ -233,6 +236,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
           if (deadWorkers > 0) void sweepParked();
         },
         running: held,
+        queued: () => [...fetched],
         tasks: Object.keys(taskList),
       },
       log,
