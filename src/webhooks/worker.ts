@@ -4,7 +4,7 @@ import { endpointHealthRule, retryDelays, webhookUrlPolicy, type Config } from '
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown, vacuumJobs } from '../db/job-queue';
-import { workerPool, workerPoolSize } from '../db/worker-pool';
+import { workerBatching, workerPool, workerPoolSize } from '../db/worker-pool';
 import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
@@ -195,10 +195,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       // a job that has been put back and is running again.
       preset: {
         plugins: [replaceExitedWorkers],
-        worker: {
-          localQueue: { size: config.WEBHOOK_CONCURRENCY },
-          completeJobBatchDelay: 0,
-        },
+        worker: workerBatching(config),
       },
       concurrency: config.WEBHOOK_CONCURRENCY,
       noHandleSignals: true,
