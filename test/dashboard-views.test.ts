@@ -335,9 +335,36 @@ test('agents and threads a page at a time; a long unbroken goal never pushes a p
   const opener = await h.agent(uniqueName('opener'));
   for (let i = 0; i < 52; i++) await h.agent(uniqueName('crowd'));
   await openLive('/dashboard/agents');
+  // The first page, once it has loaded (the live indicator can come first): exactly 50.
+  await page.locator('[data-agent]').nth(49).waitFor();
   expect(await page.locator('[data-agent]').count()).toBe(50);
+  // A live refresh still out when the older page comes in must not take that page off again: the
+  // refresh (a new agent) is held until the older page is shown, then let through.
+  let releaseRefresh = () => {};
+  const refreshHeld = new Promise<void>((resolve) => (releaseRefresh = resolve));
+  const refreshAsked = Promise.withResolvers<void>();
+  let holding = true;
+  await page.route(
+    (url) => url.pathname === '/dashboard/api/agents' && !url.searchParams.has('after'),
+    async (route: Route) => {
+      if (holding) {
+        holding = false;
+        refreshAsked.resolve();
+        await refreshHeld;
+      }
+      await route.continue();
+    },
+  );
+  const latecomer = await h.agent(uniqueName('late'));
+  await refreshAsked.promise;
   await page.getByRole('button', { name: 'Show older agents' }).click();
-  await page.locator('[data-agent]').nth(50).waitFor();
+  const oldest = page.locator('[data-agent]').nth(50);
+  await oldest.waitFor();
+  const oldestName = await oldest.getAttribute('data-agent');
+  releaseRefresh();
+  await page.locator(`[data-agent="${latecomer.username}"]`).waitFor();
+  expect(await page.locator(`[data-agent="${oldestName}"]`).count()).toBe(1);
+  await page.unrouteAll();
   await page.getByLabel('Name contains').fill(opener.username);
   await page.getByRole('button', { name: 'Find' }).click();
   await untilCount(page, '[data-agent]', 1);

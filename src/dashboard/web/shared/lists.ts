@@ -81,6 +81,9 @@ export function usePagedList<T extends { id: string }>(path: string, filters: Fi
     try {
       const page = await read(since ? { since, limit: String(PAGE.window) } : {});
       if (gen !== state.current.gen) return;
+      // Older pages came in while this read was out: it does not reach down to them, and applied
+      // as it is it would take them off the page again. Read again, down to the oldest shown.
+      if (state.current.view.items.length > shown.length) return refreshNow({ showAll });
       const next = (v: ListView<T>) => (since ? (page.next ?? v.next) : page.next);
       if (!holds) return setView((v) => fresh('ready', page.items, next(v)));
       const hold = !showAll && reading();
