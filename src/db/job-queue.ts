@@ -89,10 +89,15 @@ export async function releaseLostJobs(sql: Sql, workerId: string, running: strin
 // which would also need unlocking). A task whose last write retires its own job in that same
 // statement is never run again once the write has committed, whether or not graphile-worker's own
 // completion (batched, not awaited, given up after a long outage) ever reaches the database; that
-// completion then deletes nothing. Answers one row per job deleted, for a later part of the same
-// statement to wait on.
+// completion then deletes nothing. Written as the body of a CTE named `retired`; the delete runs
+// whether or not the statement reads it.
 export const retireJobs = (sql: Queries, ids: string[]) => sql`
   delete from graphile_worker._private_jobs where id = any(${ids}::bigint[]) returning id`;
+
+// A condition that holds only once the `retired` CTE has run to its end: a part of the statement
+// that adds a job under a retired job's key waits on it, or add_jobs would find the old job still
+// holding the key and change the row being deleted (PostgreSQL then refuses the statement).
+export const retiredFirst = (sql: Queries) => sql`(select count(*) from retired) >= 0`;
 
 // graphile-worker leaves two dead row versions in its jobs table for every job (taken, then
 // deleted when done), and each fetch of the next job walks past those its index still points at.

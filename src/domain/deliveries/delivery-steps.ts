@@ -8,7 +8,7 @@ import { filterSql, type DeliveryFilter } from './delivery-query';
 import { notFound, invalid } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { addNotifyJobs, hasLiveNotifyJob, webhookVersion } from './notify-jobs';
-import { retireJobs } from '../../db/job-queue';
+import { retiredFirst, retireJobs } from '../../db/job-queue';
 import { agentSeesThread } from '../threads/visibility';
 import { recordEndpointHealth, webhookActive } from '../agents/endpoint-health';
 
@@ -37,12 +37,12 @@ export const owesDoorbell = (sql: Queries) => sql`
   d.webhook and d.step = 'accepted' and d.acknowledged_at is null and ${webhookActive(sql, 'a')}
   and ${recipientSees(sql)}`;
 
-// The delivery `d` by its primary key, before anything else the statement asks of it. Asked
+// The deliveries `d` by their primary key, before anything else the statement asks of them. Asked
 // together with the owed conditions, PostgreSQL 18 (after an autoanalyze) skip-scanned
 // deliveries_inbox_idx (recipient_id, id) for the id instead, reading twenty times the buffers of
 // the key: a doorbell's owed check went from 50 to 430 µs (docs/performance.md, "Flat over time").
-const deliveryById = (sql: Queries, deliveryId: string) =>
-  sql`with d as materialized (select * from deliveries where id = ${deliveryId})`;
+const deliveriesById = (sql: Queries, deliveryIds: string[]) =>
+  sql`with d as materialized (select * from deliveries where id = any(${deliveryIds}::uuid[]))`;
 
 export type OwedDoorbell = {
   fields: DoorbellFields;
@@ -60,7 +60,7 @@ export type AttemptNumbers = { publish: number; attempt: number; resend: number 
 // the job key allows one live job per delivery, so nothing else moves them while it runs.
 export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDoorbell | null> {
   const [d] = await sql<(DoorbellFields & AttemptNumbers & { url: string; secret: string; recipientId: string; webhookVersion: string })[]>`
-    ${deliveryById(sql, deliveryId)}
+    ${deliveriesById(sql, [deliveryId])}
     select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as "threadTitle",
            m.sender, m.summary, m.content, a.webhook_url as url, a.signing_secret as secret,
            a.id as "recipientId", ${webhookVersion(sql, 'a')} as "webhookVersion",
@@ -84,9 +84,8 @@ export const owedPreparedAttempt = (sql: Sql, deliveryId: string, version: strin
 const askOwedPrepared = batchedStatement(owedPreparedAttempts);
 
 async function owedPreparedAttempts(sql: Sql, asked: { deliveryId: string; version: string }[]): Promise<(AttemptNumbers | null)[]> {
-  const ids = asked.map((a) => a.deliveryId);
   const rows = await sql<(AttemptNumbers & { id: string; version: string })[]>`
-    with d as materialized (select * from deliveries where id = any(${ids}::uuid[]))
+    ${deliveriesById(sql, asked.map((a) => a.deliveryId))}
     select d.id, ${webhookVersion(sql, 'a')} as version,
            d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend
     from d join agents a on a.id = d.recipient_id
@@ -236,7 +235,7 @@ async function insertAttempts(sql: Sql, records: AttemptRecord[]): Promise<boole
     ), retired as (${retireJobs(sql, jobs)}
     ), retry as (
       -- After the retirement: add_jobs would otherwise move the key off a job being deleted.
-      select id, true as webhook, retry_delay_ms from moved where retry and (select count(*) from retired) >= 0
+      select id, true as webhook, retry_delay_ms from moved where retry and ${retiredFirst(sql)}
     ), job as (${addNotifyJobs(sql, 'retry', { delayColumn: 'retry_delay_ms' })})
     select id from retry where (select count(*) from job) > 0`;
   const retried = new Set(rows.map((r) => r.id));
@@ -274,8 +273,7 @@ export async function recordInterruptedAttempt(sql: Sql, log: Logger, policy: Re
 export async function forgetNextAttempt(sql: Sql, deliveryId: string, job?: string): Promise<void> {
   await sql`
     with retired as (${retireJobs(sql, job ? [job] : [])})
-    update deliveries set next_attempt_at = null
-    where id = ${deliveryId} and next_attempt_at is not null and (select count(*) from retired) >= 0`;
+    update deliveries set next_attempt_at = null where id = ${deliveryId} and next_attempt_at is not null`;
 }
 
 export const INTERRUPTED =

@@ -1,6 +1,6 @@
 import type { JSONValue } from 'postgres';
 import type { Queries, Sql } from '../../db/connect';
-import { addJobs, liveJob, overdueJob, makeDueWhere, payloadValuesWhere, queuedJobWith, retireJobs } from '../../db/job-queue';
+import { addJobs, liveJob, overdueJob, makeDueWhere, payloadValuesWhere, queuedJobWith, retiredFirst, retireJobs } from '../../db/job-queue';
 
 // Doorbells are graphile-worker jobs added by SQL inside the transaction that owes them.
 // graphile-worker's own retries only cover a crashed worker; the contract's retry schedule is
@@ -63,7 +63,7 @@ export async function parkNotifyJob(
     select graphile_worker.add_job(${NOTIFY_TASK}, ${sql.json({ ...payload, parked: true, endpoint })}::json,
       run_at => now() + ${delayMs} * interval '1 millisecond', max_attempts => ${NOTIFY_JOB_MAX_ATTEMPTS},
       job_key => ${notifyJobKey(payload.deliveryId)})
-    where (select count(*) from retired) >= 0`;
+    where ${retiredFirst(sql)}`;
 }
 
 // Makes due now up to `count` doorbells parked for `endpoint` (by any process), the oldest first.
