@@ -570,6 +570,7 @@ test('a failing webhook shows on the overview and on its agent, and a test event
     expect(resent.map((d) => d.resends)).toEqual(failedBefore.map((d) => d.resends + 1));
     expect((await h.db.sql`select webhook_disabled_at from agents where username = 'invoice-agent'`)[0]!.webhook_disabled_at).toBeNull();
     expect(await card.getAttribute('class')).not.toContain('health-disabled');
+    await b.screenshot('agents-switched-back-on');
 
     await removeWebhook.click();
     await dialog.getByRole('button', { name: 'Remove webhook' }).click();
