@@ -48,7 +48,8 @@ class HostStorage implements OAuthClientProvider {
   codeVerifier = () => this.verifier;
 }
 
-// The host's redirect target: the first request to it is the browser coming back.
+// The host's redirect target: a request to /callback is the browser coming back. The browser also
+// asks for /favicon.ico, whenever it likes; taken for the way back, it would end a flow with no code.
 let callback: ReturnType<typeof Bun.serve>;
 let returned = Promise.withResolvers<URL>();
 beforeAll(() => {
@@ -56,7 +57,9 @@ beforeAll(() => {
     hostname: '127.0.0.1',
     port: 0,
     fetch(request) {
-      returned.resolve(new URL(request.url));
+      const url = new URL(request.url);
+      if (url.pathname !== '/callback') return new Response(null, { status: 404 });
+      returned.resolve(url);
       return new Response('Connected. You can close this page.');
     },
   });
