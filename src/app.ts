@@ -20,6 +20,7 @@ import { nulGuard } from './web/nul-guard';
 import { requestIds } from './web/request-id';
 import { apiDocs } from './http/openapi';
 import { receiptRoutes } from './http/receipts';
+import { eventRoutes } from './http/events';
 import { threadRoutes } from './http/threads';
 
 export type AppDeps = {
@@ -49,6 +50,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
     .use(threadRoutes(sql, agentCache, log, config))
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
+    .use(eventRoutes(sql, inboxSignal, agentCache, log, config))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth))
     .use(consentRoutes(sql, config, log, oauth))
     .use(dashboard({ sql, config, log, metrics }));

@@ -36,6 +36,11 @@ export const ConfigSchema = T.Object({
   ATTEMPT_LOG_RETENTION_DAYS: Int(30, 1),
   DEAD_JOB_RETENTION_DAYS: Int(7, 1),
   MESSAGE_RETENTION_DAYS: T.Optional(T.Integer({ minimum: 1 })),
+  // Agent event streams (GET /api/events, domain/deliveries/agent-events.ts): how long events are kept
+  // for resuming, a heartbeat comment's interval, and how long a client may leave events unread before it is cut.
+  EVENT_RETENTION_HOURS: Int(168, 1),
+  EVENT_HEARTBEAT_MS: Int(15_000, 10),
+  EVENT_STREAM_STALL_MS: Int(60_000, 10),
   // How long an Idempotency-Key is remembered: a repeat within it answers the first answer.
   IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
   // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.

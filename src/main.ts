@@ -1,5 +1,6 @@
 import { runCommand, usage } from './cli/commands';
 import { parseWaitOptions, waitForMail, WAIT_USAGE } from './cli/wait';
+import { listen, LISTEN_USAGE, parseListenOptions } from './cli/listen';
 import { loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
 import { EmbeddedPostgresFailed } from './db/embedded';
@@ -22,6 +23,7 @@ try {
   else if (argv[0] === 'migrate') await migrateOnly(config);
   else if (argv[0] === 'healthcheck') await healthcheck(config);
   else if (argv[0] === 'wait') await waitCommand(argv.slice(1));
+  else if (argv[0] === 'listen') await listenCommand(argv.slice(1));
   else if (argv[0] === 'help' || argv[0] === '--help') {
     console.log(`Usage:
   serve
@@ -29,6 +31,7 @@ try {
   migrate
   healthcheck
   ${WAIT_USAGE}
+  ${LISTEN_USAGE}
 ${usage()}`);
   } else await cli(config, argv);
 } catch (error) {
@@ -158,6 +161,23 @@ async function cli(config: Config, args: string[]) {
 async function waitCommand(args: string[]) {
   try {
     const code = await waitForMail(parseWaitOptions(args, process.env), (text) => console.log(text));
+    process.exit(code);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  }
+}
+
+// Ends cleanly on SIGINT or SIGTERM: a command running for an event finishes first.
+async function listenCommand(args: string[]) {
+  const stop = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop.abort());
+  try {
+    const code = await listen(parseListenOptions(args, process.env), {
+      out: (line) => console.log(line),
+      err: (line) => console.error(line),
+      signal: stop.signal,
+    });
     process.exit(code);
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error));

@@ -1,5 +1,5 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
 import { invalid } from '../domain/shared/errors';
+import { readStateFile, writeStateFile } from './state-file';
 import type { InboxEntry } from '../domain/shared/schemas';
 
 // `ams wait`: blocks until mail arrives for an agent, for agents that run as local programs and
@@ -46,20 +46,7 @@ export function parseWaitOptions(argv: string[], env: Record<string, string | un
 
 // The last delivery already printed, kept between runs so that a hook does not nag with the same
 // mail: the next run waits for what came after it.
-async function readCursor(path: string | null): Promise<string | undefined> {
-  if (!path) return undefined;
-  const text = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return '';
-    throw error;
-  });
-  return text.trim() || undefined;
-}
-
-async function writeCursor(path: string, deliveryId: string) {
-  // Whole or not at all: a run killed mid-write must not leave half an id behind.
-  await writeFile(`${path}.tmp`, `${deliveryId}\n`);
-  await rename(`${path}.tmp`, path);
-}
+const readCursor = (path: string | null) => (path ? readStateFile(path) : Promise.resolve(undefined));
 
 const asText = (entries: InboxEntry[]) =>
   entries.map((e) => `[${e.thread}] ${e.sender}: ${e.summary} (message ${e.messageId})`).join('\n');
@@ -78,7 +65,7 @@ export async function waitForMail(options: WaitOptions, print: (text: string) =>
     const entries = body.data!;
     if (entries.length === 0) continue;
     print(options.format === 'json' ? JSON.stringify(entries) : asText(entries));
-    if (options.sinceFile) await writeCursor(options.sinceFile, entries.at(-1)!.deliveryId);
+    if (options.sinceFile) await writeStateFile(options.sinceFile, entries.at(-1)!.deliveryId);
     return MAIL;
   }
 }

@@ -5,6 +5,7 @@ import type { SessionEnd } from '../domain/people/people';
 import type { Logger } from '../log';
 import { SESSION_ENDED, STREAM_RETRY_MS, type StreamEvent } from '../web/dashboard-protocol';
 import type { SessionStreams } from './session-streams';
+import { eventStreamResponse, sseEvent } from '../web/event-stream';
 
 // What an open page hears: the fresh progress of changed deliveries, or that threads (by id) or
 // agents changed, for the Threads and Agents pages to read their lists again.
@@ -87,72 +88,43 @@ export type DeliveryFeed = ReturnType<typeof deliveryFeed>;
 // that a new way for a session to end cannot go without its sentence and code.
 const endings: Record<SessionEnd, { code: string; sentence: string }> = SESSION_ENDED;
 
-const event = (name: StreamEvent, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+const event = (name: StreamEvent, data: unknown) => sseEvent(name, data);
 
-// Bytes of events a browser may leave unread before its stream is closed. A page that stopped
-// reading (a sleeping laptop, a stalled connection) would otherwise hold every later change in the
-// server's memory; closed, its EventSource reconnects when it can and the page reloads its view.
+// Bytes of events a browser may leave unread before its stream is closed; closed, its EventSource
+// reconnects when it can and the page reloads its view.
 export const STREAM_BACKLOG_BYTES = 1_048_576;
-const HIGH_WATER_BYTES = 16 * 1024;
 
 // A server-sent event stream of delivery changes, with a comment every 20 s so that proxies keep
 // an idle stream open. Ends when the browser goes away, when it falls too far behind, or when the
 // session it was opened with ends: then a last `session-ended` event says why, so that the page
 // stops instead of reconnecting.
-export async function deliveryEvents(
+export function deliveryEvents(
   feed: DeliveryFeed,
   sessions: SessionStreams,
   token: string,
   request: Request,
   { backlogBytes = STREAM_BACKLOG_BYTES, log }: { backlogBytes?: number; log?: Logger } = {},
-): Promise<Response> {
-  const encoder = new TextEncoder();
-  let stop = () => {};
-  const stream = new ReadableStream<Uint8Array>(
-    {
-      async start(controller) {
-        const finish = () => {
-          stop();
-          try {
-            controller.close();
-          } catch {}
-        };
-        const send = (text: string) => {
-          // The bytes queued and not yet taken by the connection.
-          if (HIGH_WATER_BYTES - (controller.desiredSize ?? 0) > backlogBytes) {
-            log?.warn('dashboard_stream_dropped', { reason: 'the browser stopped reading', backlogBytes });
-            return finish();
-          }
-          try {
-            controller.enqueue(encoder.encode(text));
-          } catch {
-            stop();
-          }
-        };
-        const unsubscribe = await feed.subscribe((change) => {
-          if (change.kind === 'delivery') for (const row of change.rows) send(event('delivery', row));
-          else send(event(change.kind, change.kind === 'thread' ? { ids: change.ids } : {}));
-        });
-        const heartbeat = setInterval(() => send(': keep-alive\n\n'), 20_000);
-        const unwatch = sessions.watch(token, (why) => {
-          send(event('session-ended', { error: endings[why].sentence, code: endings[why].code }));
-          finish();
-        });
-        stop = () => {
-          clearInterval(heartbeat);
-          unsubscribe();
-          unwatch();
-        };
-        request.signal.addEventListener('abort', finish);
-        send(`retry: ${STREAM_RETRY_MS}\n${event('ready', {})}`);
-      },
-      cancel() {
-        stop();
-      },
+): Response {
+  return eventStreamResponse({
+    request,
+    backlogBytes,
+    heartbeatMs: 20_000,
+    log,
+    cutLog: { event: 'dashboard_stream_dropped', reason: 'the browser stopped reading' },
+    async open({ send, finish }) {
+      const unsubscribe = await feed.subscribe((change) => {
+        if (change.kind === 'delivery') for (const row of change.rows) send(event('delivery', row));
+        else send(event(change.kind, change.kind === 'thread' ? { ids: change.ids } : {}));
+      });
+      const unwatch = sessions.watch(token, (why) => {
+        send(event('session-ended', { error: endings[why].sentence, code: endings[why].code }));
+        finish();
+      });
+      send(`retry: ${STREAM_RETRY_MS}\n${event('ready', {})}`);
+      return () => {
+        unsubscribe();
+        unwatch();
+      };
     },
-    new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_BYTES }),
-  );
-  return new Response(stream, {
-    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' },
   });
 }

@@ -1,10 +1,13 @@
 import type { Logger } from '../log';
+import { AGENTS_CHANNEL } from './agent-cache';
 import type { Sql } from './connect';
 
 // Every new delivery is announced on this channel with its recipient's id (domain/deliveries/delivery-wake-ups.ts).
 export const INBOX_CHANNEL = 'ams_inbox';
 // Every change to a delivery (a step, an attempt) is announced here with the delivery's id.
 export const DELIVERY_CHANNEL = 'ams_delivery';
+// A receipt event for a sender's stream, with the sender's id (sql/019_agent_events.sql).
+export const EVENTS_CHANNEL = 'ams_events';
 
 // Wakes whoever waits on an agent's inbox. `subscribe` answers null once the process is
 // shutting down, so that a waiting request answers at once instead of holding up the stop.
@@ -12,6 +15,9 @@ export type InboxSignal = {
   subscribe(agentId: string, wake: () => void): (() => void) | null;
   // Wakes when any of the deliveries changes (a sender waiting on its receipts).
   watchDeliveries(deliveryIds: string[], wake: () => void): (() => void) | null;
+  // An agent's event stream: `wake` for a new event of the agent's (a delivery to it, a receipt of
+  // its message), `changed` when what its key answers for may have changed (archived, a new key).
+  subscribeEvents(agentId: string, wake: () => void, changed: () => void): (() => void) | null;
   // True once the process is shutting down: a woken waiter answers with what it finds.
   stopped(): boolean;
 };
@@ -22,6 +28,8 @@ export type InboxListener = InboxSignal & {
   waiting(): number;
   // Deliveries being watched by waiting senders.
   watching(): number;
+  // Agent event streams open.
+  streaming(): number;
   // Times the LISTEN connection was established: above 1, it dropped and came back.
   connects(): number;
 };
@@ -34,6 +42,9 @@ export type InboxListener = InboxSignal & {
 export function listenForInbox(sql: Sql, log: Logger): InboxListener {
   const waiters = new Map<string, Set<() => void>>();
   const watchers = new Map<string, Set<() => void>>();
+  const streams = new Map<string, Set<() => void>>();
+  const agentWatchers = new Map<string, Set<() => void>>();
+  let unlistenOthers: (() => Promise<void>)[] | null = null;
   let unlistenDeliveries: (() => Promise<void>) | null = null;
   let listens = 0;
   let stopped = false;
@@ -43,7 +54,7 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
     if (set) for (const fn of [...set]) fn();
   };
   const wakeAll = () => {
-    for (const set of [...waiters.values(), ...watchers.values()]) wake(set);
+    for (const set of [...waiters.values(), ...watchers.values(), ...streams.values(), ...agentWatchers.values()]) wake(set);
   };
   const register = (registry: Map<string, Set<() => void>>, key: string, fn: () => void) => {
     let set = registry.get(key);
@@ -60,6 +71,11 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
       if (stopped) return null;
       return register(waiters, agentId, fn);
     },
+    subscribeEvents(agentId, fn, changed) {
+      if (stopped) return null;
+      const undo = [register(streams, agentId, fn), register(agentWatchers, agentId, changed)];
+      return () => undo.forEach((u) => u());
+    },
     watchDeliveries(deliveryIds, fn) {
       if (stopped) return null;
       const unwatch = deliveryIds.map((id) => register(watchers, id, fn));
@@ -70,7 +86,10 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
       if (!unlisten) {
         const listening = await sql.listen(
           INBOX_CHANNEL,
-          (agentId) => wake(waiters.get(agentId)),
+          (agentId) => {
+            wake(waiters.get(agentId));
+            wake(streams.get(agentId));
+          },
           () => {
             if (listens++ === 0) return;
             log.info('inbox_listener_reconnected', { waiting: waiters.size });
@@ -82,18 +101,25 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
       // The same connection (postgres.js keeps one per pool for every channel), so one reconnect
       // above covers both.
       unlistenDeliveries ??= (await sql.listen(DELIVERY_CHANNEL, (deliveryId) => wake(watchers.get(deliveryId)))).unlisten;
+      unlistenOthers ??= [
+        (await sql.listen(EVENTS_CHANNEL, (agentId) => wake(streams.get(agentId)))).unlisten,
+        (await sql.listen(AGENTS_CHANNEL, (agentId) => wake(agentWatchers.get(agentId)))).unlisten,
+      ];
     },
     async stop() {
       stopped = true;
       wakeAll();
       await unlisten?.().catch(() => {});
       await unlistenDeliveries?.().catch(() => {});
+      for (const undo of unlistenOthers ?? []) await undo().catch(() => {});
       unlisten = null;
       unlistenDeliveries = null;
+      unlistenOthers = null;
     },
     stopped: () => stopped,
     waiting: () => [...waiters.values()].reduce((n, set) => n + set.size, 0),
     connects: () => listens,
     watching: () => watchers.size,
+    streaming: () => [...streams.values()].reduce((n, set) => n + set.size, 0),
   };
 }

@@ -7,7 +7,7 @@ import { LIMITS } from '../domain/shared/schemas';
 const READ_BY_THE_DOMAIN = 'ReadByTheDomain';
 TypeRegistry.Set(READ_BY_THE_DOMAIN, () => true);
 
-const documentedAs = (schema: Record<string, unknown>) => T.Unsafe<string | undefined>({ [Kind]: READ_BY_THE_DOMAIN, ...schema });
+export const documentedAs = (schema: Record<string, unknown>) => T.Unsafe<string | undefined>({ [Kind]: READ_BY_THE_DOMAIN, ...schema });
 
 // A bounded wait in seconds, read by the domain's waitSeconds().
 const waitParameter = (description: string) =>

@@ -25,6 +25,7 @@ const meaning = {
   401: 'The agent key is missing, malformed, unknown or archived.',
   403: 'The caller may not do this.',
   404: 'No such record, or it is not visible to the caller.',
+  410: 'What the request names existed and is no longer kept.',
   413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',
   500: 'An unexpected fault, logged by the service. Nothing about the request will fix it.',
   503: 'The database is unavailable for a moment; retry with backoff. Nothing was changed.',
@@ -58,7 +59,7 @@ export function responses<S extends TSchema>(
   method: 'get' | 'post',
   status: 200 | 201,
   data: S,
-  own: Partial<Record<400 | 403 | 404 | 503, Examples>> = {},
+  own: Partial<Record<400 | 403 | 404 | 410 | 503, Examples>> = {},
 ) {
   const post = method === 'post' ? everyPost : { 400: {}, 413: undefined };
   const failures: Partial<Record<FailureStatus, Examples>> = {
@@ -66,6 +67,7 @@ export function responses<S extends TSchema>(
     401: everyRoute[401],
     403: own[403],
     404: own[404],
+    410: own[410],
     413: post[413],
     500: everyRoute[500],
     503: { ...own[503], ...everyRoute[503] },

@@ -22,6 +22,7 @@ export const REFUSAL_CODES = [
   'forbidden',
   'not_found',
   'conflict',
+  'gone',
   'rate_limited',
   // The dashboard's guard: no session (none, expired or signed out), an agent key, a cross-site
   // state change.

@@ -32,3 +32,12 @@ export async function authenticateAgent(
   cache.remember(cacheKey, agent, since);
   return agent;
 }
+
+// Whether a key still answers for the agent it answered for, asked of the database and never of
+// the cache: a stream held open asks again whenever the agent changes, and ends if not.
+export async function keyStillAnswers(sql: Sql, agent: Agent, authorization: string | null): Promise<boolean> {
+  const key = authorization && /^Bearer\s+(agt_\S+)\s*$/i.exec(authorization)?.[1];
+  if (!key) return false;
+  const [row] = await sql`select 1 from agents where id = ${agent.id} and key_hash = ${hashKey(key)} and archived_at is null`;
+  return row !== undefined;
+}

@@ -18,15 +18,18 @@ export const DOORBELL_EVENT = 'message.created';
 // values only, so every retry of a delivery sends the same bytes (and, with the same secret,
 // the same X-Signature-256); the dashboard shows a person the very bytes that went out.
 export function doorbellBody(f: DoorbellFields): string {
-  return JSON.stringify({
-    event: DOORBELL_EVENT,
-    data: {
-      deliveryId: f.deliveryId,
-      messageId: f.messageId,
-      threadId: f.threadId,
-      threadTitle: f.threadTitle,
-      sender: f.sender,
-      summary: oneLine(f.summary, f.content, LIMITS.webhookSummary),
-    },
-  });
+  return JSON.stringify({ event: DOORBELL_EVENT, data: doorbellData(f) });
 }
+
+// The doorbell's `data`, which the agent event stream's message.created carries too, so that one
+// handler serves both.
+export const doorbellData = (f: DoorbellFields) => ({
+  deliveryId: f.deliveryId,
+  messageId: f.messageId,
+  threadId: f.threadId,
+  threadTitle: f.threadTitle,
+  sender: f.sender,
+  summary: oneLine(f.summary, f.content, LIMITS.webhookSummary),
+});
+
+export type DoorbellData = ReturnType<typeof doorbellData>;

@@ -1,6 +1,6 @@
 // What went wrong, in the domain's words. Each door maps a kind to its own signal (an HTTP status,
 // an MCP tool error, a CLI exit code); the sentence travels unchanged.
-export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'rate_limited';
+export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'gone' | 'rate_limited';
 
 // `field` names the input a refusal is about, when it is one, so that a form can show the sentence
 // beside it without reading the sentence.
@@ -20,4 +20,6 @@ export const unauthorized = (message: string) => new DomainError('unauthorized',
 export const forbidden = (message: string) => new DomainError('forbidden', message);
 export const notFound = (message: string) => new DomainError('not_found', message);
 export const conflict = (message: string) => new DomainError('conflict', message);
+// What the caller asked for existed and no longer does (an event stream's cursor past retention).
+export const gone = (message: string) => new DomainError('gone', message);
 export const rateLimited = (message: string) => new DomainError('rate_limited', message);

@@ -1,0 +1,168 @@
+import type { Sql } from '../../db/connect';
+import type { Agent } from '../agents/actors';
+import { gone, invalid } from '../shared/errors';
+import { agentSeesThread } from '../threads/visibility';
+import { doorbellData, DOORBELL_EVENT, type DoorbellData } from './doorbell-body';
+
+// An agent's events, in the order they happened to it, for the event stream (GET /api/events) and
+// whatever door holds one for the agent (`ams listen`, `ams channel`). The rows are written by the
+// database whoever makes the change (sql/019_agent_events.sql):
+// - message.created, for the recipient of each new delivery, with exactly the doorbell's data;
+// - delivery.delivered and delivery.fetched, for the agent that sent the message, the first time
+//   its delivery is reported delivered and the first time it is read.
+// Reading them records nothing: a stream is a way to be told, not a read, and moves no step.
+export const EVENT_TYPES = [DOORBELL_EVENT, 'delivery.delivered', 'delivery.fetched'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+// What a sender is told of a recipient's step: which delivery, whose, and when it got there.
+export type ReceiptEventData = { deliveryId: string; messageId: string; threadId: string; recipient: string; at: string };
+
+export type AgentEvent =
+  | { id: string; type: typeof DOORBELL_EVENT; data: DoorbellData }
+  | { id: string; type: 'delivery.delivered' | 'delivery.fetched'; data: ReceiptEventData };
+
+// A position in one agent's events: the writing transaction's id, then the order within it. As an
+// event id it is written `<xid>-<seq>`, both decimal.
+export type EventCursor = { xid: string; seq: string };
+export const eventId = (c: EventCursor) => `${c.xid}-${c.seq}`;
+
+const CURSOR = /^(\d{1,20})-(\d{1,19})$/;
+const NOT_OURS = 'Last-Event-ID must be the id of an event this stream sent (two whole numbers joined by "-").';
+
+export function parseEventId(raw: string): EventCursor {
+  const match = CURSOR.exec(raw.trim());
+  // Both parts within their columns' ranges (xid8 and bigint), so that the statement never fails.
+  if (!match || BigInt(match[1]!) >= 2n ** 64n || BigInt(match[2]!) >= 2n ** 63n) throw invalid(NOT_OURS, 'Last-Event-ID');
+  return { xid: match[1]!, seq: match[2]! };
+}
+
+export const eventsGoneSentence = (retentionHours: number) =>
+  `Events after that id are no longer kept (a stream keeps ${retentionHours} hours of events): read your inbox (GET /api/deliveries), then open the stream without Last-Event-ID.`;
+
+// Where a stream starts. After an event id the agent was sent: right after it, unless the
+// retention sweep has removed events after it (410, so that the client knows to read its inbox
+// instead), or it names a transaction that has not begun (400: not an id this service gave).
+// Without one: now. Events of transactions still running then are sent once they commit; one that
+// committed a moment before may be sent too, as a repeat of what the inbox already shows.
+export async function streamStart(sql: Sql, agent: Agent, after: string | null, retentionHours: number): Promise<EventCursor> {
+  if (after === null) {
+    const [now] = await sql<{ xid: string }[]>`select pg_snapshot_xmin(pg_current_snapshot())::text as xid`;
+    return { xid: now!.xid, seq: '0' };
+  }
+  const cursor = parseEventId(after);
+  const [checked] = await sql<{ issued: boolean; gone: boolean }[]>`
+    select ${cursor.xid}::xid8 < pg_snapshot_xmax(pg_current_snapshot()) as issued,
+           exists (select 1 from agent_event_floors f
+                   where f.agent_id = ${agent.id} and (f.xid, f.seq) > (${cursor.xid}::xid8, ${cursor.seq}::bigint)) as gone`;
+  if (!checked!.issued) throw invalid(NOT_OURS, 'Last-Event-ID');
+  if (checked!.gone) throw gone(eventsGoneSentence(retentionHours));
+  return cursor;
+}
+
+type EventRow = {
+  xid: string;
+  seq: string;
+  type: EventType;
+  delivery_id: string;
+  // Null when the delivery is gone (pruned with its message) or the agent no longer sees the thread.
+  message_id: string | null;
+  thread_id: string | null;
+  title: string | null;
+  sender: string | null;
+  summary: string | null;
+  content: string | null;
+  recipient: string | null;
+  delivered_at: string | null;
+  fetched_at: string | null;
+};
+
+export type EventPage = {
+  events: AgentEvent[];
+  // Where the next read starts: past every event read, sent or not.
+  next: EventCursor;
+  // Events after `next` have committed but wait for an older transaction still running: read
+  // again shortly, since that transaction's end may notify nobody.
+  held: boolean;
+};
+
+// The agent's events after `cursor`, at most `limit`, oldest first. Only events no running
+// transaction can precede are read (xid below the snapshot's xmin): a later read never finds an
+// event before one already handed out, so resuming after an id misses nothing. Events of threads
+// the agent does not see now (removed, closed) are passed over, as every door passes them over.
+export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, limit: number): Promise<EventPage> {
+  const [page] = await sql<{ rows: EventRow[]; held: boolean }[]>`
+    with horizon as (
+      select pg_snapshot_xmin(pg_current_snapshot()) as xmin
+    ), page as (
+      select e.xid, e.seq, e.type, e.delivery_id
+      from agent_events e, horizon h
+      where e.agent_id = ${agent.id} and (e.xid, e.seq) > (${cursor.xid}::xid8, ${cursor.seq}::bigint) and e.xid < h.xmin
+      order by e.agent_id, e.xid, e.seq
+      limit ${limit}
+    ), rows as (
+      select p.xid, p.seq, p.type, p.delivery_id, d.message_id, d.thread_id, t.title, m.sender, m.summary,
+             case when m.summary is null then m.content end as content, r.username as recipient,
+             d.delivered_at, d.fetched_at
+      from page p
+      left join deliveries d on d.id = p.delivery_id and ${agentSeesThread(sql, sql`d.thread_id`, agent.id)}
+      left join messages m on m.id = d.message_id
+      left join threads t on t.id = d.thread_id
+      left join agents r on r.id = d.recipient_id
+    )
+    select coalesce((select json_agg(json_build_object(
+               'xid', r.xid::text, 'seq', r.seq::text, 'type', r.type, 'delivery_id', r.delivery_id, 'message_id', r.message_id,
+               'thread_id', r.thread_id, 'title', r.title, 'sender', r.sender, 'summary', r.summary, 'content', r.content,
+               'recipient', r.recipient, 'delivered_at', r.delivered_at, 'fetched_at', r.fetched_at) order by r.xid, r.seq)
+             from rows r), '[]') as rows,
+           exists (select 1 from agent_events e, horizon h
+                   where e.agent_id = ${agent.id} and e.xid >= h.xmin and (e.xid, e.seq) > (${cursor.xid}::xid8, ${cursor.seq}::bigint)) as held`;
+  const rows = page!.rows;
+  const last = rows.at(-1);
+  return {
+    events: rows.flatMap((r) => (r.message_id === null ? [] : [toEvent(r)])),
+    next: last ? { xid: last.xid, seq: last.seq } : cursor,
+    held: page!.held,
+  };
+}
+
+function toEvent(r: EventRow): AgentEvent {
+  const id = eventId(r);
+  if (r.type === DOORBELL_EVENT) {
+    const data = doorbellData({
+      deliveryId: r.delivery_id,
+      messageId: r.message_id!,
+      threadId: r.thread_id!,
+      threadTitle: r.title!,
+      sender: r.sender!,
+      summary: r.summary,
+      content: r.content ?? '',
+    });
+    return { id, type: r.type, data };
+  }
+  const at = r.type === 'delivery.delivered' ? r.delivered_at : r.fetched_at;
+  return {
+    id,
+    type: r.type,
+    data: { deliveryId: r.delivery_id, messageId: r.message_id!, threadId: r.thread_id!, recipient: r.recipient!, at: new Date(at!).toISOString() },
+  };
+}
+
+// The hourly retention sweep: events older than `retentionHours` go, and each agent's floor moves
+// up to the newest position removed, so that resuming from before it is refused rather than
+// silently short. Deleted by time (a transaction's start), so an event may go while an older
+// position stays: the floor is then conservative, never short.
+export async function sweepAgentEvents(sql: Sql, retentionHours: number) {
+  const [swept] = await sql<{ removed: number }[]>`
+    with removed as (
+      delete from agent_events where created_at < now() - make_interval(hours => ${retentionHours})
+      returning agent_id, xid, seq
+    ), newest as (
+      select distinct on (agent_id) agent_id, xid, seq from removed order by agent_id, xid desc, seq desc
+    ), floors as (
+      insert into agent_event_floors (agent_id, xid, seq) select agent_id, xid, seq from newest
+      on conflict (agent_id) do update set xid = excluded.xid, seq = excluded.seq
+      where (agent_event_floors.xid, agent_event_floors.seq) < (excluded.xid, excluded.seq)
+    )
+    select count(*)::int as removed from removed`;
+  return { removed: swept!.removed };
+}

@@ -1,0 +1,112 @@
+import type { Logger } from '../log';
+
+// One server-sent event.
+export const sseEvent = (name: string, data: unknown, id?: string) =>
+  `${id === undefined ? '' : `id: ${id}\n`}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+
+const HIGH_WATER_BYTES = 16 * 1024;
+
+export type EventSink = {
+  // Queues text for the client; false once the stream has ended (by the client, or cut here).
+  send(text: string): boolean;
+  // Ends the stream from this side.
+  finish(): void;
+  // The bytes queued and not yet taken by the connection.
+  backlog(): number;
+  // Resolves once the client has taken what was queued (down to the queue's high-water mark), for
+  // a sender that reads what it sends from elsewhere to pace itself by the client.
+  room(): Promise<void>;
+};
+
+export type EventStreamOptions = {
+  request: Request;
+  // Bytes a client may leave unread before its stream is cut. A client that stopped reading (a
+  // sleeping laptop, a stalled connection) would otherwise hold every later event in the server's
+  // memory; cut, it reconnects when it can and picks up from what it last read.
+  backlogBytes: number;
+  // A comment this often keeps proxies from closing an idle stream.
+  heartbeatMs: number;
+  log?: Logger;
+  // Logged when a client is cut for not reading, with the backlog.
+  cutLog: { event: string; reason: string };
+  // Called once the stream is open; answers what to undo when it ends, however it ends.
+  open(sink: EventSink): (() => void) | Promise<() => void>;
+};
+
+// A text/event-stream response, bounded in memory per client, with heartbeats, that runs `open`'s
+// cleanup exactly once whether the client leaves, falls too far behind, or the server ends it.
+export function eventStreamResponse({ request, backlogBytes, heartbeatMs, log, cutLog, open }: EventStreamOptions): Response {
+  const encoder = new TextEncoder();
+  let cleanup: (() => void) | null = null;
+  let ended = false;
+  let heartbeat: ReturnType<typeof setInterval> | null = null;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    if (heartbeat) clearInterval(heartbeat);
+    freeRoom();
+    request.signal.removeEventListener('abort', onAbort);
+    cleanup?.();
+    cleanup = null;
+  };
+  let onAbort = () => {};
+  let roomWaiters: (() => void)[] = [];
+  const freeRoom = () => {
+    const waiters = roomWaiters;
+    roomWaiters = [];
+    for (const resolve of waiters) resolve();
+  };
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async start(controller) {
+        const backlog = () => HIGH_WATER_BYTES - (controller.desiredSize ?? 0);
+        const finish = () => {
+          end();
+          try {
+            controller.close();
+          } catch {}
+        };
+        const send = (text: string) => {
+          if (ended) return false;
+          if (backlog() > backlogBytes) {
+            log?.warn(cutLog.event, { reason: cutLog.reason, backlogBytes });
+            finish();
+            return false;
+          }
+          try {
+            controller.enqueue(encoder.encode(text));
+            return true;
+          } catch {
+            end();
+            return false;
+          }
+        };
+        const room = () =>
+          ended || (controller.desiredSize ?? 0) > 0 ? Promise.resolve() : new Promise<void>((resolve) => roomWaiters.push(resolve));
+        onAbort = finish;
+        request.signal.addEventListener('abort', onAbort);
+        heartbeat = setInterval(() => send(': keep-alive\n\n'), heartbeatMs);
+        let undo: () => void;
+        try {
+          undo = await open({ send, finish, backlog, room });
+        } catch (error) {
+          end();
+          controller.error(error);
+          return;
+        }
+        if (ended) undo();
+        else cleanup = undo;
+      },
+      pull() {
+        freeRoom();
+      },
+      cancel() {
+        end();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_BYTES }),
+  );
+  return new Response(stream, {
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' },
+  });
+}
