@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 018_heartbeat_queued_jobs,
+-- The schema that the migrations in sql/ build, 001_core to 019_agent_events,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -29,6 +29,37 @@ CREATE OR REPLACE FUNCTION public.add_counts(a integer[], b integer[])
 AS $function$
   select array(select coalesce(x, 0) + coalesce(y, 0) from unnest(a, b) with ordinality as u(x, y, i) order by i)
 $function$;
+
+CREATE OR REPLACE FUNCTION public.agent_events_for_new_deliveries()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  insert into agent_events (agent_id, type, delivery_id)
+  select recipient_id, 'message.created', id from added order by id;
+  return null;
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.agent_events_for_receipts()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+  sender uuid;
+begin
+  select sender_agent_id into sender from messages where id = new.message_id;
+  if sender is null then
+    return null;
+  end if;
+  if old.delivered_at is null and new.delivered_at is not null then
+    insert into agent_events (agent_id, type, delivery_id) values (sender, 'delivery.delivered', new.id);
+  end if;
+  if old.fetched_at is null and new.fetched_at is not null then
+    insert into agent_events (agent_id, type, delivery_id) values (sender, 'delivery.fetched', new.id);
+  end if;
+  perform pg_notify('ams_events', sender::text);
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.deliveries_step_forward()
  RETURNS trigger
@@ -139,6 +170,25 @@ AS $function$select uuidv7()$function$;
 
 -- Tables, each with its indexes and triggers
 
+CREATE TABLE public.agent_event_floors (
+    agent_id uuid NOT NULL,
+    xid xid8 NOT NULL,
+    seq bigint NOT NULL,
+    CONSTRAINT agent_event_floors_pkey PRIMARY KEY (agent_id)
+);
+
+CREATE TABLE public.agent_events (
+    agent_id uuid NOT NULL,
+    xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    type text NOT NULL,
+    delivery_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT agent_events_pkey PRIMARY KEY (agent_id, xid, seq),
+    CONSTRAINT agent_events_type_check CHECK ((type = ANY (ARRAY['message.created'::text, 'delivery.delivered'::text, 'delivery.fetched'::text])))
+);
+CREATE INDEX agent_events_created_idx ON public.agent_events USING brin (created_at);
+
 CREATE TABLE public.agents (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
     username text NOT NULL,
@@ -194,7 +244,9 @@ CREATE INDEX deliveries_owed_idx ON public.deliveries USING btree (created_at) W
 CREATE INDEX deliveries_recipient_page_idx ON public.deliveries USING btree (recipient_id, id);
 CREATE INDEX deliveries_retrying_idx ON public.deliveries USING btree (id) WHERE ((step = 'accepted'::public.delivery_step) AND (next_attempt_at IS NOT NULL));
 CREATE INDEX deliveries_thread_page_idx ON public.deliveries USING btree (thread_id, id);
+CREATE TRIGGER deliveries_added_events AFTER INSERT ON public.deliveries REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.agent_events_for_new_deliveries();
 CREATE TRIGGER deliveries_changed AFTER UPDATE OF step, failed_step, error, notified_at, delivered_at, fetched_at, acknowledged_at, next_attempt_at ON public.deliveries FOR EACH ROW WHEN ((new.send_attempts <= old.send_attempts)) EXECUTE FUNCTION public.notify_delivery_change();
+CREATE TRIGGER deliveries_receipt_events AFTER UPDATE OF delivered_at, fetched_at ON public.deliveries FOR EACH ROW WHEN ((((old.delivered_at IS NULL) AND (new.delivered_at IS NOT NULL)) OR ((old.fetched_at IS NULL) AND (new.fetched_at IS NOT NULL)))) EXECUTE FUNCTION public.agent_events_for_receipts();
 CREATE TRIGGER deliveries_step_forward BEFORE UPDATE OF step ON public.deliveries FOR EACH ROW WHEN ((old.step IS DISTINCT FROM new.step)) EXECUTE FUNCTION public.deliveries_step_forward();
 
 CREATE TABLE public.delivery_attempts (

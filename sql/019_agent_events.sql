@@ -40,6 +40,8 @@ begin
   select recipient_id, 'message.created', id from added order by id;
   return null;
 end $$;
+-- contract: the previous release's posts run into it and are unaffected: it only appends to a table
+-- that release never reads, and refuses nothing.
 create trigger deliveries_added_events after insert on deliveries
   referencing new table as added for each statement
   execute function agent_events_for_new_deliveries();
@@ -64,6 +66,8 @@ begin
   perform pg_notify('ams_events', sender::text);
   return null;
 end $$;
+-- contract: the previous release's reports and reads run into it and are unaffected: it only
+-- appends to a table that release never reads and notifies a channel it never listens to.
 create trigger deliveries_receipt_events after update of delivered_at, fetched_at on deliveries
   for each row
   when ((old.delivered_at is null and new.delivered_at is not null) or (old.fetched_at is null and new.fetched_at is not null))

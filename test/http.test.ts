@@ -130,6 +130,7 @@ describe('OpenAPI', () => {
         'GET /api/threads/{threadId}/messages',
         'POST /api/threads/{threadId}/messages',
         'GET /api/messages/{messageId}/deliveries',
+        'GET /api/events',
       ].sort(),
     );
     expect(doc.security).toEqual([{ agentKey: [] }]);

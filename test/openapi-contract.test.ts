@@ -27,6 +27,16 @@ async function call(method: string, path: string, opts: Opts = {}): Promise<Repl
   return reply;
 }
 
+// A stream of server-sent events never ends by itself: its answer is checked with what came before
+// the body, which is then let go.
+async function openStream(path: string, opts: { key: string; headers?: Record<string, string> }): Promise<Reply> {
+  const response = await h.app.handle(new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${opts.key}`, ...opts.headers } }));
+  await response.body?.cancel();
+  const reply = { status: response.status, body: '', headers: response.headers };
+  v.check('GET', path, reply);
+  return reply;
+}
+
 // A path for an operation, its ids those of the thread and delivery made below (or `id`).
 const pathOf = (template: string, id?: string) =>
   template
@@ -61,6 +71,7 @@ test('every operation answers its documented success', async () => {
   expect((await call('POST', `/api/deliveries/${deliveryId}/acknowledge`, { key: member.key })).status).toBe(200);
   expect((await call('POST', `/api/threads/${opened.body.data.id}/close`, { key: opener.key })).status).toBe(200);
   expect((await call('GET', `/api/messages/${messageId}/deliveries?waitFor=fetched&wait=0.1`, { key: opener.key })).status).toBe(200);
+  expect((await openStream('/api/events', { key: member.key })).status).toBe(200);
 });
 
 test('every operation answers its own refusals as documented', async () => {
@@ -109,6 +120,10 @@ test('every operation answers its own refusals as documented', async () => {
   expect(await statusOf('POST', close, { key: stranger.key })).toBe(404);
   expect(await statusOf('POST', close, { key: opener.key })).toBe(200);
   expect(await statusOf('POST', messages, { key: member.key, body: { content: 'too late' } })).toBe(400);
+  expect(await statusOf('GET', '/api/events', { key: member.key, headers: { 'last-event-id': 'yesterday' } })).toBe(400);
+  // Events after this id were removed by the retention sweep.
+  await h.db.sql`insert into agent_event_floors (agent_id, xid, seq) select id, '2', 1 from agents where username = ${member.username}`;
+  expect(await statusOf('GET', '/api/events?lastEventId=1-1', { key: member.key })).toBe(410);
 });
 
 test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or oversized body', async () => {
@@ -189,6 +204,7 @@ test('the document publishes no operation this file does not drive', () => {
       'addParticipant',
       'getMessageDeliveries',
       'getThread',
+      'streamEvents',
       'listInbox',
       'listMessages',
       'listThreads',

@@ -192,6 +192,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Event stream
+         * @description The calling agent's events as they happen, as server-sent events (`text/event-stream`), over one held connection: for an agent with no address a webhook could reach. Each event has an `id` that orders the agent's events, an `event` type and JSON `data`:
+         *
+         *     - `message.created`: a message was accepted for the agent. `data` is exactly the webhook doorbell's `data` (deliveryId, messageId, threadId, threadTitle, sender, summary), so one handler serves both.
+         *     - `delivery.delivered` and `delivery.fetched`: a message the agent sent was reported delivered, or read, by one recipient (the first time only). `data`: deliveryId, messageId, threadId, recipient (username) and at (when).
+         *
+         *     Unknown event types will be added: ignore them. Threads the agent no longer sees (removed, closed) send nothing more. Receiving an event records nothing: read the message with read_message, report and acknowledge as always.
+         *
+         *     To resume after a disconnect, send the last id received as the `Last-Event-ID` header (EventSource does so by itself) or as `lastEventId`: every event after it is sent, in order, none twice. Events are kept for `EVENT_RETENTION_HOURS` (168 by default); resuming from before what was removed is 410, and the client reads its inbox (GET /api/deliveries) instead. Without an id, the stream starts now.
+         *
+         *     A comment (`: keep-alive`) comes every 15 s by default, so proxies keep the connection open. The stream ends when the agent is archived (reconnecting is 401), and is cut when the client leaves events unread for a minute; it resumes by id.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.created": {
@@ -1410,6 +1439,101 @@ export interface operations {
             };
             /** @description No such record, or it is not visible to the caller. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                lastEventId?: string;
+            };
+            header?: {
+                /** @description The id of the last event received: the stream resumes right after it. */
+                "Last-Event-ID"?: string;
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream, held open; events as they happen. Each one: `id`, `event`, `data` (one line of JSON). */
+            200: {
+                headers: {
+                    /** @description The stream is never cached. */
+                    "Cache-Control": "no-store";
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 2000
+                     *
+                     *     id: 7542-120
+                     *     event: message.created
+                     *     data: {"deliveryId":"01970c8e-7a3b-7c41-9d2e-6f1a2b3c4d5e","messageId":"01970c8e-7a3a-7f00-8b1c-0a1b2c3d4e5f","threadId":"01970c8e-6f00-7a11-a2b3-c4d5e6f7a8b9","threadTitle":"Release plan","sender":"planner","summary":"Ship on Friday"}
+                     *
+                     *     : keep-alive
+                     *
+                     *     id: 7547-121
+                     *     event: delivery.fetched
+                     *     data: {"deliveryId":"01970c8f-1b2c-7d3e-8f40-5a6b7c8d9e0f","messageId":"01970c8f-1b2b-7a00-9b1c-2d3e4f5a6b7c","threadId":"01970c8e-6f00-7a11-a2b3-c4d5e6f7a8b9","recipient":"reviewer","at":"2026-11-27T09:30:00.000Z"}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown or archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description What the request names existed and is no longer kept. */
+            410: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

@@ -5,10 +5,11 @@ import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Agent } from '../domain/agents/actors';
 import { keyStillAnswers } from '../domain/agents/authentication';
-import { eventsAfter, eventsGoneSentence, streamStart, type EventCursor } from '../domain/deliveries/agent-events';
+import { eventsAfter, eventsGoneSentence, streamStart, type EventPage } from '../domain/deliveries/agent-events';
 import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
 import { eventStreamResponse, sseEvent, type EventSink } from '../web/event-stream';
+import { EVENT_STREAM, type EventStreamDoc } from './openapi';
 import { documentedAs } from './query';
 import { responses } from './responses';
 
@@ -56,14 +57,34 @@ function pacing(stallMs: number, log: Logger) {
 // the cursor on. One read at a time; a wake during a read asks for one more. Holds no database
 // connection between reads. Ends when the key stops answering for the agent (archived, replaced),
 // when the process stops, or when the client goes or falls too far behind.
-function followEvents({ sql, inboxSignal, log, config }: StreamDeps, agent: Agent, authorization: string | null, start: EventCursor, sink: EventSink) {
+function followEvents(
+  { sql, inboxSignal, log, config }: StreamDeps,
+  agent: Agent,
+  authorization: string | null,
+  first: EventPage,
+  sink: EventSink,
+) {
   const paced = pacing(config.EVENT_STREAM_STALL_MS, log);
-  let cursor = start;
+  let cursor = first.next;
   let reading = false;
   let again = false;
   let heldFor = 0;
   let retry: ReturnType<typeof setTimeout> | null = null;
   let over = false;
+
+  // Sends a page and moves the cursor past it; answers whether to read again at once.
+  const deliver = (page: EventPage) => {
+    for (const event of page.events) if (!sink.send(sseEvent(event.type, event.data, event.id))) return false;
+    cursor = page.next;
+    if (page.held) {
+      heldFor = Math.min(Math.max(heldFor * 2, HELD_FIRST_MS), HELD_MOST_MS);
+      retry ??= setTimeout(() => {
+        retry = null;
+        void read();
+      }, heldFor);
+    } else heldFor = 0;
+    return page.more;
+  };
 
   const read = async () => {
     if (reading) return void (again = true);
@@ -76,16 +97,7 @@ function followEvents({ sql, inboxSignal, log, config }: StreamDeps, agent: Agen
         if (over) return;
         const page = await eventsAfter(sql, agent, cursor, PAGE);
         if (over) return;
-        for (const event of page.events) if (!sink.send(sseEvent(event.type, event.data, event.id))) return;
-        cursor = page.next;
-        if (page.held) {
-          heldFor = Math.min(Math.max(heldFor * 2, HELD_FIRST_MS), HELD_MOST_MS);
-          retry ??= setTimeout(() => {
-            retry = null;
-            void read();
-          }, heldFor);
-        } else heldFor = 0;
-        again ||= page.events.length === PAGE;
+        again = deliver(page) || again;
       } while (again && !over);
     } catch (error) {
       // The database is away: the client reconnects after the retry interval and resumes by id.
@@ -111,6 +123,8 @@ function followEvents({ sql, inboxSignal, log, config }: StreamDeps, agent: Agen
     return () => {};
   }
   sink.send(`retry: ${EVENTS_RETRY_MS}\n\n`);
+  deliver(first);
+  // Also what committed between the first page and the subscription, which woke nobody here.
   void read();
   return () => {
     over = true;
@@ -125,6 +139,8 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
     async ({ agent, query, request, server }) => {
       const after = request.headers.get('last-event-id') ?? query.lastEventId ?? null;
       const start = await streamStart(sql, agent, after, config.EVENT_RETENTION_HOURS);
+      // Read before answering, so that a database fault is answered in the envelope.
+      const first = await eventsAfter(sql, agent, start, PAGE);
       // The stream is silent between heartbeats, longer than Bun's idle limit allows by default.
       server?.timeout(request, 0);
       const authorization = request.headers.get('authorization');
@@ -134,7 +150,7 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
         heartbeatMs: config.EVENT_HEARTBEAT_MS,
         log,
         cutLog: { event: 'event_stream_dropped', reason: 'the client stopped reading' },
-        open: (sink) => followEvents({ sql, inboxSignal, log, config }, agent, authorization, start, sink),
+        open: (sink) => followEvents({ sql, inboxSignal, log, config }, agent, authorization, first, sink),
       });
     },
     {
@@ -147,7 +163,43 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
       detail: {
         operationId: 'streamEvents',
         summary: 'Event stream',
-        description: '',
+        description: [
+          "The calling agent's events as they happen, as server-sent events (`text/event-stream`), over one held connection: for an agent with no address a webhook could reach. Each event has an `id` that orders the agent's events, an `event` type and JSON `data`:",
+          '',
+          '- `message.created`: a message was accepted for the agent. `data` is exactly the webhook doorbell\'s `data` (deliveryId, messageId, threadId, threadTitle, sender, summary), so one handler serves both.',
+          '- `delivery.delivered` and `delivery.fetched`: a message the agent sent was reported delivered, or read, by one recipient (the first time only). `data`: deliveryId, messageId, threadId, recipient (username) and at (when).',
+          '',
+          'Unknown event types will be added: ignore them. Threads the agent no longer sees (removed, closed) send nothing more. Receiving an event records nothing: read the message with read_message, report and acknowledge as always.',
+          '',
+          `To resume after a disconnect, send the last id received as the \`Last-Event-ID\` header (EventSource does so by itself) or as \`lastEventId\`: every event after it is sent, in order, none twice. Events are kept for \`EVENT_RETENTION_HOURS\` (168 by default); resuming from before what was removed is 410, and the client reads its inbox (GET /api/deliveries) instead. Without an id, the stream starts now.`,
+          '',
+          'A comment (`: keep-alive`) comes every 15 s by default, so proxies keep the connection open. The stream ends when the agent is archived (reconnecting is 401), and is cut when the client leaves events unread for a minute; it resumes by id.',
+        ].join('\n'),
+        [EVENT_STREAM]: {
+          description: 'The stream, held open; events as they happen. Each one: `id`, `event`, `data` (one line of JSON).',
+          example: [
+            'retry: 2000',
+            '',
+            'id: 7542-120',
+            'event: message.created',
+            `data: ${JSON.stringify({ deliveryId: '01970c8e-7a3b-7c41-9d2e-6f1a2b3c4d5e', messageId: '01970c8e-7a3a-7f00-8b1c-0a1b2c3d4e5f', threadId: '01970c8e-6f00-7a11-a2b3-c4d5e6f7a8b9', threadTitle: 'Release plan', sender: 'planner', summary: 'Ship on Friday' })}`,
+            '',
+            ': keep-alive',
+            '',
+            'id: 7547-121',
+            'event: delivery.fetched',
+            `data: ${JSON.stringify({ deliveryId: '01970c8f-1b2c-7d3e-8f40-5a6b7c8d9e0f', messageId: '01970c8f-1b2b-7a00-9b1c-2d3e4f5a6b7c', threadId: '01970c8e-6f00-7a11-a2b3-c4d5e6f7a8b9', recipient: 'reviewer', at: '2026-11-27T09:30:00.000Z' })}`,
+            '',
+            '',
+          ].join('\n'),
+          header: {
+            name: 'Last-Event-ID',
+            in: 'header',
+            required: false,
+            description: 'The id of the last event received: the stream resumes right after it.',
+            schema: { type: 'string', pattern: '^[0-9]+-[0-9]+$', examples: ['7542-120'] },
+          },
+        } satisfies EventStreamDoc,
       },
     },
   );

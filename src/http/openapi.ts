@@ -110,6 +110,7 @@ const tags = [
   { name: 'Deliveries', description: 'Inbox, delivered report and acknowledge' },
   { name: 'Threads', description: 'Threads, participants and messages' },
   { name: 'Messages', description: "A sender's delivery receipts" },
+  { name: 'Events', description: "An agent's events as they happen, over one held connection" },
   { name: 'Webhooks', description: "What the service posts to an agent's registered webhook URL" },
 ];
 
@@ -137,6 +138,26 @@ function liftFailureExamples(paths: Json) {
   }
 }
 
+// An operation that answers with server-sent events names them under EVENT_STREAM in its detail
+// (http/events.ts): its success is described as text/event-stream, with the header a resuming
+// client sends, instead of the JSON envelope Elysia's generator assumes for every answer.
+export const EVENT_STREAM = 'x-event-stream';
+export type EventStreamDoc = { description: string; example: string; header: Json };
+
+function describeEventStreams(paths: Json) {
+  for (const operation of Object.values(paths).flatMap((item) => Object.values(item as Json)) as Json[]) {
+    const stream = operation[EVENT_STREAM] as EventStreamDoc | undefined;
+    if (!stream) continue;
+    delete operation[EVENT_STREAM];
+    (operation.responses as Json)['200'] = {
+      description: stream.description,
+      content: { 'text/event-stream': { schema: { type: 'string' }, example: stream.example } },
+      headers: { 'Cache-Control': { required: true, description: 'The stream is never cached.', schema: { type: 'string', enum: ['no-store'] } } },
+    };
+    operation.parameters = [stream.header, ...((operation.parameters as unknown[] | undefined) ?? [])];
+  }
+}
+
 // Every operation takes an optional X-Request-Id and every answer carries one (request-id.ts); a
 // 401 also carries its bearer challenge (agent-auth.ts).
 function addRequestIds(paths: Json) {
@@ -144,6 +165,7 @@ function addRequestIds(paths: Json) {
     operation.parameters = [...((operation.parameters as unknown[] | undefined) ?? []), { $ref: '#/components/parameters/RequestId' }];
     for (const [status, answer] of Object.entries(operation.responses as Json)) {
       (answer as Json).headers = {
+        ...((answer as Json).headers as Json | undefined),
         'X-Request-Id': { $ref: '#/components/headers/RequestId' },
         ...(status === '401' ? { 'WWW-Authenticate': { $ref: '#/components/headers/BearerChallenge' } } : {}),
         ...(status === '503' ? { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } : {}),
@@ -184,6 +206,7 @@ function buildDocument(app: AnyElysia, publicUrl: string | undefined) {
   // The generator hands back the routes' live schema objects: work on a copy.
   const paths = JSON.parse(JSON.stringify(generated.paths)) as Json;
   liftFailureExamples(paths);
+  describeEventStreams(paths);
   addRequestIds(paths);
   const schemas: Json = { Error: JSON.parse(JSON.stringify(Failure)) };
   return {

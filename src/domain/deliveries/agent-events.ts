@@ -80,6 +80,8 @@ export type EventPage = {
   events: AgentEvent[];
   // Where the next read starts: past every event read, sent or not.
   next: EventCursor;
+  // The page was full: there may be more to read at once.
+  more: boolean;
   // Events after `next` have committed but wait for an older transaction still running: read
   // again shortly, since that transaction's end may notify nobody.
   held: boolean;
@@ -121,6 +123,7 @@ export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, l
   return {
     events: rows.flatMap((r) => (r.message_id === null ? [] : [toEvent(r)])),
     next: last ? { xid: last.xid, seq: last.seq } : cursor,
+    more: rows.length === limit,
     held: page!.held,
   };
 }
