@@ -15,6 +15,7 @@ export type MetricsSources = {
   stalledAfterMs: number;
   // Present where this process serves HTTP.
   waitingInboxRequests?: () => number;
+  openEventStreams?: () => number;
   listenerConnects?: () => number;
   lossAudit?: () => LossAudit | null;
 };
@@ -146,6 +147,14 @@ export function createMetrics() {
     registers: [registry],
     collect() {
       this.set(sources?.waitingInboxRequests?.() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'ams_event_streams_open',
+    help: 'Agent event streams (GET /api/events) held open by this process.',
+    registers: [registry],
+    collect() {
+      this.set(sources?.openEventStreams?.() ?? 0);
     },
   });
   new Gauge({

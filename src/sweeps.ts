@@ -3,12 +3,10 @@ import type { Sql } from './db/connect';
 import { sweepIdempotencyKeys } from './domain/messages/idempotency';
 import { sweepExpiredSignIns } from './domain/people/people';
 import { pruneHistory } from './domain/messages/retention';
-import { sweepAgentEvents } from './domain/deliveries/agent-events';
 import type { Logger } from './log';
 
 // The hourly clean-ups, run from graphile-worker's crontab by whichever worker takes each: expired
-// sign-in codes and sessions, idempotency keys past their retention, history past its own, and
-// agent events past theirs.
+// sign-in codes and sessions, idempotency keys past their retention, and history past its own.
 // Each logs what it removed.
 export function sweeps(sql: Sql, log: Logger, config: Config) {
   const tasks = {
@@ -22,16 +20,11 @@ export function sweeps(sql: Sql, log: Logger, config: Config) {
           attemptLogDays: config.ATTEMPT_LOG_RETENTION_DAYS,
           deadJobDays: config.DEAD_JOB_RETENTION_DAYS,
           messageDays: config.MESSAGE_RETENTION_DAYS ?? null,
+          eventHours: config.EVENT_RETENTION_HOURS,
         }),
       ),
-    sweep_agent_events: async () => log.info('agent_events_swept', await sweepAgentEvents(sql, config.EVENT_RETENTION_HOURS)),
   };
   // Spread over the hour so that they never run together.
-  const crontab = [
-    '0 * * * * sweep_sign_ins',
-    '15 * * * * sweep_agent_events',
-    '30 * * * * sweep_idempotency_keys',
-    '45 * * * * prune_history',
-  ];
+  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history'];
   return { tasks, crontab };
 }

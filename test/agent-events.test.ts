@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { loadConfig } from '../src/config';
 import { setArchived } from '../src/domain/agents/agents';
-import { sweepAgentEvents } from '../src/domain/deliveries/agent-events';
+import { pruneHistory } from '../src/domain/messages/retention';
 import { removeParticipant } from '../src/domain/threads/threads';
 import { silentLogger } from '../src/log';
 import { createService, type HttpService } from '../src/service';
@@ -237,7 +237,8 @@ describe('refusals', () => {
     const second = (await stream.next())!;
     await stream.close();
     await h.db.sql`update agent_events set created_at = now() - interval '2 hours' where delivery_id = ${first.data.deliveryId}`;
-    expect(await sweepAgentEvents(h.db.sql, 1)).toEqual({ removed: 1 });
+    const pruned = await pruneHistory(h.db.sql, { attemptLogDays: 30, deadJobDays: 7, messageDays: null, eventHours: 1 });
+    expect(pruned.agentEvents).toBe(1);
     // Resuming from before what was swept is refused; from the swept event itself, nothing is missing.
     const [floor] = await h.db.sql`select xid::text || '-' || seq as id from agent_event_floors f join agents a on a.id = f.agent_id where a.username = ${agent.username}`;
     expect(floor!.id).toBe(first.id);

@@ -114,6 +114,16 @@ test('waiting inbox requests, the listener, the pool and the process', async () 
   expect((await scrape()).get('ams_inbox_waiting_requests')).toBe(0);
 });
 
+test('open event streams', async () => {
+  const agent = await h.agent(uniqueName('streamer'));
+  expect((await scrape()).get('ams_event_streams_open')).toBe(0);
+  const stream = await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${agent.key}` } }));
+  expect(stream.status).toBe(200);
+  expect((await scrape()).get('ams_event_streams_open')).toBe(1);
+  await stream.body!.cancel();
+  expect((await scrape()).get('ams_event_streams_open')).toBe(0);
+});
+
 test('every series the Grafana dashboard in docs/ queries is one the service exports', async () => {
   const dashboard = await Bun.file(new URL('../docs/grafana-dashboard.json', import.meta.url)).json();
   const queried = new Set<string>();

@@ -131,7 +131,7 @@ describe('re-publish sweep', () => {
       const rows = await h.db.sql<{ identifier: string }[]>`select identifier from graphile_worker._private_known_crontabs order by identifier`;
       return rows.length > 4 ? rows.map((r) => r.identifier) : null;
     });
-    expect(known).toEqual(['endpoint_health', 'prune_history', 'republish', 'sweep_agent_events', 'sweep_idempotency_keys', 'sweep_sign_ins']);
+    expect(known).toEqual(['endpoint_health', 'prune_history', 'republish', 'sweep_idempotency_keys', 'sweep_sign_ins']);
     expect(h.config.REPUBLISH_CRON).toBe('*/15 * * * *');
   });
 });

@@ -150,14 +150,16 @@ function toEvent(r: EventRow): AgentEvent {
   };
 }
 
-// The hourly retention sweep: events older than `retentionHours` go, and each agent's floor moves
-// up to the newest position removed, so that resuming from before it is refused rather than
-// silently short. Deleted by time (a transaction's start), so an event may go while an older
-// position stays: the floor is then conservative, never short.
-export async function sweepAgentEvents(sql: Sql, retentionHours: number) {
+// Retention (domain/messages/retention.ts, hourly): removes up to `limit` events older than
+// `retentionHours` and answers how many. Each agent's floor moves up to the newest position
+// removed, so that resuming from before it is refused rather than silently short. Removed by time
+// (a transaction's start), so an event may go while an older position stays: the floor is then
+// conservative, never short.
+export async function removeExpiredEvents(sql: Sql, retentionHours: number, limit: number): Promise<number> {
   const [swept] = await sql<{ removed: number }[]>`
     with removed as (
-      delete from agent_events where created_at < now() - make_interval(hours => ${retentionHours})
+      delete from agent_events where (agent_id, xid, seq) in (
+        select agent_id, xid, seq from agent_events where created_at < now() - make_interval(hours => ${retentionHours}) limit ${limit})
       returning agent_id, xid, seq
     ), newest as (
       select distinct on (agent_id) agent_id, xid, seq from removed order by agent_id, xid desc, seq desc
@@ -167,5 +169,5 @@ export async function sweepAgentEvents(sql: Sql, retentionHours: number) {
       where (agent_event_floors.xid, agent_event_floors.seq) < (excluded.xid, excluded.seq)
     )
     select count(*)::int as removed from removed`;
-  return { removed: swept!.removed };
+  return swept!.removed;
 }

@@ -1,10 +1,11 @@
 import type { Sql } from '../../db/connect';
 import { deleteDeadJobs } from '../../db/job-queue';
+import { removeExpiredEvents } from '../deliveries/agent-events';
 
 // What history is kept, and for how long. The attempt log and dead queue jobs are pruned by
 // default; messages (with their deliveries and attempts) only when an operator sets a period.
-export type Retention = { attemptLogDays: number; deadJobDays: number; messageDays: number | null };
-export type Pruned = { attempts: number; deadJobs: number; messages: number; oauthArtifacts: number; endpointHistory: number };
+export type Retention = { attemptLogDays: number; deadJobDays: number; messageDays: number | null; eventHours: number };
+export type Pruned = { attempts: number; deadJobs: number; messages: number; oauthArtifacts: number; endpointHistory: number; agentEvents: number };
 
 const BATCH = 5_000;
 const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
@@ -69,5 +70,6 @@ export async function pruneHistory(sql: Sql, retention: Retention): Promise<Prun
       select * from windows union all select * from tests`;
     return rows.length;
   });
-  return { attempts, deadJobs, messages, oauthArtifacts, endpointHistory };
+  const agentEvents = await inBatches(() => removeExpiredEvents(sql, retention.eventHours, BATCH));
+  return { attempts, deadJobs, messages, oauthArtifacts, endpointHistory, agentEvents };
 }
