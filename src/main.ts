@@ -1,6 +1,7 @@
 import { runCommand, usage } from './cli/commands';
 import { parseWaitOptions, waitForMail, WAIT_USAGE } from './cli/wait';
 import { listen, LISTEN_USAGE, parseListenOptions } from './cli/listen';
+import { CHANNEL_USAGE, parseChannelOptions, runChannel } from './cli/channel';
 import { loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
 import { EmbeddedPostgresFailed } from './db/embedded';
@@ -24,6 +25,7 @@ try {
   else if (argv[0] === 'healthcheck') await healthcheck(config);
   else if (argv[0] === 'wait') await waitCommand(argv.slice(1));
   else if (argv[0] === 'listen') await listenCommand(argv.slice(1));
+  else if (argv[0] === 'channel') await channelCommand(argv.slice(1));
   else if (argv[0] === 'help' || argv[0] === '--help') {
     console.log(`Usage:
   serve
@@ -32,6 +34,7 @@ try {
   healthcheck
   ${WAIT_USAGE}
   ${LISTEN_USAGE}
+  ${CHANNEL_USAGE}
 ${usage()}`);
   } else await cli(config, argv);
 } catch (error) {
@@ -179,6 +182,19 @@ async function listenCommand(args: string[]) {
       signal: stop.signal,
     });
     process.exit(code);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  }
+}
+
+// Started by a coding-agent host over stdio; ends when the host closes its stdin, or on a signal.
+async function channelCommand(args: string[]) {
+  const stop = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop.abort());
+  process.stdin.on('end', () => stop.abort());
+  try {
+    process.exit(await runChannel(parseChannelOptions(args, process.env), { err: (line) => console.error(line), signal: stop.signal }));
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error));
     process.exit(1);

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { invalid } from '../domain/shared/errors';
+import { agentKeyFrom, baseUrlFrom, parseFlags } from './flags';
 import { readStateFile, writeStateFile } from './state-file';
 
 // `ams listen`: holds the agent's event stream (GET /api/events) and hands on every event, in order:
@@ -16,26 +16,11 @@ export const STOPPED = 0;
 export const REFUSED = 1;
 export const EVENTS_GONE = 3;
 
-export type ListenOptions = { baseUrl: string; key: string; exec: string | null; stateFile: string | null };
+export type ListenOptions = StreamClient & { exec: string | null };
 
 export function parseListenOptions(argv: string[], env: Record<string, string | undefined>): ListenOptions {
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    const value = argv[i + 1];
-    if (!['--base-url', '--exec', '--state-file'].includes(flag)) throw invalid(`Unknown argument ${flag}. Usage: ${LISTEN_USAGE}`);
-    if (value === undefined) throw invalid(`${flag} needs a value. Usage: ${LISTEN_USAGE}`);
-    flags[flag.slice(2)] = value;
-    i++;
-  }
-  const key = env.AMS_AGENT_KEY;
-  if (!key) throw invalid('Set AMS_AGENT_KEY to the agent key (agt_…).');
-  return {
-    baseUrl: (flags['base-url'] ?? env.AMS_URL ?? 'http://localhost:3000').replace(/\/+$/, ''),
-    key,
-    exec: flags.exec ?? null,
-    stateFile: flags['state-file'] ?? null,
-  };
+  const { flags } = parseFlags(argv, { valued: ['--base-url', '--exec', '--state-file'] }, LISTEN_USAGE);
+  return { baseUrl: baseUrlFrom(flags['base-url'], env), key: agentKeyFrom(env), exec: flags.exec ?? null, stateFile: flags['state-file'] ?? null };
 }
 
 // What is handed on for each event: its id (to resume after), its type, and its data.
@@ -50,7 +35,16 @@ const SILENCE_MS = 60_000;
 
 type Io = { out: (line: string) => void; err: (line: string) => void; signal: AbortSignal };
 
-export async function listen(options: ListenOptions, { out, err, signal }: Io): Promise<number> {
+export const listen = (options: ListenOptions, { out, err, signal }: Io) =>
+  followEvents(options, { handOn: (event) => handOn(options, event, out, err), err, signal });
+
+export type StreamClient = { baseUrl: string; key: string; stateFile: string | null };
+export type Follower = { handOn: (event: ListenedEvent) => Promise<void> | void; err: (line: string) => void; signal: AbortSignal };
+
+// Holds the agent's event stream until `signal` aborts, handing on each event in order and only
+// then counting it as done (the state file moves past it). Every door of the CLI that listens
+// (`ams listen`, `ams channel`) follows the stream through this.
+export async function followEvents(options: StreamClient, { handOn, err, signal }: Follower): Promise<number> {
   let lastId = options.stateFile ? await readStateFile(options.stateFile) : undefined;
   let retryMs = FIRST_RETRY_MS;
   while (!signal.aborted) {
@@ -80,7 +74,7 @@ export async function listen(options: ListenOptions, { out, err, signal }: Io): 
         heard();
         if (!message.id || !message.event) continue;
         const event: ListenedEvent = { id: message.id, event: message.event, data: JSON.parse(message.data) };
-        await handOn(options, event, out, err);
+        await handOn(event);
         lastId = event.id;
         if (options.stateFile) await writeStateFile(options.stateFile, lastId);
         retryMs = FIRST_RETRY_MS;

@@ -1,4 +1,5 @@
 import { invalid } from '../domain/shared/errors';
+import { agentKeyFrom, baseUrlFrom, parseFlags } from './flags';
 import { readStateFile, writeStateFile } from './state-file';
 import type { InboxEntry } from '../domain/shared/schemas';
 
@@ -20,23 +21,14 @@ export type WaitOptions = {
 };
 
 export function parseWaitOptions(argv: string[], env: Record<string, string | undefined>): WaitOptions {
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    const value = argv[i + 1];
-    if (!['--base-url', '--timeout', '--format', '--since-file'].includes(flag)) throw invalid(`Unknown argument ${flag}. Usage: ${WAIT_USAGE}`);
-    if (value === undefined) throw invalid(`${flag} needs a value. Usage: ${WAIT_USAGE}`);
-    flags[flag.slice(2)] = value;
-    i++;
-  }
-  const key = env.AMS_AGENT_KEY;
-  if (!key) throw invalid('Set AMS_AGENT_KEY to the agent key (agt_…).');
+  const { flags } = parseFlags(argv, { valued: ['--base-url', '--timeout', '--format', '--since-file'] }, WAIT_USAGE);
+  const key = agentKeyFrom(env);
   const timeout = flags.timeout === undefined ? null : Number(flags.timeout);
   if (timeout !== null && !(timeout > 0)) throw invalid('--timeout must be a number of seconds above 0');
   const format = flags.format ?? 'json';
   if (format !== 'json' && format !== 'text') throw invalid('--format must be json or text');
   return {
-    baseUrl: (flags['base-url'] ?? env.AMS_URL ?? 'http://localhost:3000').replace(/\/+$/, ''),
+    baseUrl: baseUrlFrom(flags['base-url'], env),
     key,
     timeoutSeconds: timeout,
     format,

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { JSONRPCNotification } from '@modelcontextprotocol/sdk/types.js';
+import { uniqueName, useHarness, type TestAgent } from './support/harness';
+import { eventually } from './support/receiver';
+
+// `ams channel` as a coding-agent host runs it: a process on stdio, started and spoken to by the
+// official MCP SDK client in the host's place, against a real listening server.
+const h = useHarness();
+const main = join(import.meta.dir, '..', 'src/main.ts');
+let base: string;
+let sender: TestAgent;
+
+beforeAll(async () => {
+  h.app.listen({ port: 0, hostname: '127.0.0.1' });
+  base = `http://127.0.0.1:${h.app.server!.port}`;
+  sender = await h.agent(uniqueName('sender'));
+});
+afterAll(() => h.app.stop(true));
+
+// A host with the channel server started: what it was told at initialization, and every
+// notification it has received.
+async function host(agent: TestAgent, args: string[] = []) {
+  const transport = new StdioClientTransport({
+    command: 'bun',
+    args: [main, 'channel', '--base-url', base, ...args],
+    env: { ...(process.env as Record<string, string>), AMS_AGENT_KEY: agent.key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'channel-host', version: '1.0.0' });
+  const received: JSONRPCNotification[] = [];
+  client.fallbackNotificationHandler = async (notification) => void received.push(notification as JSONRPCNotification);
+  await client.connect(transport);
+  return { client, transport, received };
+}
+
+const listening = (n: number) => eventually(async () => h.inboxSignal.streaming() === n, 10_000);
+
+test('declares itself a channel, with instructions, and pushes each new message as notifications/claude/channel', async () => {
+  const agent = await h.agent(uniqueName('coder'));
+  const threadId = await h.thread(sender, [agent], 'Fix the build');
+  const { client, received } = await host(agent);
+  expect(client.getServerCapabilities()).toEqual({ experimental: { 'claude/channel': {} } });
+  expect(client.getServerVersion()).toEqual({ name: 'ams-channel', version: '1.0.0' });
+  expect(client.getInstructions()).toContain('read_message');
+  await listening(1);
+  const { id: messageId } = await h.post(sender, threadId, 'The build is red on main');
+  await eventually(async () => received.length === 1, 10_000);
+  const [deliveryId] = (await h.db.sql`select id from deliveries where message_id = ${messageId}`).map((r) => r.id as string);
+  const notice = received[0]!;
+  expect(notice.method).toBe('notifications/claude/channel');
+  expect(notice.params).toEqual({
+    content: `${sender.username} in "Fix the build": The build is red on main`,
+    meta: {
+      event: 'message.created',
+      event_id: expect.stringMatching(/^\d+-\d+$/),
+      message_id: messageId,
+      thread_id: threadId,
+      delivery_id: deliveryId,
+      sender: sender.username,
+    },
+  });
+  // The host keeps only attributes named with letters, digits and underscores.
+  for (const key of Object.keys(notice.params!.meta as object)) expect(key).toMatch(/^[A-Za-z0-9_]+$/);
+  await client.close();
+  await listening(0);
+});
+
+test('with --receipts the sender hears that its message was read; closing stdin ends the server', async () => {
+  const reader = await h.agent(uniqueName('reader'));
+  const threadId = await h.thread(sender, [reader], 'Receipts');
+  const { client, transport, received } = await host(sender, ['--receipts']);
+  await listening(1);
+  const { id: messageId } = await h.post(sender, threadId, 'please read');
+  expect((await h.call('GET', `/api/threads/${threadId}/messages`, { key: reader.key })).status).toBe(200);
+  await eventually(async () => received.length === 1, 10_000);
+  expect(received[0]!.params).toEqual({
+    content: `${reader.username} read your message ${messageId}.`,
+    meta: {
+      event: 'delivery.fetched',
+      event_id: expect.stringMatching(/^\d+-\d+$/),
+      message_id: messageId,
+      thread_id: threadId,
+      recipient: reader.username,
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    },
+  });
+  const exited = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
+  await client.close();
+  await exited;
+  await listening(0);
+});
