@@ -159,44 +159,37 @@ async function cli(config: Config, args: string[]) {
   }
 }
 
-// `ams wait`: an HTTP client of a running service; it needs no database. Exit 0 with the new
-// entries printed, 2 with nothing printed when the timeout passed, 1 with a sentence on stderr.
-async function waitCommand(args: string[]) {
+// The CLI's clients of a running service (`wait`, `listen`, `channel`) need no database. Each exits
+// with the code its run answers, or 1 with a sentence on stderr. SIGINT and SIGTERM abort the run,
+// which ends cleanly (a command running for an event finishes first).
+async function clientCommand(run: (signal: AbortSignal) => Promise<number>) {
+  const stop = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop.abort());
   try {
-    const code = await waitForMail(parseWaitOptions(args, process.env), (text) => console.log(text));
-    process.exit(code);
+    process.exit(await run(stop.signal));
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error));
     process.exit(1);
   }
 }
 
-// Ends cleanly on SIGINT or SIGTERM: a command running for an event finishes first.
-async function listenCommand(args: string[]) {
-  const stop = new AbortController();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop.abort());
-  try {
-    const code = await listen(parseListenOptions(args, process.env), {
-      out: (line) => console.log(line),
-      err: (line) => console.error(line),
-      signal: stop.signal,
-    });
-    process.exit(code);
-  } catch (error) {
-    console.error(error instanceof Error ? error.message : String(error));
-    process.exit(1);
-  }
+// Exit 0 with the new entries printed, 2 with nothing printed when the timeout passed.
+function waitCommand(args: string[]) {
+  return clientCommand(() => waitForMail(parseWaitOptions(args, process.env), (text) => console.log(text)));
 }
 
-// Started by a coding-agent host over stdio; ends when the host closes its stdin, or on a signal.
-async function channelCommand(args: string[]) {
-  const stop = new AbortController();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop.abort());
-  process.stdin.on('end', () => stop.abort());
-  try {
-    process.exit(await runChannel(parseChannelOptions(args, process.env), { err: (line) => console.error(line), signal: stop.signal }));
-  } catch (error) {
-    console.error(error instanceof Error ? error.message : String(error));
-    process.exit(1);
-  }
+function listenCommand(args: string[]) {
+  return clientCommand((signal) =>
+    listen(parseListenOptions(args, process.env), { out: (line) => console.log(line), err: (line) => console.error(line), signal }),
+  );
+}
+
+// Started by a coding-agent host over stdio; it also ends when the host closes its stdin.
+function channelCommand(args: string[]) {
+  return clientCommand((signal) => {
+    const closed = new AbortController();
+    signal.addEventListener('abort', () => closed.abort());
+    process.stdin.on('end', () => closed.abort());
+    return runChannel(parseChannelOptions(args, process.env), { err: (line) => console.error(line), signal: closed.signal });
+  });
 }

@@ -1,31 +1,28 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { beforeAll, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { JSONRPCNotification } from '@modelcontextprotocol/sdk/types.js';
-import { uniqueName, useHarness, type TestAgent } from './support/harness';
+import { uniqueName, useHarness, useListening, type TestAgent } from './support/harness';
 import { eventually } from './support/receiver';
 
 // `ams channel` as a coding-agent host runs it: a process on stdio, started and spoken to by the
 // official MCP SDK client in the host's place, against a real listening server.
 const h = useHarness();
+const server = useListening(h);
 const main = join(import.meta.dir, '..', 'src/main.ts');
-let base: string;
 let sender: TestAgent;
 
 beforeAll(async () => {
-  h.app.listen({ port: 0, hostname: '127.0.0.1' });
-  base = `http://127.0.0.1:${h.app.server!.port}`;
   sender = await h.agent(uniqueName('sender'));
 });
-afterAll(() => h.app.stop(true));
 
 // A host with the channel server started: what it was told at initialization, and every
 // notification it has received.
 async function host(agent: TestAgent, args: string[] = []) {
   const transport = new StdioClientTransport({
     command: 'bun',
-    args: [main, 'channel', '--base-url', base, ...args],
+    args: [main, 'channel', '--base-url', server.base, ...args],
     env: { ...(process.env as Record<string, string>), AMS_AGENT_KEY: agent.key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
     stderr: 'pipe',
   });

@@ -1,31 +1,26 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { beforeAll, expect, test } from 'bun:test';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { track } from './support/children';
-import { uniqueName, useHarness, type TestAgent } from './support/harness';
+import { uniqueName, useHarness, useListening, type TestAgent } from './support/harness';
 import { eventually } from './support/receiver';
 
 // `ams listen` as a real process against a real listening server: what a job behind NAT or a
 // coding agent's helper runs to hear its mail the moment it arrives.
 const h = useHarness();
+const server = useListening(h);
 const main = join(import.meta.dir, '..', 'src/main.ts');
-let port: number;
-let base: string;
 let sender: TestAgent;
 
 beforeAll(async () => {
-  h.app.listen({ port: 0, hostname: '127.0.0.1' });
-  port = h.app.server!.port!;
-  base = `http://127.0.0.1:${port}`;
   sender = await h.agent(uniqueName('sender'));
 });
-afterAll(() => h.app.stop(true));
 
 // A listener, its stdout read line by line as it comes.
 function listener(args: string[], key: string | undefined) {
   const child = track(
-    Bun.spawn(['bun', main, 'listen', '--base-url', base, ...args], {
+    Bun.spawn(['bun', main, 'listen', '--base-url', server.base, ...args], {
       env: { ...process.env, AMS_AGENT_KEY: key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
       stdout: 'pipe',
       stderr: 'pipe',
@@ -116,7 +111,7 @@ test('a dropped connection is retried with backoff and resumes by id: nothing lo
   h.app.stop(true);
   await listening(0);
   posted.push((await h.post(sender, threadId, 'while away')).id, (await h.post(sender, threadId, 'also while away')).id);
-  h.app.listen({ port, hostname: '127.0.0.1' });
+  h.app.listen({ port: server.port, hostname: '127.0.0.1' });
   await eventually(async () => run.lines.length === 3, 20_000);
   posted.push((await h.post(sender, threadId, 'after')).id);
   await eventually(async () => run.lines.length === 4, 10_000);

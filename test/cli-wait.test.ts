@@ -1,26 +1,23 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { beforeAll, expect, test } from 'bun:test';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { uniqueName, useHarness, type TestAgent } from './support/harness';
+import { uniqueName, useHarness, useListening, type TestAgent } from './support/harness';
 import { eventually } from './support/receiver';
 
 // `ams wait` as a real process against a real listening server: what a coding agent's hook or a
 // shell loop runs.
 const h = useHarness();
+const server = useListening(h);
 const main = join(import.meta.dir, '..', 'src/main.ts');
-let base: string;
 let sender: TestAgent;
 
 beforeAll(async () => {
-  h.app.listen({ port: 0, hostname: '127.0.0.1' });
-  base = `http://127.0.0.1:${h.app.server!.port}`;
   sender = await h.agent(uniqueName('sender'));
 });
-afterAll(() => h.app.stop(true));
 
 async function wait(args: string[], key: string | undefined) {
-  const child = Bun.spawn(['bun', main, 'wait', '--base-url', base, ...args], {
+  const child = Bun.spawn(['bun', main, 'wait', '--base-url', server.base, ...args], {
     env: { ...process.env, AMS_AGENT_KEY: key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
     stdout: 'pipe',
     stderr: 'pipe',
@@ -84,7 +81,7 @@ test('the example hook prints new mail as text and exits 0 either way', async ()
   const hook = async () => {
     const child = Bun.spawn([join(import.meta.dir, '..', 'examples/hooks/check-mail.sh'), '1'], {
       cwd: dir,
-      env: { ...process.env, AMS: `bun ${main}`, AMS_URL: base, AMS_AGENT_KEY: agent.key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
+      env: { ...process.env, AMS: `bun ${main}`, AMS_URL: server.base, AMS_AGENT_KEY: agent.key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
       stdout: 'pipe',
       stderr: 'pipe',
     });

@@ -96,3 +96,15 @@ export function useHarness(env: Record<string, string> = {}, { worker = false } 
   });
   return h;
 }
+
+// The harness's app listening on a loopback port, for tests that run real clients (the CLI's) against it.
+export function useListening(h: Harness) {
+  const at = { port: 0, base: '' };
+  beforeAll(() => {
+    h.app.listen({ port: 0, hostname: '127.0.0.1' });
+    at.port = h.app.server!.port!;
+    at.base = `http://127.0.0.1:${at.port}`;
+  });
+  afterAll(() => h.app.stop(true));
+  return at;
+}
