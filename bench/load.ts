@@ -21,6 +21,7 @@ import { doorbellBody } from '../src/domain/deliveries/doorbell-body';
 import { postPinned } from '../src/webhooks/send';
 import { cpuPerRequest, cpuSnapshot } from './cpu';
 import { latencySummary, round } from './stats';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 
 export type LoadSetup = {
   base: string;
@@ -435,14 +436,29 @@ async function doorbellThroughput() {
   results.doorbellThroughput = out;
 }
 
-// One waiting inbox request and one webhook recipient per post: the wake-up and the doorbell of
-// the same message, side by side.
+// An agent's event stream held by this process: the time each message.created arrived, by message id.
+async function holdStream(key: string) {
+  const arrived = new Map<string, number>();
+  const stop = new AbortController();
+  const res = await fetch(`${base}/api/events`, { headers: { authorization: `Bearer ${key}` }, signal: stop.signal });
+  if (res.status !== 200) throw new Error(`the event stream answered ${res.status}`);
+  void (async () => {
+    const events = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+    for await (const event of events) if (event.event === 'message.created') arrived.set(JSON.parse(event.data).messageId, performance.now());
+  })().catch(() => {});
+  return { arrived, close: () => stop.abort() };
+}
+
+// One waiting inbox request, one event stream and one webhook recipient per post: the wake-up, the
+// stream's event and the doorbell of the same message, side by side.
 async function boundedWait() {
   const rounds = 200;
   const one = async () => {
     const wake: number[] = [];
     const wakeAfterAnswer: number[] = [];
     const doorbell: number[] = [];
+    const streamed: number[] = [];
+    const stream = await holdStream(keys.waiter!);
     for (let i = 0; i < rounds; i++) {
       const rang = Promise.withResolvers<number>();
       onDoorbell = (_d, at) => rang.resolve(at);
@@ -458,9 +474,18 @@ async function boundedWait() {
       wake.push(at - sent);
       wakeAfterAnswer.push(at - answered);
       doorbell.push((await rang.promise) - sent);
+      const messageId = r.json.data[0].messageId as string;
+      while (!stream.arrived.has(messageId)) await Bun.sleep(1);
+      streamed.push(stream.arrived.get(messageId)! - sent);
       await expect(200, call(keys.waiter!, 'POST', `/api/deliveries/${r.json.data[0].deliveryId}/acknowledge`));
     }
-    return { wake: latencySummary(wake), wakeAfterPostAnswered: latencySummary(wakeAfterAnswer), doorbell: latencySummary(doorbell) };
+    stream.close();
+    return {
+      wake: latencySummary(wake),
+      wakeAfterPostAnswered: latencySummary(wakeAfterAnswer),
+      stream: latencySummary(streamed),
+      doorbell: latencySummary(doorbell),
+    };
   };
   const out: unknown[] = [];
   for (let run = 0; run < runs; run++) {
@@ -533,7 +558,9 @@ async function inboxRead() {
 // Ten thousand agents, each in a thread of its own with the sender, loaded set-based (a
 // createAgent call each would take longer than the scenario).
 const MANY = 10_000;
-async function manyAgents(): Promise<{ keys: string[]; threadIds: string[] }> {
+let many: Promise<{ keys: string[]; threadIds: string[] }> | null = null;
+const manyAgents = () => (many ??= loadManyAgents());
+async function loadManyAgents(): Promise<{ keys: string[]; threadIds: string[] }> {
   const keys = Array.from({ length: MANY }, () => newAgentKey());
   const usernames = keys.map((_, i) => `many${i + 1}`);
   const threadIds = await sql.begin(async (tx) => {
@@ -741,6 +768,91 @@ async function waitersOfManyAgents() {
   results.waitersManyAgents = out;
 }
 
+// ---- many open event streams ----
+const streamsNow = async () => {
+  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${setup.metricsToken}` } })).text();
+  return Number(/^ams_event_streams_open (\d+)/m.exec(text)?.[1] ?? NaN);
+};
+
+// 10 000 agents each holding its event stream, from a process of its own (bench/streams.ts); each
+// run posts to 500 of them at a steady 100/s, one event each. The streams stay open across the
+// runs: opening 10 000 connections per run would leave their ports in TIME_WAIT.
+async function streamsOfManyAgents() {
+  const { keys: manyKeys, threadIds } = await manyAgents();
+  const rate = 100;
+  const woken = 500;
+  await collectGarbage();
+  const rssBefore = round(readRssMb(), 1);
+  const file = `${tmpdir()}/ams-bench-stream-keys-${process.pid}`;
+  writeFileSync(file, manyKeys.join('\n'));
+  const opening = performance.now();
+  const child = Bun.spawn(['bun', 'bench/streams.ts'], {
+    cwd: new URL('..', import.meta.url).pathname,
+    env: { ...process.env, STREAMS_TARGET: base.replace('http://', ''), STREAMS_KEYS: file },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
+  const arrived = new Map<string, number>();
+  void (async () => {
+    let pending = '';
+    for await (const chunk of child.stdout) {
+      pending += new TextDecoder().decode(chunk);
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        const event = JSON.parse(line);
+        if ('messageId' in event) arrived.set(event.messageId, event.at);
+      }
+    }
+  })();
+  const deadline = performance.now() + 120_000;
+  while ((await streamsNow()) !== MANY) {
+    if (performance.now() > deadline) throw new Error(`event streams: ${await streamsNow()} open, not ${MANY}`);
+    await Bun.sleep(50);
+  }
+  const openSeconds = round((performance.now() - opening) / 1000, 1);
+  await untilQuiet();
+  await collectGarbage();
+  const out: unknown[] = [];
+  try {
+    for (let run = 0; run < runs; run++) {
+      scenario = 'streamsManyAgents';
+      const rssHeld = round(readRssMb(), 1);
+      const sentAt = new Map<string, number>();
+      const cpuBefore = cpuNow();
+      await steady(rate, (woken / rate) * 1000, async (i) => {
+        const sent = epochNow();
+        const { data } = await post(threadIds[(run * woken + i) % MANY]!, `event ${i}`);
+        sentAt.set(data.id, sent);
+      });
+      const expected = new Map([...sentAt.keys()].map((id) => [id, 0]));
+      const deadlineRun = performance.now() + 30_000;
+      while (![...expected.keys()].every((id) => arrived.has(id))) {
+        if (performance.now() > deadlineRun) throw new Error('streamed events: not every post arrived');
+        await Bun.sleep(5);
+      }
+      const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), woken);
+      out.push({
+        streams: MANY,
+        woken,
+        rate,
+        openSeconds,
+        rssBeforeMb: rssBefore,
+        rssHeldMb: rssHeld,
+        ...latencySummary([...sentAt].map(([id, at]) => arrived.get(id)! - at)),
+        cpuUs,
+      });
+      scenario = 'idle';
+      progress(`10 000 event streams, run ${run + 1}: ${JSON.stringify(out.at(-1))}`);
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await child.exited;
+  }
+  await sql`update deliveries set acknowledged_at = now() where thread_id = any(${threadIds}::uuid[]) and acknowledged_at is null`;
+  results.streamsManyAgents = out;
+}
+
 const only = process.env.BENCH_ONLY?.split(',');
 const scenarios = {
   post: postThroughput,
@@ -750,6 +862,7 @@ const scenarios = {
   headOfLine,
   waitersManyAgents: waitersOfManyAgents,
   waitersOneAgent: waitersOfOneAgent,
+  streamsManyAgents: streamsOfManyAgents,
   inbox: inboxRead,
 };
 for (const [name, fn] of Object.entries(scenarios)) {

@@ -210,11 +210,39 @@ export function rows(r: any): Row[] {
       met: met(med(wake, 'p50') <= 10),
       drifts: drifting('wake-up', wake),
     });
+    const streamed = runs.filter((x: any) => x.stream).map((x: any) => x.stream);
+    if (streamed.length > 0) {
+      out.push({
+        scenario: 'Event stream (GET /api/events)',
+        figure: 'post sent → its message.created read by the stream’s client',
+        measured: latency(streamed),
+        baseline: `post sent → the same agent’s waiting request answered ${latency(wake)}`,
+        ratio: `p50 ${ratio(med(streamed, 'p50'), med(wake, 'p50'))} · p99 ${ratio(med(streamed, 'p99'), med(wake, 'p99'))}`,
+        // As fast as the wait, within the wait's own spread from run to run (about ±10 % here).
+        target: 'p50 ≤ 1.1 × the wait',
+        met: met(med(streamed, 'p50') <= 1.1 * med(wake, 'p50')),
+        drifts: drifting('event stream', streamed),
+      });
+    }
+  }
+  if (r.streamsManyAgents) {
+    const runs = r.streamsManyAgents;
+    const peak = r.serverRssPeakMb?.streamsManyAgents ?? NaN;
+    out.push({
+      scenario: `${runs[0].streams} open event streams, ${runs[0].woken} agents sent one event each at ${runs[0].rate}/s`,
+      figure: 'post sent → that agent’s event read; server RSS peak',
+      measured: `${latency(runs)}; ${peak} MB`,
+      baseline: `RSS before opening ${figure(runs.map((x: any) => x.rssBeforeMb), 'mb')}; the same posts to 10 000 waiting agents: ${r.waitersManyAgents ? latency(r.waitersManyAgents) : 'not run'}`,
+      ratio: r.waitersManyAgents ? `p99 ${ratio(med(runs, 'p99'), med(r.waitersManyAgents, 'p99'))}` : '—',
+      target: 'p99 ≤ 50 ms, RSS ≤ 300 MB',
+      met: met(med(runs, 'p99') <= 50 && peak <= 300),
+      drifts: drifting('streams', runs),
+    });
   }
   if (r.serverRssPeakMb) {
     const peaks = r.serverRssPeakMb as Record<string, number>;
-    // The waiters scenarios hold 10 000 connections on purpose and have their own bound above.
-    const loaded = Object.entries(peaks).filter(([k]) => k !== 'idle' && !k.startsWith('waiters'));
+    // The waiters and streams scenarios hold 10 000 connections on purpose and have their own bound above.
+    const loaded = Object.entries(peaks).filter(([k]) => k !== 'idle' && !k.startsWith('waiters') && !k.startsWith('streams'));
     const peak = Math.max(...loaded.map(([, v]) => v));
     out.push({
       scenario: 'Memory',
@@ -292,6 +320,7 @@ function cpuScenarios(r: any): [string, CpuRun[]][] {
     ['Inbox read, 1 M backlog (per read)', r.inbox?.backlog1M],
     ['10 000 waits of one agent (per answer)', r.waitersOneAgent?.service],
     ['10 000 waiting agents (per post and its wake-up)', r.waitersManyAgents],
+    ['10 000 event streams (per post and its event)', r.streamsManyAgents],
   ];
   return all.filter((entry): entry is [string, CpuRun[]] => entry[1]?.every((run) => run.cpuUs) ?? false);
 }

@@ -36,7 +36,10 @@ CREATE OR REPLACE FUNCTION public.agent_events_for_new_deliveries()
 AS $function$
 begin
   insert into agent_events (agent_id, type, delivery_id)
-  select recipient_id, 'message.created', id from added order by id;
+  select d.recipient_id, 'message.created', d.id
+  from added d join agents a on a.id = d.recipient_id
+  where a.events_recorded_since is not null
+  order by d.id;
   return null;
 end $function$;
 
@@ -47,7 +50,8 @@ AS $function$
 declare
   sender uuid;
 begin
-  select sender_agent_id into sender from messages where id = new.message_id;
+  select m.sender_agent_id into sender from messages m join agents a on a.id = m.sender_agent_id
+  where m.id = new.message_id and a.events_recorded_since is not null;
   if sender is null then
     return null;
   end if;
@@ -202,6 +206,7 @@ CREATE TABLE public.agents (
     webhook_disabled_at timestamp with time zone,
     webhook_disabled_reason text,
     webhook_failing_since timestamp with time zone,
+    events_recorded_since timestamp with time zone,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
     CONSTRAINT agents_pkey PRIMARY KEY (id),

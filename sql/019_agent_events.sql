@@ -32,12 +32,20 @@ create table agent_event_floors (
   seq bigint not null
 );
 
+-- Events are recorded for an agent from the first time it opens a stream (set by
+-- domain/deliveries/agent-events.ts, never cleared): an agent that only polls or has a webhook
+-- costs its posts nothing here but the look-up of this column.
+alter table agents add column events_recorded_since timestamptz;
+
 -- A new delivery is a message.created event for its recipient. The stream's wake-up is the inbox
 -- notification every post already sends (domain/deliveries/delivery-wake-ups.ts).
 create function agent_events_for_new_deliveries() returns trigger language plpgsql as $$
 begin
   insert into agent_events (agent_id, type, delivery_id)
-  select recipient_id, 'message.created', id from added order by id;
+  select d.recipient_id, 'message.created', d.id
+  from added d join agents a on a.id = d.recipient_id
+  where a.events_recorded_since is not null
+  order by d.id;
   return null;
 end $$;
 -- contract: the previous release's posts run into it and are unaffected: it only appends to a table
@@ -47,13 +55,15 @@ create trigger deliveries_added_events after insert on deliveries
   execute function agent_events_for_new_deliveries();
 
 -- A delivery reported delivered, or read for the first time, is a receipt event for the message's
--- sender, when the sender is an agent. These writes notify the delivery's watchers already
--- (deliveries_changed), so the notification to the sender's stream adds no lock of its own.
+-- sender, when the sender is an agent whose events are recorded. These writes notify the
+-- delivery's watchers already (deliveries_changed), so the notification to the sender's stream
+-- adds no lock of its own.
 create function agent_events_for_receipts() returns trigger language plpgsql as $$
 declare
   sender uuid;
 begin
-  select sender_agent_id into sender from messages where id = new.message_id;
+  select m.sender_agent_id into sender from messages m join agents a on a.id = m.sender_agent_id
+  where m.id = new.message_id and a.events_recorded_since is not null;
   if sender is null then
     return null;
   end if;

@@ -121,6 +121,28 @@ describe('GET /api/events', () => {
     await readerStream.close();
   });
 
+  test("an agent's events are recorded from its first stream on: one that never streams costs its senders no rows", async () => {
+    const sender = await h.agent('recorded-sender');
+    const reader = await h.agent('recorded-reader');
+    const threadId = await h.thread(sender, [reader], 'Recorded');
+    const rowsFor = async (agent: TestAgent) =>
+      (await h.db.sql`select count(*)::int as n from agent_events e join agents a on a.id = e.agent_id where a.username = ${agent.username}`)[0]!.n;
+    await h.post(sender, threadId, 'before any stream');
+    expect(await rowsFor(reader)).toBe(0);
+    const [unmarked] = await h.db.sql`select events_recorded_since from agents where username = ${reader.username}`;
+    expect(unmarked!.events_recorded_since).toBeNull();
+    const stream = await open(reader);
+    const [marked] = await h.db.sql`select events_recorded_since from agents where username = ${reader.username}`;
+    expect(marked!.events_recorded_since).toBeInstanceOf(Date);
+    const { id } = await h.post(sender, threadId, 'after the first stream');
+    expect((await stream.next())!.data.messageId).toBe(id);
+    expect(await rowsFor(reader)).toBe(1);
+    // The sender never streamed: reading its message records no receipt event for it.
+    expect((await h.call('GET', `/api/threads/${threadId}/messages`, { key: reader.key })).status).toBe(200);
+    expect(await rowsFor(sender)).toBe(0);
+    await stream.close();
+  });
+
   test('heartbeat comments keep an idle stream talking', async () => {
     const idle = await h.agent('idle-listener');
     const stream = await open(idle);
@@ -133,9 +155,10 @@ describe('GET /api/events', () => {
     const sender = await h.agent('held-sender');
     const reader = await h.agent('held-reader');
     const threadId = await h.thread(sender, [reader], 'Held');
-    const { id: firstMessage } = await h.post(sender, threadId, 'first');
-    const firstDelivery = await deliveryOf(firstMessage, reader);
     const stream = await open(reader);
+    const { id: firstMessage } = await h.post(sender, threadId, 'first');
+    expect((await stream.next())!.data.messageId).toBe(firstMessage);
+    const firstDelivery = await deliveryOf(firstMessage, reader);
     const older = Promise.withResolvers<void>();
     const began = Promise.withResolvers<void>();
     // An older transaction takes its id first and writes an event for the reader, but commits last.
@@ -146,16 +169,22 @@ describe('GET /api/events', () => {
       await older.promise;
     });
     await began.promise;
-    const { id: laterMessage } = await h.post(sender, threadId, 'later');
-    const [pending] = await h.db.sql`select count(*)::int as n from agent_events e join agents a on a.id = e.agent_id where a.username = ${reader.username}`;
-    expect(pending!.n).toBe(2);
-    const first = stream.next();
-    let arrived = false;
-    void first.then(() => (arrived = true));
-    await Bun.sleep(200);
-    expect(arrived).toBe(false);
-    older.resolve();
-    await writing;
+    let first: Promise<Event | null>;
+    let laterMessage: string;
+    try {
+      laterMessage = (await h.post(sender, threadId, 'later')).id;
+      const [pending] = await h.db.sql`select count(*)::int as n from agent_events e join agents a on a.id = e.agent_id where a.username = ${reader.username}`;
+      expect(pending!.n).toBe(2);
+      first = stream.next();
+      let arrived = false;
+      void first.then(() => (arrived = true));
+      await Bun.sleep(200);
+      expect(arrived).toBe(false);
+    } finally {
+      // Left open, it would hold back every later event of this database's tests.
+      older.resolve();
+      await writing;
+    }
     expect((await first)!.data.messageId).toBe(firstMessage);
     expect((await stream.next())!.data.messageId).toBe(laterMessage);
     await stream.close();

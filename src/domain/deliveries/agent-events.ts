@@ -44,12 +44,24 @@ export const eventsGoneSentence = (retentionHours: number) =>
 // instead), or it names a transaction that has not begun (400: not an id this service gave).
 // Without one: now. Events of transactions still running then are sent once they commit; one that
 // committed a moment before may be sent too, as a repeat of what the inbox already shows.
+//
+// An agent's events are recorded from its first stream on (agents.events_recorded_since, read by
+// the triggers of sql/019). The first time, transactions already running may have written
+// without seeing the mark: that stream starts after every one of them (the snapshot's xmax, taken
+// once the mark has committed), so that it never waits for an event that was not recorded.
 export async function streamStart(sql: Sql, agent: Agent, after: string | null, retentionHours: number): Promise<EventCursor> {
-  if (after === null) {
-    const [now] = await sql<{ xid: string }[]>`select pg_snapshot_xmin(pg_current_snapshot())::text as xid`;
+  const cursor = after === null ? null : parseEventId(after);
+  const [marked] = await sql<{ first: boolean }[]>`
+    with marked as (
+      update agents set events_recorded_since = now() where id = ${agent.id} and events_recorded_since is null returning 1
+    )
+    select exists (select 1 from marked) as first`;
+  if (cursor === null) {
+    const [now] = await sql<{ xid: string }[]>`
+      select (case when ${marked!.first} then pg_snapshot_xmax(pg_current_snapshot())
+                   else pg_snapshot_xmin(pg_current_snapshot()) end)::text as xid`;
     return { xid: now!.xid, seq: '0' };
   }
-  const cursor = parseEventId(after);
   const [checked] = await sql<{ issued: boolean; gone: boolean }[]>`
     select ${cursor.xid}::xid8 < pg_snapshot_xmax(pg_current_snapshot()) as issued,
            exists (select 1 from agent_event_floors f
