@@ -38,7 +38,8 @@ create table agent_event_floors (
 alter table agents add column events_recorded_since timestamptz;
 
 -- A new delivery is a message.created event for its recipient. The stream's wake-up is the inbox
--- notification every post already sends (domain/deliveries/delivery-wake-ups.ts).
+-- notification every post already sends (domain/deliveries/delivery-wake-ups.ts), after its commit:
+-- a delivery written by plain SQL is recorded all the same, and sent with the agent's next wake-up.
 create function agent_events_for_new_deliveries() returns trigger language plpgsql as $$
 begin
   insert into agent_events (agent_id, type, delivery_id)

@@ -276,7 +276,7 @@ describe('refusals', () => {
     expect(gone.status).toBe(410);
     expect(gone.body).toEqual({
       success: false,
-      error: 'Events after that id are no longer kept (a stream keeps 168 hours of events): read your inbox (GET /api/deliveries), then open the stream without Last-Event-ID.',
+      error: 'Events after that id are no longer kept (a stream keeps 168 hours of events): open the stream without Last-Event-ID, then read your inbox (GET /api/deliveries).',
     });
     const fine = await open(agent, { 'last-event-id': first.id! });
     expect(fine.response.status).toBe(200);

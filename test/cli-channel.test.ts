@@ -1,4 +1,6 @@
 import { beforeAll, expect, test } from 'bun:test';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -87,5 +89,25 @@ test('with --receipts the sender hears that its message was read; closing stdin 
   const exited = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
   await client.close();
   await exited;
+  await listening(0);
+});
+
+test('kept past what the service replays, the session is told to check its inbox, and the channel goes on from now', async () => {
+  const agent = await h.agent(uniqueName('returning'));
+  const threadId = await h.thread(sender, [agent], 'Back after a long while');
+  const dir = await mkdtemp(join(tmpdir(), 'ams-channel-'));
+  // An id from before anything was recorded for this agent: what came after it is not kept.
+  await Bun.write(join(dir, 'state'), '4-1\n');
+  const { client, received } = await host(agent, ['--state-file', join(dir, 'state')]);
+  await eventually(async () => received.length === 1, 10_000);
+  expect(received[0]!.params).toEqual({
+    content: 'Some mail may have arrived while this session was away, beyond what the service replays: check_inbox lists it.',
+    meta: { event: 'events.gone' },
+  });
+  await listening(1);
+  const { id } = await h.post(sender, threadId, 'welcome back');
+  await eventually(async () => received.length === 2, 10_000);
+  expect(received[1]!.params).toMatchObject({ meta: { event: 'message.created', message_id: id } });
+  await client.close();
   await listening(0);
 });

@@ -134,8 +134,10 @@ test('a refused key is exit 1, events no longer kept are exit 3, each with the s
   expect(await old.ended()).toEqual({
     code: 3,
     stderr:
-      'Events after that id are no longer kept (a stream keeps 168 hours of events): read your inbox (GET /api/deliveries), then open the stream without Last-Event-ID.\n',
+      'Events after that id are no longer kept (a stream keeps 168 hours of events): open the stream without Last-Event-ID, then read your inbox (GET /api/deliveries).\n',
   });
+  // The id is no use any more: the next start begins afresh instead of being refused again.
+  expect(await readFile(join(dir, 'state'), 'utf8')).toBe('');
   const none = listener([], undefined);
   expect(await none.ended()).toEqual({ code: 1, stderr: 'Set AMS_AGENT_KEY to the agent key (agt_…).\n' });
 });

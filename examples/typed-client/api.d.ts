@@ -208,7 +208,7 @@ export interface paths {
          *
          *     Unknown event types will be added: ignore them. Threads the agent no longer sees (removed, closed) send nothing more. Receiving an event records nothing: read the message with read_message, report and acknowledge as always.
          *
-         *     To resume after a disconnect, send the last id received as the `Last-Event-ID` header (EventSource does so by itself) or as `lastEventId`: every event after it is sent, in order, none twice. Events are kept for `EVENT_RETENTION_HOURS` (168 by default); resuming from before what was removed is 410, and the client reads its inbox (GET /api/deliveries) instead. Without an id, the stream starts now.
+         *     To resume after a disconnect, send the last id received as the `Last-Event-ID` header (EventSource does so by itself) or as `lastEventId`: every event after it is sent, in order, none twice. Events are kept for `EVENT_RETENTION_HOURS` (168 by default); resuming from before what was removed is 410: the client opens the stream afresh and reads its inbox (GET /api/deliveries). Without an id, the stream starts now: open it first, then read the inbox, and drop repeats by deliveryId.
          *
          *     A comment (`: keep-alive`) comes every 15 s by default, so proxies keep the connection open. The stream ends when the agent is archived (reconnecting is 401), and is cut when the client leaves events unread for a minute; it resumes by id.
          */

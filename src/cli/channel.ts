@@ -3,7 +3,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { DOORBELL_EVENT, type DoorbellData } from '../domain/deliveries/doorbell-body';
 import type { ReceiptEventData } from '../domain/deliveries/agent-events';
 import { agentKeyFrom, baseUrlFrom, parseFlags } from './flags';
-import { followEvents, type ListenedEvent, type StreamClient } from './listen';
+import { EVENTS_GONE, followEvents, type ListenedEvent, type StreamClient } from './listen';
 
 // `ams channel`: an MCP server over stdio that a coding-agent host starts, and that pushes each new
 // message of the agent into the running session as the host's channel notification, so that the
@@ -69,15 +69,19 @@ export async function runChannel(options: ChannelOptions, { err, signal }: { err
   signal.addEventListener('abort', () => stop.abort());
   server.onclose = () => stop.abort();
   await server.connect(new StdioServerTransport());
-  const code = await followEvents(options, {
-    signal: stop.signal,
-    err,
-    handOn: async (event) => {
-      if (event.event !== DOORBELL_EVENT && !options.receipts) return;
-      const notice = channelNotice(event);
-      if (notice) await server.notification({ method: CHANNEL_NOTIFICATION, params: notice });
-    },
-  });
+  const push = (notice: ChannelNotice) => server.notification({ method: CHANNEL_NOTIFICATION, params: notice });
+  let code: number;
+  // Events after the kept id are gone (the session was closed longer than the service keeps
+  // them): the session is told to look at its inbox, and the channel goes on from now.
+  while ((code = await followEvents(options, { signal: stop.signal, err, handOn: (event) => pushEvent(event) })) === EVENTS_GONE) {
+    await push({ content: 'Some mail may have arrived while this session was away, beyond what the service replays: check_inbox lists it.', meta: { event: 'events.gone' } });
+  }
   await server.close();
   return code;
+
+  async function pushEvent(event: ListenedEvent) {
+    if (event.event !== DOORBELL_EVENT && !options.receipts) return;
+    const notice = channelNotice(event);
+    if (notice) await push(notice);
+  }
 }

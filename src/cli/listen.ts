@@ -64,7 +64,10 @@ export async function followEvents(options: StreamClient, { handOn, err, signal 
       if (res.status === 401 || res.status === 400 || res.status === 410) {
         const body = (await res.json().catch(() => null)) as { error?: string } | null;
         err(body?.error ?? `The service answered HTTP ${res.status}.`);
-        return res.status === 410 ? EVENTS_GONE : REFUSED;
+        if (res.status !== 410) return REFUSED;
+        // The id kept is no use any more: the next start begins afresh instead of being refused again.
+        if (options.stateFile) await writeStateFile(options.stateFile, '');
+        return EVENTS_GONE;
       }
       if (!res.ok || !res.body) throw new Error(`The service answered HTTP ${res.status}.`);
       const events = res.body

@@ -12,6 +12,6 @@ export async function readStateFile(path: string): Promise<string | undefined> {
 
 export async function writeStateFile(path: string, id: string) {
   // Whole or not at all: a run killed mid-write must not leave half an id behind.
-  await writeFile(`${path}.tmp`, `${id}\n`);
+  await writeFile(`${path}.tmp`, id === '' ? '' : `${id}\n`);
   await rename(`${path}.tmp`, path);
 }

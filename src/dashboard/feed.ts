@@ -4,8 +4,8 @@ import { deliveryProgress, type DeliveryProgress } from '../domain/deliveries/de
 import type { SessionEnd } from '../domain/people/people';
 import type { Logger } from '../log';
 import { SESSION_ENDED, STREAM_RETRY_MS, type StreamEvent } from '../web/dashboard-protocol';
-import type { SessionStreams } from './session-streams';
 import { eventStreamResponse, sseEvent } from '../web/event-stream';
+import type { SessionStreams } from './session-streams';
 
 // What an open page hears: the fresh progress of changed deliveries, or that threads (by id) or
 // agents changed, for the Threads and Agents pages to read their lists again.

@@ -5,7 +5,7 @@ import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Agent } from '../domain/agents/actors';
 import { keyStillAnswers } from '../domain/agents/authentication';
-import { eventsAfter, eventsGoneSentence, streamStart, type EventPage } from '../domain/deliveries/agent-events';
+import { eventsAfter, eventsGoneSentence, NOT_OURS, streamStart, type EventPage } from '../domain/deliveries/agent-events';
 import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
 import { eventStreamResponse, sseEvent, type EventSink } from '../web/event-stream';
@@ -109,6 +109,8 @@ function followEvents(
   };
 
   const recheck = async () => {
+    // Stopping wakes every stream: they end with the process, with no question to ask.
+    if (inboxSignal.stopped()) return sink.finish();
     try {
       if (!(await keyStillAnswers(sql, agent, authorization))) sink.finish();
     } catch (error) {
@@ -157,7 +159,7 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
       agent: true,
       query: EventsQuery,
       response: responses('get', 200, t.String(), {
-        400: { badLastEventId: 'Last-Event-ID must be the id of an event this stream sent (two whole numbers joined by "-").' },
+        400: { badLastEventId: NOT_OURS },
         410: { eventsGone: eventsGoneSentence(168) },
       }),
       detail: {
@@ -171,7 +173,7 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
           '',
           'Unknown event types will be added: ignore them. Threads the agent no longer sees (removed, closed) send nothing more. Receiving an event records nothing: read the message with read_message, report and acknowledge as always.',
           '',
-          `To resume after a disconnect, send the last id received as the \`Last-Event-ID\` header (EventSource does so by itself) or as \`lastEventId\`: every event after it is sent, in order, none twice. Events are kept for \`EVENT_RETENTION_HOURS\` (168 by default); resuming from before what was removed is 410, and the client reads its inbox (GET /api/deliveries) instead. Without an id, the stream starts now.`,
+          `To resume after a disconnect, send the last id received as the \`Last-Event-ID\` header (EventSource does so by itself) or as \`lastEventId\`: every event after it is sent, in order, none twice. Events are kept for \`EVENT_RETENTION_HOURS\` (168 by default); resuming from before what was removed is 410: the client opens the stream afresh and reads its inbox (GET /api/deliveries). Without an id, the stream starts now: open it first, then read the inbox, and drop repeats by deliveryId.`,
           '',
           'A comment (`: keep-alive`) comes every 15 s by default, so proxies keep the connection open. The stream ends when the agent is archived (reconnecting is 401), and is cut when the client leaves events unread for a minute; it resumes by id.',
         ].join('\n'),

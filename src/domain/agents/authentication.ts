@@ -15,10 +15,7 @@ export async function authenticateAgent(
   authorization: string | undefined | null,
   accessTokenResource?: string,
 ): Promise<Agent> {
-  if (!authorization) throw unauthorized('Authorization header is missing; send "Authorization: Bearer agt_…".');
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!match) throw unauthorized('Authorization header is malformed; expected "Bearer agt_…".');
-  const key = match[1]!;
+  const key = bearerToken(authorization);
   if (accessTokenResource && !key.startsWith('agt_')) return authenticateAccessToken(sql, key, accessTokenResource);
   if (!AGENT_KEY_PATTERN.test(key)) throw unauthorized('The API key is malformed; agent keys start with agt_.');
   const keyHash = hashKey(key);
@@ -33,11 +30,19 @@ export async function authenticateAgent(
   return agent;
 }
 
-// Whether a key still answers for the agent it answered for, asked of the database and never of
-// the cache: a stream held open asks again whenever the agent changes, and ends if not.
+function bearerToken(authorization: string | undefined | null): string {
+  if (!authorization) throw unauthorized('Authorization header is missing; send "Authorization: Bearer agt_…".');
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match) throw unauthorized('Authorization header is malformed; expected "Bearer agt_…".');
+  return match[1]!;
+}
+
+// Whether the agent key that authenticated a request still answers for its agent, asked of the
+// database and never of the cache: a stream held open asks again whenever the agent changes, and
+// ends if not.
 export async function keyStillAnswers(sql: Sql, agent: Agent, authorization: string | null): Promise<boolean> {
-  const key = authorization && /^Bearer\s+(agt_\S+)\s*$/i.exec(authorization)?.[1];
-  if (!key) return false;
+  const key = bearerToken(authorization);
+  if (!AGENT_KEY_PATTERN.test(key)) return false;
   const [row] = await sql`select 1 from agents where id = ${agent.id} and key_hash = ${hashKey(key)} and archived_at is null`;
   return row !== undefined;
 }

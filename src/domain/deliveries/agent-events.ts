@@ -27,7 +27,7 @@ export type EventCursor = { xid: string; seq: string };
 export const eventId = (c: EventCursor) => `${c.xid}-${c.seq}`;
 
 const CURSOR = /^(\d{1,20})-(\d{1,19})$/;
-const NOT_OURS = 'Last-Event-ID must be the id of an event this stream sent (two whole numbers joined by "-").';
+export const NOT_OURS = 'Last-Event-ID must be the id of an event this stream sent (two whole numbers joined by "-").';
 
 export function parseEventId(raw: string): EventCursor {
   const match = CURSOR.exec(raw.trim());
@@ -37,29 +37,33 @@ export function parseEventId(raw: string): EventCursor {
 }
 
 export const eventsGoneSentence = (retentionHours: number) =>
-  `Events after that id are no longer kept (a stream keeps ${retentionHours} hours of events): read your inbox (GET /api/deliveries), then open the stream without Last-Event-ID.`;
+  `Events after that id are no longer kept (a stream keeps ${retentionHours} hours of events): open the stream without Last-Event-ID, then read your inbox (GET /api/deliveries).`;
 
-// Where a stream starts. After an event id the agent was sent: right after it, unless the
-// retention sweep has removed events after it (410, so that the client knows to read its inbox
-// instead), or it names a transaction that has not begun (400: not an id this service gave).
-// Without one: now. Events of transactions still running then are sent once they commit; one that
-// committed a moment before may be sent too, as a repeat of what the inbox already shows.
+// Where a stream starts. After an event id the agent was sent: right after it, unless events
+// after it are gone (410, so that the client knows to read its inbox instead): removed by the
+// retention sweep, or never recorded. An id of a transaction that has not begun is 400: not one
+// this service gave. Without an id: now, that is after every transaction that has ended; events of
+// those still running are sent once they commit (one may repeat what the inbox shows: open the
+// stream first, then read the inbox, and drop repeats by deliveryId).
 //
 // An agent's events are recorded from its first stream on (agents.events_recorded_since, read by
-// the triggers of sql/019). The first time, transactions already running may have written
-// without seeing the mark: that stream starts after every one of them (the snapshot's xmax, taken
-// once the mark has committed), so that it never waits for an event that was not recorded.
+// the triggers of sql/019). Marking takes the agent's row FOR UPDATE first, which waits for every
+// transaction that has written a delivery to the agent (each holds the row FOR KEY SHARE through
+// its foreign key) and makes any that writes one meanwhile wait for the mark: every transaction
+// still running when the stream starts writes its events after seeing the mark. (So every writer
+// of deliveries must run in READ COMMITTED, where each statement of the trigger sees what has
+// committed before it; they all do.)
 export async function streamStart(sql: Sql, agent: Agent, after: string | null, retentionHours: number): Promise<EventCursor> {
   const cursor = after === null ? null : parseEventId(after);
   const [marked] = await sql<{ first: boolean }[]>`
-    with marked as (
-      update agents set events_recorded_since = now() where id = ${agent.id} and events_recorded_since is null returning 1
+    with held as (
+      select id from agents where id = ${agent.id} and events_recorded_since is null for update
+    ), marked as (
+      update agents a set events_recorded_since = now() from held where a.id = held.id returning 1
     )
     select exists (select 1 from marked) as first`;
   if (cursor === null) {
-    const [now] = await sql<{ xid: string }[]>`
-      select (case when ${marked!.first} then pg_snapshot_xmax(pg_current_snapshot())
-                   else pg_snapshot_xmin(pg_current_snapshot()) end)::text as xid`;
+    const [now] = await sql<{ xid: string }[]>`select pg_snapshot_xmin(pg_current_snapshot())::text as xid`;
     return { xid: now!.xid, seq: '0' };
   }
   const [checked] = await sql<{ issued: boolean; gone: boolean }[]>`
@@ -67,7 +71,8 @@ export async function streamStart(sql: Sql, agent: Agent, after: string | null, 
            exists (select 1 from agent_event_floors f
                    where f.agent_id = ${agent.id} and (f.xid, f.seq) > (${cursor.xid}::xid8, ${cursor.seq}::bigint)) as gone`;
   if (!checked!.issued) throw invalid(NOT_OURS, 'Last-Event-ID');
-  if (checked!.gone) throw gone(eventsGoneSentence(retentionHours));
+  // Marked only now: nothing after that id was recorded.
+  if (checked!.gone || marked!.first) throw gone(eventsGoneSentence(retentionHours));
   return cursor;
 }
 
