@@ -3,6 +3,8 @@ import { loadConfig } from '../src/config';
 import { setArchived } from '../src/domain/agents/agents';
 import { pruneHistory } from '../src/domain/messages/retention';
 import { removeParticipant } from '../src/domain/threads/threads';
+import { postMessage } from '../src/domain/messages/messages';
+import type { Sql } from '../src/db/connect';
 import { silentLogger } from '../src/log';
 import { createService, type HttpService } from '../src/service';
 import { callApp, useHarness, type TestAgent } from './support/harness';
@@ -140,6 +142,34 @@ describe('GET /api/events', () => {
     // The sender never streamed: reading its message records no receipt event for it.
     expect((await h.call('GET', `/api/threads/${threadId}/messages`, { key: reader.key })).status).toBe(200);
     expect(await rowsFor(sender)).toBe(0);
+    await stream.close();
+  });
+
+  test('a post still running when an agent opens its first stream is either in the inbox read after it or sent on the stream', async () => {
+    const sender = await h.agent('racing-sender');
+    const reader = await h.agent('racing-reader');
+    const threadId = await h.thread(sender, [reader], 'Racing the first stream');
+    const [senderRow] = await h.db.sql<{ id: string }[]>`select id from agents where username = ${sender.username}`;
+    const posted = Promise.withResolvers<string>();
+    const release = Promise.withResolvers<void>();
+    // A post written and not yet committed when the stream opens; it commits a moment later.
+    const running = h.db.sql.begin(async (tx) => {
+      const { id } = await postMessage(tx as unknown as Sql, silentLogger, { kind: 'agent', id: senderRow!.id, username: sender.username }, threadId, {
+        content: 'written before the stream, committed after',
+      });
+      posted.resolve(id);
+      await release.promise;
+    });
+    const racingId = await posted.promise;
+    setTimeout(() => release.resolve(), 300);
+    // As the docs say: open the stream, then read the inbox.
+    const stream = await open(reader);
+    const inbox = (await h.call('GET', '/api/deliveries', { key: reader.key })).body.data.map((e: { messageId: string }) => e.messageId);
+    await running;
+    const { id: laterId } = await h.post(sender, threadId, 'after');
+    const streamed: string[] = [];
+    while (!streamed.includes(laterId)) streamed.push((await stream.next())!.data.messageId);
+    expect([...inbox, ...streamed].filter((id) => id === racingId)).toHaveLength(1);
     await stream.close();
   });
 
