@@ -35,16 +35,21 @@ type AgentRow = {
 
 // The agents, for the people who run them: newest first, archived ones included, a page at a
 // time, optionally only those whose name contains `search`.
+// Read in one snapshot: a test event's answer and the health it moved are written together, and
+// the page shows both or neither (read apart, a test event could show answered while its
+// endpoint's health did not yet count it).
 export async function listAgents(sql: Sql, search: string | null, page: PageQuery): Promise<Page<AgentSummary>> {
-  const rows = await sql<AgentRow[]>`
-    select id, username, archived_at is not null as archived, webhook_url as "webhookUrl",
-           webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(sql, sql`agents.id`)} as connections
-    from agents
-    where true ${search ? sql`and username ilike ${containing(search)}` : sql``} ${keyBounds(sql, sql`id`, page)}
-    order by id desc
-    limit ${page.limit + 1}`;
-  const ids = rows.map((r) => r.id);
-  const [health, tests] = await Promise.all([endpointHealthOf(sql, ids), latestTestEvents(sql, ids)]);
+  const [rows, health, tests] = await sql.begin('isolation level repeatable read read only', async (tx) => {
+    const rows = await tx<AgentRow[]>`
+      select id, username, archived_at is not null as archived, webhook_url as "webhookUrl",
+             webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections
+      from agents
+      where true ${search ? tx`and username ilike ${containing(search)}` : tx``} ${keyBounds(tx, tx`id`, page)}
+      order by id desc
+      limit ${page.limit + 1}`;
+    const ids = rows.map((r) => r.id);
+    return [rows, await endpointHealthOf(tx, ids), await latestTestEvents(tx, ids)] as const;
+  });
   const agents = rows.map((r) => ({
     id: r.id,
     username: r.username,

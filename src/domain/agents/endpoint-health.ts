@@ -164,7 +164,7 @@ export const endpointStateSql = (sql: Queries, agent: string, health: string) =>
 
 // The health of the given agents' webhooks, by agent id; agents without a webhook are absent.
 // Reads one health row and at most a day of windows (288) per agent, by primary key, once.
-export async function endpointHealthOf(sql: Sql, agentIds: string[]): Promise<Map<string, EndpointHealth>> {
+export async function endpointHealthOf(sql: Queries, agentIds: string[]): Promise<Map<string, EndpointHealth>> {
   if (agentIds.length === 0) return new Map();
   const rows = await sql<HealthRow[]>`
     select a.id as "agentId", a.webhook_disabled_at as "disabledAt", a.webhook_disabled_reason as "disabledReason",

@@ -92,7 +92,7 @@ export async function sendTestEvent(sql: Sql, username: string, requestedBy: str
 }
 
 // The newest test event of each of the given agents.
-export async function latestTestEvents(sql: Sql, agentIds: string[]): Promise<Map<string, TestEvent>> {
+export async function latestTestEvents(sql: Queries, agentIds: string[]): Promise<Map<string, TestEvent>> {
   if (agentIds.length === 0) return new Map();
   const rows = await sql<(TestEventRow & { agentId: string })[]>`
     select a.id as "agentId", ${columns(sql)}

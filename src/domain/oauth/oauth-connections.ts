@@ -1,5 +1,5 @@
 import type { PendingQuery, Row } from 'postgres';
-import type { Sql } from '../../db/connect';
+import type { Queries, Sql } from '../../db/connect';
 import type { Agent } from '../agents/actors';
 import { invalid, notFound, unauthorized } from '../shared/errors';
 import { isId } from '../shared/ids';
@@ -126,7 +126,7 @@ export async function choosableAgents(sql: Sql): Promise<string[]> {
 
 // The connected clients of each agent, newest approval first, for the Agents page: a fragment for
 // listAgents' select, a json array of ConnectionRow.
-export const connectionsOf = (sql: Sql, agentId: PendingQuery<Row[]>) => sql`
+export const connectionsOf = (sql: Queries, agentId: PendingQuery<Row[]>) => sql`
   coalesce((
     select json_agg(json_build_object(
       'grantId', c.grant_id, 'clientId', c.client_id,

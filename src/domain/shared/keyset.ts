@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/connect';
+import type { Queries, Sql } from '../../db/connect';
 import { invalid } from './errors';
 import { isId } from './ids';
 import { PAGE } from './limits';
@@ -28,7 +28,7 @@ export function pageQuery(raw: Record<string, unknown>): PageQuery {
 
 // The key conditions on `column`, each preceded by `and`, for a list ordered by it descending and
 // cut at limit + 1.
-export const keyBounds = (sql: Sql, column: ReturnType<Sql>, page: PageQuery) => sql`
+export const keyBounds = (sql: Queries, column: ReturnType<Queries>, page: PageQuery) => sql`
   ${page.after ? sql`and ${column} < ${page.after}` : sql``}
   ${page.since ? sql`and ${column} >= ${page.since}` : sql``}`;
 
