@@ -151,7 +151,7 @@ export function createMetrics() {
   });
   new Gauge({
     name: 'ams_event_streams_open',
-    help: 'Agent event streams (GET /api/events) held open by this process.',
+    help: 'Streams held open for agents by this process: event streams (GET /api/events) and MCP GET streams.',
     registers: [registry],
     collect() {
       this.set(sources?.openEventStreams?.() ?? 0);

@@ -96,6 +96,10 @@ const agentRoutes = (t: string, d: string): Route[] =>
     ['GET', `/api/threads/${t}/messages?limit=%00`],
     ['POST', `/api/threads/${t}/messages`],
     ['DELETE', `/api/threads/${t}`],
+    ['GET', '/api/events'],
+    ['GET', '/api/events?lastEventId=yesterday'],
+    ['GET', '/api/events?lastEventId=99999999999999999999-1'],
+    ['GET', '/api/events?lastEventId=1-1&lastEventId=2-2'],
   ].map(([method, path]) => ({ method: method!, path: path!, door: 'agent' as const }));
 const mcpRoutes: Route[] = ['POST', 'GET', 'DELETE', 'PUT'].map((method) => ({ method, path: '/mcp', door: 'mcp' }));
 const dashboardRoutes = (t: string, d: string, u: string): Route[] =>
@@ -144,8 +148,14 @@ beforeAll(async () => {
 
 async function send(route: Route, body: string | Uint8Array | undefined, headers: Record<string, string>) {
   const res = await h.dash.handle(new Request(`http://localhost${route.path}`, { method: route.method, headers, body: route.method === 'GET' ? undefined : body }));
+  const type = res.headers.get('content-type') ?? '';
+  // A stream (the event stream, MCP's GET stream) never ends by itself: its answer is its status and type.
+  if (type.startsWith('text/event-stream')) {
+    await res.body?.cancel();
+    return { status: res.status, text: '', type };
+  }
   const text = await res.text();
-  return { status: res.status, text, type: res.headers.get('content-type') ?? '' };
+  return { status: res.status, text, type };
 }
 
 function credentials(route: Route, variant: number): Record<string, string> {
@@ -162,6 +172,11 @@ function checkAnswer(route: Route, answer: { status: number; text: string; type:
   expect(answer.status < 500, context).toBe(true);
   // MCP's Streamable HTTP accepts a POST of notifications only (an empty batch, say) with a bare 202.
   if (route.door === 'mcp' && answer.status === 202 && answer.text === '') return;
+  // A stream opened for a valid key.
+  if (route.method === 'GET' && answer.type.startsWith('text/event-stream')) {
+    expect(answer.status, context).toBe(200);
+    return;
+  }
   let body: any;
   try {
     body = JSON.parse(answer.text);

@@ -36,7 +36,7 @@ afterAll(async () => {
   await h.app.stop(true);
 });
 
-test('the official conformance suite passes every scenario that applies to a tools-only server', async () => {
+test('the official conformance suite passes every scenario that applies to a server of tools and one resource', async () => {
   // The suite's command line needs a newer Node.js than CI machines carry; Bun runs it as is.
   const cli = join(root, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
   const child = Bun.spawn(['bun', cli, 'server', '--url', `http://127.0.0.1:${proxy.port}/mcp`, '--expected-failures', baseline], {
@@ -47,7 +47,7 @@ test('the official conformance suite passes every scenario that applies to a too
   });
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   const summary = stdout.slice(stdout.indexOf('=== SUMMARY ==='));
-  for (const scenario of ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection']) {
+  for (const scenario of ['server-initialize', 'ping', 'tools-list', 'resources-list', 'dns-rebinding-protection']) {
     expect(summary).toMatch(new RegExp(`✓ ${scenario}: [1-9]\\d* passed, 0 failed`));
   }
   expect([code, stderr.includes('Error') ? stderr : '']).toEqual([0, '']);

@@ -74,13 +74,15 @@ describe('authentication at the HTTP level', () => {
     expect(res.status).toBe(401);
   });
 
-  test('GET and DELETE are 405: the server keeps no session', async () => {
-    for (const method of ['GET', 'DELETE']) {
-      const res = await fetch(`${base}/mcp`, { method, headers: { authorization: `Bearer ${keys.alice}`, accept: 'text/event-stream' } });
-      expect(res.status).toBe(405);
-      expect(res.headers.get('allow')).toBe('POST');
-      expect(await res.json()).toEqual({ success: false, error: 'This MCP server is stateless: send JSON-RPC messages with POST.' });
-    }
+  test('DELETE is 405: the server keeps no session; GET opens the stream of resource updates', async () => {
+    const res = await fetch(`${base}/mcp`, { method: 'DELETE', headers: { authorization: `Bearer ${keys.alice}`, accept: 'text/event-stream' } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, POST');
+    expect(await res.json()).toEqual({ success: false, error: 'This MCP server is stateless: send JSON-RPC messages with POST.' });
+    const stream = await fetch(`${base}/mcp`, { headers: { authorization: `Bearer ${keys.alice}`, accept: 'text/event-stream' } });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream');
+    await stream.body!.cancel();
   });
 
   test('/mcp is not in the public OpenAPI document', async () => {

@@ -15,9 +15,10 @@ export type InboxSignal = {
   subscribe(agentId: string, wake: () => void): (() => void) | null;
   // Wakes when any of the deliveries changes (a sender waiting on its receipts).
   watchDeliveries(deliveryIds: string[], wake: () => void): (() => void) | null;
-  // An agent's event stream: `wake` for a new event of the agent's (a delivery to it, a receipt of
-  // its message), `changed` when what its key answers for may have changed (archived, a new key).
-  subscribeEvents(agentId: string, wake: () => void, changed: () => void): (() => void) | null;
+  // An agent's event stream: `wake` for a new event of the agent's (a delivery to it, and with
+  // `receipts` a receipt of its message), `changed` when what its key answers for may have
+  // changed (archived, a new key).
+  subscribeEvents(agentId: string, wake: () => void, changed: () => void, options?: { receipts: boolean }): (() => void) | null;
   // True once the process is shutting down: a woken waiter answers with what it finds.
   stopped(): boolean;
 };
@@ -28,7 +29,7 @@ export type InboxListener = InboxSignal & {
   waiting(): number;
   // Deliveries being watched by waiting senders.
   watching(): number;
-  // Agent event streams open.
+  // Streams open for agents: event streams, and MCP's GET streams.
   streaming(): number;
   // Times the LISTEN connection was established: above 1, it dropped and came back.
   connects(): number;
@@ -43,6 +44,7 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
   const waiters = new Map<string, Set<() => void>>();
   const watchers = new Map<string, Set<() => void>>();
   const streams = new Map<string, Set<() => void>>();
+  const inboxStreams = new Map<string, Set<() => void>>();
   const agentWatchers = new Map<string, Set<() => void>>();
   let unlistenOthers: (() => Promise<void>)[] | null = null;
   let unlistenDeliveries: (() => Promise<void>) | null = null;
@@ -54,7 +56,7 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
     if (set) for (const fn of [...set]) fn();
   };
   const wakeAll = () => {
-    for (const set of [...waiters.values(), ...watchers.values(), ...streams.values(), ...agentWatchers.values()]) wake(set);
+    for (const registry of [waiters, watchers, streams, inboxStreams, agentWatchers]) for (const set of [...registry.values()]) wake(set);
   };
   const register = (registry: Map<string, Set<() => void>>, key: string, fn: () => void) => {
     let set = registry.get(key);
@@ -71,9 +73,9 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
       if (stopped) return null;
       return register(waiters, agentId, fn);
     },
-    subscribeEvents(agentId, fn, changed) {
+    subscribeEvents(agentId, fn, changed, { receipts } = { receipts: true }) {
       if (stopped) return null;
-      const undo = [register(streams, agentId, fn), register(agentWatchers, agentId, changed)];
+      const undo = [register(receipts ? streams : inboxStreams, agentId, fn), register(agentWatchers, agentId, changed)];
       return () => undo.forEach((u) => u());
     },
     watchDeliveries(deliveryIds, fn) {
@@ -89,6 +91,7 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
           (agentId) => {
             wake(waiters.get(agentId));
             wake(streams.get(agentId));
+            wake(inboxStreams.get(agentId));
           },
           () => {
             if (listens++ === 0) return;
@@ -120,6 +123,6 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
     waiting: () => [...waiters.values()].reduce((n, set) => n + set.size, 0),
     connects: () => listens,
     watching: () => watchers.size,
-    streaming: () => [...streams.values()].reduce((n, set) => n + set.size, 0),
+    streaming: () => [...streams.values(), ...inboxStreams.values()].reduce((n, set) => n + set.size, 0),
   };
 }

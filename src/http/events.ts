@@ -4,11 +4,11 @@ import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Agent } from '../domain/agents/actors';
-import { keyStillAnswers } from '../domain/agents/authentication';
 import { eventsAfter, eventsGoneSentence, NOT_OURS, streamStart, type EventPage } from '../domain/deliveries/agent-events';
 import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
 import { eventStreamResponse, sseEvent, type EventSink } from '../web/event-stream';
+import { endWhenRevoked } from '../web/held-credential';
 import { EVENT_STREAM, type EventStreamDoc } from './openapi';
 import { documentedAs } from './query';
 import { responses } from './responses';
@@ -60,7 +60,7 @@ function pacing(stallMs: number, log: Logger) {
 function followEvents(
   { sql, inboxSignal, log, config }: StreamDeps,
   agent: Agent,
-  authorization: string | null,
+  request: Request,
   first: EventPage,
   sink: EventSink,
 ) {
@@ -108,18 +108,7 @@ function followEvents(
     }
   };
 
-  const recheck = async () => {
-    // Stopping wakes every stream: they end with the process, with no question to ask.
-    if (inboxSignal.stopped()) return sink.finish();
-    try {
-      if (!(await keyStillAnswers(sql, agent, authorization))) sink.finish();
-    } catch (error) {
-      log.warn('event_stream_failed', { error: (error as Error).message });
-      sink.finish();
-    }
-  };
-
-  const unsubscribe = inboxSignal.subscribeEvents(agent.id, () => void read(), () => void recheck());
+  const unsubscribe = inboxSignal.subscribeEvents(agent.id, () => void read(), endWhenRevoked({ sql, inboxSignal, log }, agent, request, sink.finish));
   if (!unsubscribe) {
     sink.finish();
     return () => {};
@@ -145,14 +134,13 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
       const first = await eventsAfter(sql, agent, start, PAGE);
       // The stream is silent between heartbeats, longer than Bun's idle limit allows by default.
       server?.timeout(request, 0);
-      const authorization = request.headers.get('authorization');
       return eventStreamResponse({
         request,
         backlogBytes: EVENT_BACKLOG_BYTES,
         heartbeatMs: config.EVENT_HEARTBEAT_MS,
         log,
         cutLog: { event: 'event_stream_dropped', reason: 'the client stopped reading' },
-        open: (sink) => followEvents({ sql, inboxSignal, log, config }, agent, authorization, first, sink),
+        open: (sink) => followEvents({ sql, inboxSignal, log, config }, agent, request, first, sink),
       });
     },
     {

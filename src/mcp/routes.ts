@@ -12,7 +12,8 @@ import { countEarlyAnswer } from '../web/metrics';
 import { requestLog } from '../web/request-id';
 import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
-import { answerMcp } from './server';
+import { answerMcp, streamMcp } from './server';
+import { endWhenRevoked } from '../web/held-credential';
 
 export const NO_OAUTH =
   'This deployment offers no OAuth sign-in (it has no PUBLIC_URL): an MCP client sends the agent key as "Authorization: Bearer agt_…". A 401 from /mcp means that key was missing, malformed, unknown or archived.';
@@ -24,9 +25,9 @@ const isMcpPath = (url: string) => {
 
 // MCP over Streamable HTTP at /mcp, behind the same Bearer agent key as the HTTP API, or an OAuth
 // access token issued for /mcp where OAuth is offered (401 in the usual envelope otherwise).
-// Stateless: there is no session stream to GET or session to DELETE. Refusals before any MCP
-// message is read (a foreign page, a bad credential, a wrong method) are in the envelope;
-// everything after is JSON-RPC.
+// Stateless: no session to DELETE. GET opens the stream on which the server tells the client that
+// its inbox resource changed (server.ts). Refusals before any MCP message is read (a foreign page,
+// a bad credential, a wrong method) are in the envelope; everything after is JSON-RPC.
 export const mcpRoutes = (
   sql: Sql,
   inboxSignal: InboxSignal,
@@ -71,11 +72,26 @@ export const mcpRoutes = (
       },
       { agentWithRawBody: true, detail: { hide: true } },
     )
+    .get(
+      '/mcp',
+      ({ agent, request, server }) => {
+        // Silent between updates, longer than Bun's idle limit allows by default.
+        server?.timeout(request, 0);
+        const requestLogger = requestLog(log, request);
+        const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+        return streamMcp(request, ctx, requestLogger, (changed, end) =>
+          inboxSignal.subscribeEvents(agent.id, changed, endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource), {
+            receipts: false,
+          }),
+        );
+      },
+      { agent: true, detail: { hide: true } },
+    )
     .all(
       '/mcp',
       ({ set }) => {
         set.status = 405;
-        set.headers.allow = 'POST';
+        set.headers.allow = 'GET, POST';
         return fail('This MCP server is stateless: send JSON-RPC messages with POST.');
       },
       { agent: true, detail: { hide: true } },

@@ -1,9 +1,20 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { failureOf } from '../web/failure';
 import { requestIdOf } from '../web/request-id';
 import type { Logger } from '../log';
+import { protocolError } from './protocol-error';
+import { inboxResource, INBOX_URI, readResource, resourceList } from './resources';
 import { toolList, tools, type ToolContext } from './tools';
 
 const INSTRUCTIONS =
@@ -24,8 +35,6 @@ const refusal = (sentence: string, status: number): CallToolResult => ({
   _meta: { status },
 });
 
-// A JSON-RPC error with our sentence as its message (McpError would prefix "MCP error -32602: ").
-const protocolError = (code: number, sentence: string) => Object.assign(new Error(sentence), { code });
 
 async function callTool(ctx: ToolContext, log: Logger, request: Request, name: string, args: unknown): Promise<CallToolResult> {
   const tool = Object.hasOwn(tools, name) ? tools[name] : undefined;
@@ -59,6 +68,22 @@ function badToolCall(message: unknown): string | null {
   return null;
 }
 
+// One server for one request: the tools, and the inbox as a resource. A subscription is not kept
+// (there is no session to keep it in): every GET stream of the agent hears its inbox's updates.
+function mcpServer(ctx: ToolContext, log: Logger, request: Request) {
+  const server = new Server(
+    { name: 'agent-messaging-service', title: 'Agent Messaging Service', version: '1.0.0' },
+    { capabilities: { tools: {}, resources: { subscribe: true } }, instructions: INSTRUCTIONS },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolList }));
+  server.setRequestHandler(CallToolRequestSchema, (call) => callTool(ctx, log, request, call.params.name, call.params.arguments));
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: resourceList }));
+  server.setRequestHandler(ReadResourceRequestSchema, (read) => readResource(ctx, read.params.uri));
+  server.setRequestHandler(SubscribeRequestSchema, (subscribe) => (inboxResource(subscribe.params.uri), {}));
+  server.setRequestHandler(UnsubscribeRequestSchema, (unsubscribe) => (inboxResource(unsubscribe.params.uri), {}));
+  return server;
+}
+
 // Stateless Streamable HTTP: a fresh server and transport per request, so that any instance can
 // answer any request and nothing is kept between them. The low-level Server takes tool schemas as
 // plain JSON Schema, which lets the tools use the domain's TypeBox schemas unchanged.
@@ -72,12 +97,7 @@ export async function answerMcp(request: Request, rawBody: string, ctx: ToolCont
   }
   const bad = badToolCall(message);
   if (bad) return jsonRpcError(200, (message as { id?: unknown }).id, ErrorCode.InvalidParams, `Invalid params: ${bad}`);
-  const server = new Server(
-    { name: 'agent-messaging-service', title: 'Agent Messaging Service', version: '1.0.0' },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
-  );
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolList }));
-  server.setRequestHandler(CallToolRequestSchema, (call) => callTool(ctx, log, request, call.params.name, call.params.arguments));
+  const server = mcpServer(ctx, log, request);
   const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
   await server.connect(transport);
   try {
@@ -85,4 +105,33 @@ export async function answerMcp(request: Request, rawBody: string, ctx: ToolCont
   } finally {
     await server.close();
   }
+}
+
+// The GET stream (server-sent events) a client opens to hear the server speak first: here, that
+// the inbox resource changed. `watch` calls its argument whenever mail is accepted for the agent
+// and answers how to stop watching (null when the process is stopping). The stream ends when the
+// client goes, or when `end` is called.
+export async function streamMcp(
+  request: Request,
+  ctx: ToolContext,
+  log: Logger,
+  watch: (changed: () => void, end: () => void) => (() => void) | null,
+): Promise<Response> {
+  const server = mcpServer(ctx, log, request);
+  const transport = new WebStandardStreamableHTTPServerTransport({});
+  await server.connect(transport);
+  const response = await transport.handleRequest(request);
+  if (response.status !== 200) {
+    await server.close();
+    return response;
+  }
+  const close = () => {
+    unwatch?.();
+    void server.close();
+  };
+  const unwatch = watch(() => void server.sendResourceUpdated({ uri: INBOX_URI }).catch(() => {}), close);
+  if (!unwatch) close();
+  request.signal.addEventListener('abort', close, { once: true });
+  transport.onclose = () => unwatch?.();
+  return response;
 }

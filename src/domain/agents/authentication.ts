@@ -37,11 +37,18 @@ function bearerToken(authorization: string | undefined | null): string {
   return match[1]!;
 }
 
-// Whether the agent key that authenticated a request still answers for its agent, asked of the
+// Whether the credential that authenticated a request still answers for its agent, asked of the
 // database and never of the cache: a stream held open asks again whenever the agent changes, and
-// ends if not.
-export async function keyStillAnswers(sql: Sql, agent: Agent, authorization: string | null): Promise<boolean> {
+// ends if not. An OAuth access token (where `accessTokenResource` says they are accepted) is
+// looked up again as at authentication.
+export async function credentialStillAnswers(sql: Sql, agent: Agent, authorization: string | null, accessTokenResource?: string): Promise<boolean> {
   const key = bearerToken(authorization);
+  if (accessTokenResource && !key.startsWith('agt_')) {
+    return authenticateAccessToken(sql, key, accessTokenResource).then(
+      (current) => current.id === agent.id,
+      () => false,
+    );
+  }
   if (!AGENT_KEY_PATTERN.test(key)) return false;
   const [row] = await sql`select 1 from agents where id = ${agent.id} and key_hash = ${hashKey(key)} and archived_at is null`;
   return row !== undefined;

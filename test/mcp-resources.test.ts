@@ -1,0 +1,72 @@
+import { expect, test } from 'bun:test';
+import { ResourceUpdatedNotificationSchema, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import { setArchived } from '../src/domain/agents/agents';
+import { uniqueName, useHarness, useListening } from './support/harness';
+import { mcpClient } from './support/mcp-client';
+import { eventually } from './support/receiver';
+
+// The inbox as an MCP resource, through the official SDK client over real HTTP: listed, read,
+// subscribed to, and its updates heard on the GET stream the client opens by itself.
+const h = useHarness();
+const server = useListening(h);
+
+async function agentWithClient() {
+  const sender = await h.agent(uniqueName('resource-sender'));
+  const reader = await h.agent(uniqueName('resource-reader'));
+  const threadId = await h.thread(sender, [reader], 'Resources');
+  const mcp = await mcpClient(server.base, reader.key);
+  const updates: ServerNotification[] = [];
+  mcp.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => void updates.push(notification));
+  return { sender, reader, threadId, mcp, updates };
+}
+
+test('the inbox is listed and read as a resource: what check_inbox answers, without waiting', async () => {
+  const { sender, threadId, mcp } = await agentWithClient();
+  expect(mcp.client.getServerCapabilities()).toEqual({ tools: {}, resources: { subscribe: true } });
+  const { resources } = await mcp.client.listResources();
+  expect(resources).toEqual([
+    {
+      uri: 'ams://inbox',
+      name: 'inbox',
+      title: 'Inbox',
+      description: 'Your unacknowledged messages, oldest first, without bodies (as check_inbox). Subscribe to be told when mail arrives.',
+      mimeType: 'application/json',
+    },
+  ]);
+  const { id } = await h.post(sender, threadId, 'read me as a resource');
+  const read = await mcp.client.readResource({ uri: 'ams://inbox' });
+  const inbox = await mcp.call('check_inbox');
+  expect(read.contents).toEqual([{ uri: 'ams://inbox', mimeType: 'application/json', text: JSON.stringify(inbox.data) }]);
+  expect(inbox.data.entries.map((e: { messageId: string }) => e.messageId)).toEqual([id]);
+  await expect(mcp.client.readResource({ uri: 'ams://outbox' })).rejects.toThrow(
+    'There is no resource ams://outbox; resources/list names the one there is, ams://inbox.',
+  );
+  await mcp.close();
+});
+
+test('a subscriber hears notifications/resources/updated on its GET stream when mail arrives, and nothing when it does not', async () => {
+  const { sender, reader, threadId, mcp, updates } = await agentWithClient();
+  expect(await mcp.client.subscribeResource({ uri: 'ams://inbox' })).toEqual({});
+  await expect(mcp.client.subscribeResource({ uri: 'ams://outbox' })).rejects.toThrow('There is no resource ams://outbox');
+  // The SDK client opens its GET stream once connected.
+  await eventually(async () => h.inboxSignal.streaming() === 1, 10_000);
+  await h.post(sender, threadId, 'you have mail');
+  await eventually(async () => updates.length === 1, 10_000);
+  expect(updates[0]).toEqual({ method: 'notifications/resources/updated', params: { uri: 'ams://inbox' } });
+  // The reader's own post is mail for the sender, not for it.
+  await h.post(reader, threadId, 'not mail for me');
+  await h.post(sender, threadId, 'more mail');
+  await eventually(async () => updates.length === 2, 10_000);
+  expect(updates).toHaveLength(2);
+  expect(await mcp.client.unsubscribeResource({ uri: 'ams://inbox' })).toEqual({});
+  await mcp.close();
+  await eventually(async () => h.inboxSignal.streaming() === 0, 10_000);
+});
+
+test('archiving the agent ends its GET stream', async () => {
+  const { reader, mcp } = await agentWithClient();
+  await eventually(async () => h.inboxSignal.streaming() === 1, 10_000);
+  await setArchived(h.db.sql, reader.username, true);
+  await eventually(async () => h.inboxSignal.streaming() === 0, 10_000);
+  await mcp.close();
+});
