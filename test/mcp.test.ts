@@ -82,7 +82,10 @@ describe('authentication at the HTTP level', () => {
     const stream = await fetch(`${base}/mcp`, { headers: { authorization: `Bearer ${keys.alice}`, accept: 'text/event-stream' } });
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toBe('text/event-stream');
-    await stream.body!.cancel();
+    // A comment at once, so that the head is not held back until the first update.
+    const reader = stream.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe(': open\n\n');
+    await reader.cancel();
   });
 
   test('/mcp is not in the public OpenAPI document', async () => {

@@ -79,7 +79,7 @@ export const mcpRoutes = (
         server?.timeout(request, 0);
         const requestLogger = requestLog(log, request);
         const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
-        return streamMcp(request, ctx, requestLogger, (changed, end) =>
+        return streamMcp(request, ctx, requestLogger, config.EVENT_HEARTBEAT_MS, (changed, end) =>
           inboxSignal.subscribeEvents(agent.id, changed, endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource), {
             receipts: false,
           }),

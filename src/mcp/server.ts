@@ -115,23 +115,43 @@ export async function streamMcp(
   request: Request,
   ctx: ToolContext,
   log: Logger,
+  heartbeatMs: number,
   watch: (changed: () => void, end: () => void) => (() => void) | null,
 ): Promise<Response> {
   const server = mcpServer(ctx, log, request);
   const transport = new WebStandardStreamableHTTPServerTransport({});
   await server.connect(transport);
   const response = await transport.handleRequest(request);
-  if (response.status !== 200) {
+  if (response.status !== 200 || !response.body) {
     await server.close();
     return response;
   }
+  // A comment at once, so that the answer's head goes out before the first update (a streamed
+  // body's head waits for its first bytes), and one every `heartbeatMs` so that proxies keep the
+  // stream open.
+  const encoder = new TextEncoder();
+  let heartbeat: ReturnType<typeof setInterval> | null = null;
+  const comments = new TransformStream<Uint8Array, Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode(': open\n\n'));
+      heartbeat = setInterval(() => {
+        try {
+          controller.enqueue(encoder.encode(': keep-alive\n\n'));
+        } catch {}
+      }, heartbeatMs);
+    },
+  });
+  let closed = false;
   const close = () => {
+    if (closed) return;
+    closed = true;
+    if (heartbeat) clearInterval(heartbeat);
     unwatch?.();
     void server.close();
   };
   const unwatch = watch(() => void server.sendResourceUpdated({ uri: INBOX_URI }).catch(() => {}), close);
   if (!unwatch) close();
   request.signal.addEventListener('abort', close, { once: true });
-  transport.onclose = () => unwatch?.();
-  return response;
+  transport.onclose = close;
+  return new Response(response.body.pipeThrough(comments), { status: response.status, headers: response.headers });
 }
