@@ -7,20 +7,12 @@
 // stdout: {"opened":n} once every request is written, then {"at","messageId"} per event, until
 // the process is killed. Env: STREAMS_TARGET (host:port), STREAMS_KEYS (a file, one key per line).
 import { readFileSync } from 'node:fs';
+import { batchedLines } from './json-lines';
 
 const [host, port] = process.env.STREAMS_TARGET!.split(':') as [string, string];
 const keys = readFileSync(process.env.STREAMS_KEYS!, 'utf8').split('\n').filter(Boolean);
 const now = () => performance.timeOrigin + performance.now();
-// Lines go out together every 50 ms: a write per event would compete with the events being timed.
-let pending = '';
-const out = (line: unknown) => {
-  if (pending === '') setTimeout(flush, 50);
-  pending += `${JSON.stringify(line)}\n`;
-};
-const flush = () => {
-  process.stdout.write(pending);
-  pending = '';
-};
+const { out, flush } = batchedLines();
 
 // One stream's bytes: the response head, then HTTP/1.1 chunks, whose payloads are the event text.
 function streamReader() {

@@ -7,22 +7,13 @@
 // stdin: nothing; stdout: {"opened":n} once every request is written, then {"at","status","messageIds"}
 // per answer. Env: WAITERS_TARGET (host:port), WAITERS_KEYS (a file, one key per line), WAITERS_WAIT.
 import { readFileSync } from 'node:fs';
+import { batchedLines } from './json-lines';
 
 const [host, port] = process.env.WAITERS_TARGET!.split(':') as [string, string];
 const keys = readFileSync(process.env.WAITERS_KEYS!, 'utf8').split('\n').filter(Boolean);
 const wait = process.env.WAITERS_WAIT ?? '60';
 const now = () => performance.timeOrigin + performance.now();
-// Lines are written out together every 50 ms: a write per answer would compete for the CPU with
-// the very answers being timed.
-let pending = '';
-const out = (line: unknown) => {
-  if (pending === '') setTimeout(flush, 50);
-  pending += `${JSON.stringify(line)}\n`;
-};
-const flush = () => {
-  process.stdout.write(pending);
-  pending = '';
-};
+const { out, flush } = batchedLines();
 
 // One response, read until its Content-Length is in (the service always sends one for JSON).
 function answered(text: string): { status: number; body: string } | null {

@@ -6,6 +6,27 @@ export const sseEvent = (name: string, data: unknown, id?: string) =>
 
 const HIGH_WATER_BYTES = 16 * 1024;
 
+// One timer per heartbeat interval for every stream open with it, rather than one per stream: ten
+// thousand open streams would otherwise hold ten thousand timers.
+const heartbeats = new Map<number, { beats: Set<() => void>; timer: ReturnType<typeof setInterval> }>();
+function beatEvery(ms: number, beat: () => void): () => void {
+  let group = heartbeats.get(ms);
+  if (!group) {
+    const beats = new Set<() => void>();
+    group = { beats, timer: setInterval(() => beats.forEach((b) => b()), ms) };
+    heartbeats.set(ms, group);
+  }
+  group.beats.add(beat);
+  const { beats, timer } = group;
+  return () => {
+    beats.delete(beat);
+    if (beats.size === 0 && heartbeats.get(ms)?.timer === timer) {
+      clearInterval(timer);
+      heartbeats.delete(ms);
+    }
+  };
+}
+
 export type EventSink = {
   // Queues text for the client; false once the stream has ended (by the client, or cut here).
   send(text: string): boolean;
@@ -39,11 +60,11 @@ export function eventStreamResponse({ request, backlogBytes, heartbeatMs, log, c
   const encoder = new TextEncoder();
   let cleanup: (() => void) | null = null;
   let ended = false;
-  let heartbeat: ReturnType<typeof setInterval> | null = null;
+  let stopBeating: (() => void) | null = null;
   const end = () => {
     if (ended) return;
     ended = true;
-    if (heartbeat) clearInterval(heartbeat);
+    stopBeating?.();
     freeRoom();
     request.signal.removeEventListener('abort', onAbort);
     cleanup?.();
@@ -85,7 +106,7 @@ export function eventStreamResponse({ request, backlogBytes, heartbeatMs, log, c
           ended || (controller.desiredSize ?? 0) > 0 ? Promise.resolve() : new Promise<void>((resolve) => roomWaiters.push(resolve));
         onAbort = finish;
         request.signal.addEventListener('abort', onAbort);
-        heartbeat = setInterval(() => send(': keep-alive\n\n'), heartbeatMs);
+        stopBeating = beatEvery(heartbeatMs, () => send(': keep-alive\n\n'));
         let undo: () => void;
         try {
           undo = await open({ send, finish, backlog, room });
