@@ -22,7 +22,7 @@ const HELD_MOST_MS = 1_000;
 // Bytes a stream may queue: a page of events beyond the high-water mark, and heartbeats.
 const EVENT_BACKLOG_BYTES = 1_048_576;
 // How long a client waits before it reconnects, told at the start of every stream.
-export const EVENTS_RETRY_MS = 2_000;
+const EVENTS_RETRY_MS = 2_000;
 
 const EventsQuery = t.Object({
   lastEventId: t.Optional(

@@ -11,8 +11,7 @@ import { doorbellData, DOORBELL_EVENT, type DoorbellData } from './doorbell-body
 // - delivery.delivered and delivery.fetched, for the agent that sent the message, the first time
 //   its delivery is reported delivered and the first time it is read.
 // Reading them records nothing: a stream is a way to be told, not a read, and moves no step.
-export const EVENT_TYPES = [DOORBELL_EVENT, 'delivery.delivered', 'delivery.fetched'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export type EventType = typeof DOORBELL_EVENT | 'delivery.delivered' | 'delivery.fetched';
 
 // What a sender is told of a recipient's step: which delivery, whose, and when it got there.
 export type ReceiptEventData = { deliveryId: string; messageId: string; threadId: string; recipient: string; at: string };
