@@ -73,10 +73,15 @@ test('every message accepted while PostgreSQL restarts and the listener restarts
   expect(opened.status).toBe(201);
   const threadId = opened.body.data.id as string;
   const accepted: string[] = [];
+  // A post answered 503 as the database went away may have committed all the same.
+  let unanswered = 0;
   const post = async (content: string) => {
     const res = await call(server.base, 'POST', `/api/threads/${threadId}/messages`, { key: sender.apiKey, body: { content } });
     if (res.status === 201) accepted.push(res.body.data.id);
-    else expect(res.status).toBe(503);
+    else {
+      expect(res.status).toBe(503);
+      unanswered++;
+    }
   };
 
   const first = listener(reader.apiKey);
@@ -109,10 +114,14 @@ test('every message accepted while PostgreSQL restarts and the listener restarts
   await flow;
   expect(accepted.length).toBeGreaterThan(40);
 
-  await eventually(async () => first.printed.length + second.printed.length === accepted.length, 30_000).catch(() => {});
+  await eventually(async () => accepted.every((id) => first.printed.includes(id) || second.printed.includes(id)), 30_000).catch(() => {});
   second.proc.kill('SIGTERM');
   const ended = await second.ended();
   expect(ended.code).toBe(0);
-  expect([...first.printed, ...second.printed]).toEqual(accepted);
+  const printed = [...first.printed, ...second.printed];
+  // Every accepted message once, in order; anything else printed is one of the posts answered 503.
+  expect(printed.filter((id) => accepted.includes(id))).toEqual(accepted);
+  expect(new Set(printed).size).toBe(printed.length);
+  expect(printed.length - accepted.length).toBeLessThanOrEqual(unanswered);
   expect(readFileSync(join(stateDir, 'last-event'), 'utf8').trim()).toMatch(/^\d+-\d+$/);
 }, 120_000);

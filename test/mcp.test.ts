@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { useHarness } from './support/harness';
+import { eventually } from './support/receiver';
 import { mcpClient } from './support/mcp-client';
 import { EMOJI, POSTS_AT_BOUNDS } from './support/emoji';
 
@@ -79,13 +80,17 @@ describe('authentication at the HTTP level', () => {
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, POST');
     expect(await res.json()).toEqual({ success: false, error: 'This MCP server is stateless: send JSON-RPC messages with POST.' });
+    // The SDK clients of this file each hold one already.
+    const held = h.inboxSignal.streaming();
     const stream = await fetch(`${base}/mcp`, { headers: { authorization: `Bearer ${keys.alice}`, accept: 'text/event-stream' } });
     expect(stream.status).toBe(200);
+    expect(h.inboxSignal.streaming()).toBe(held + 1);
     expect(stream.headers.get('content-type')).toBe('text/event-stream');
     // A comment at once, so that the head is not held back until the first update.
     const reader = stream.body!.getReader();
     expect(new TextDecoder().decode((await reader.read()).value)).toBe(': open\n\n');
     await reader.cancel();
+    await eventually(async () => h.inboxSignal.streaming() === held, 5_000);
   });
 
   test('/mcp is not in the public OpenAPI document', async () => {

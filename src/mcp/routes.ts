@@ -80,9 +80,13 @@ export const mcpRoutes = (
         const requestLogger = requestLog(log, request);
         const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
         return streamMcp(request, ctx, requestLogger, config.EVENT_HEARTBEAT_MS, (changed, end) =>
-          inboxSignal.subscribeEvents(agent.id, changed, endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource), {
-            receipts: false,
-          }),
+          inboxSignal.subscribeEvents(
+            agent.id,
+            // Stopping wakes every stream: it ends, with no update to tell.
+            () => inboxSignal.stopped() || changed(),
+            endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource),
+            { receipts: false },
+          ),
         );
       },
       { agent: true, detail: { hide: true } },

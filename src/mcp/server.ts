@@ -110,7 +110,7 @@ export async function answerMcp(request: Request, rawBody: string, ctx: ToolCont
 // The GET stream (server-sent events) a client opens to hear the server speak first: here, that
 // the inbox resource changed. `watch` calls its argument whenever mail is accepted for the agent
 // and answers how to stop watching (null when the process is stopping). The stream ends when the
-// client goes, or when `end` is called.
+// client goes (however it goes), or when `end` is called; either way everything is released once.
 export async function streamMcp(
   request: Request,
   ctx: ToolContext,
@@ -119,39 +119,41 @@ export async function streamMcp(
   watch: (changed: () => void, end: () => void) => (() => void) | null,
 ): Promise<Response> {
   const server = mcpServer(ctx, log, request);
-  const transport = new WebStandardStreamableHTTPServerTransport({});
+  const transport = new WebStandardStreamableHTTPServerTransport({ keepAliveMs: heartbeatMs });
   await server.connect(transport);
   const response = await transport.handleRequest(request);
   if (response.status !== 200 || !response.body) {
     await server.close();
     return response;
   }
-  // A comment at once, so that the answer's head goes out before the first update (a streamed
-  // body's head waits for its first bytes), and one every `heartbeatMs` so that proxies keep the
-  // stream open.
-  const encoder = new TextEncoder();
-  let heartbeat: ReturnType<typeof setInterval> | null = null;
-  const comments = new TransformStream<Uint8Array, Uint8Array>({
-    start(controller) {
-      controller.enqueue(encoder.encode(': open\n\n'));
-      heartbeat = setInterval(() => {
-        try {
-          controller.enqueue(encoder.encode(': keep-alive\n\n'));
-        } catch {}
-      }, heartbeatMs);
-    },
-  });
+  const reader = response.body.getReader();
   let closed = false;
   const close = () => {
     if (closed) return;
     closed = true;
-    if (heartbeat) clearInterval(heartbeat);
     unwatch?.();
+    void reader.cancel().catch(() => {});
     void server.close();
   };
-  const unwatch = watch(() => void server.sendResourceUpdated({ uri: INBOX_URI }).catch(() => {}), close);
-  if (!unwatch) close();
+  const unwatch = watch(() => void server.sendResourceUpdated({ uri: INBOX_URI }).catch(close), close);
+  server.onclose = close;
   request.signal.addEventListener('abort', close, { once: true });
-  transport.onclose = close;
-  return new Response(response.body.pipeThrough(comments), { status: response.status, headers: response.headers });
+  if (!unwatch || request.signal.aborted) close();
+  // A comment at once, so that the answer's head goes out before the first update (a streamed
+  // body's head waits for its first bytes); then the transport's own stream, read as the client
+  // reads, so that a cancelled answer releases the server whether or not the request aborts.
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode(': open\n\n'));
+    },
+    async pull(controller) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }));
+      if (done) {
+        close();
+        controller.close();
+      } else controller.enqueue(value);
+    },
+    cancel: close,
+  });
+  return new Response(body, { status: response.status, headers: response.headers });
 }

@@ -5,9 +5,11 @@ import { credentialStillAnswers } from '../domain/agents/authentication';
 import type { Logger } from '../log';
 
 // What a stream held open for an agent (the event stream, MCP's GET stream) does when the agent
-// changes: asks whether the credential it was opened with still answers for it, and ends if not
-// (archived, another key), or if the question cannot be answered. Stopping wakes every stream:
-// they end with the process, with no question to ask.
+// changes (ams_agents: archived, another key, another name): asks whether the credential it was
+// opened with still answers for it, and ends if not, or if the question cannot be answered.
+// Disconnecting an OAuth client is not such a change, so a stream opened with its token outlives
+// it (docs/mcp.md says so). Stopping wakes every stream: they end with the process, with no
+// question to ask.
 export function endWhenRevoked(
   { sql, inboxSignal, log }: { sql: Sql; inboxSignal: InboxSignal; log: Logger },
   agent: Agent,

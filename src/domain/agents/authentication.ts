@@ -1,7 +1,7 @@
 import type { AgentCache } from '../../db/agent-cache';
 import type { Sql } from '../../db/connect';
 import type { Agent } from './actors';
-import { unauthorized } from '../shared/errors';
+import { DomainError, unauthorized } from '../shared/errors';
 import { AGENT_KEY_PATTERN, hashKey } from './keys';
 import { authenticateAccessToken } from '../oauth/oauth-connections';
 
@@ -46,7 +46,10 @@ export async function credentialStillAnswers(sql: Sql, agent: Agent, authorizati
   if (accessTokenResource && !key.startsWith('agt_')) {
     return authenticateAccessToken(sql, key, accessTokenResource).then(
       (current) => current.id === agent.id,
-      () => false,
+      (error: unknown) => {
+        if (error instanceof DomainError && error.kind === 'unauthorized') return false;
+        throw error;
+      },
     );
   }
   if (!AGENT_KEY_PATTERN.test(key)) return false;
