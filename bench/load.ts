@@ -303,10 +303,12 @@ async function steady(rate: number, ms: number, fire: (i: number) => Promise<voi
   await Promise.all(pending);
 }
 
-async function untilAll<T>(map: Map<T, number>, size: number, what: string) {
+// Until `size` entries have arrived in `map`, or, given `keys`, until each of those has.
+async function untilAll<T>(map: Map<T, number>, size: number, what: string, keys?: T[]) {
   const deadline = performance.now() + 30_000;
-  while (map.size < size) {
-    if (performance.now() > deadline) throw new Error(`${what}: only ${map.size} of ${size} arrived`);
+  const count = () => (keys ? keys.filter((k) => map.has(k)).length : map.size);
+  while (count() < size) {
+    if (performance.now() > deadline) throw new Error(`${what}: only ${count()} of ${size} arrived`);
     await Bun.sleep(5);
   }
 }
@@ -713,6 +715,18 @@ async function waitersOfOneAgent() {
   results.waitersOneAgent = out;
 }
 
+// One post each to `count` of the many agents' threads (a different slice each run), at a steady
+// `rate`: when each was sent (epoch ms), by message id.
+async function postToMany(threadIds: string[], run: number, rate: number, count: number) {
+  const sentAt = new Map<string, number>();
+  await steady(rate, (count / rate) * 1000, async (i) => {
+    const sent = epochNow();
+    const { data } = await post(threadIds[(run * count + i) % MANY]!, `to one of many ${i}`);
+    sentAt.set(data.id, sent);
+  });
+  return sentAt;
+}
+
 // 10 000 agents each holding a wait; posts to 500 of them at a steady 100/s, each waking one. The
 // waits are 20 s, so that the rest end on their own and the service closes their connections:
 // closed from this side, 10 000 sockets would linger in TIME_WAIT and take the ports of the next run.
@@ -728,13 +742,8 @@ async function waitersOfManyAgents() {
       if (a.status === 200 && a.messageIds.length === 1) arrived.set(a.messageIds[0]!, a.at);
     });
     const rssHeld = round(readRssMb(), 1);
-    const sentAt = new Map<string, number>();
     const cpuBefore = cpuNow();
-    await steady(rate, (woken / rate) * 1000, async (i) => {
-      const sent = epochNow();
-      const { data } = await post(threadIds[(run * woken + i) % MANY]!, `wake ${i}`);
-      sentAt.set(data.id, sent);
-    });
+    const sentAt = await postToMany(threadIds, run, rate, woken);
     await untilAll(arrived, woken, 'woken waits');
     const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), woken);
     await child.exited;
@@ -803,19 +812,10 @@ async function streamsOfManyAgents() {
     for (let run = 0; run < runs; run++) {
       scenario = 'streamsManyAgents';
       const rssHeld = round(readRssMb(), 1);
-      const sentAt = new Map<string, number>();
       const cpuBefore = cpuNow();
-      await steady(rate, (woken / rate) * 1000, async (i) => {
-        const sent = epochNow();
-        const { data } = await post(threadIds[(run * woken + i) % MANY]!, `event ${i}`);
-        sentAt.set(data.id, sent);
-      });
-      const expected = new Map([...sentAt.keys()].map((id) => [id, 0]));
-      const deadlineRun = performance.now() + 30_000;
-      while (![...expected.keys()].every((id) => arrived.has(id))) {
-        if (performance.now() > deadlineRun) throw new Error('streamed events: not every post arrived');
-        await Bun.sleep(5);
-      }
+      const sentAt = await postToMany(threadIds, run, rate, woken);
+      // The streams stay open across runs, so their arrivals add up: this run's posts are awaited by id.
+      await untilAll(arrived, woken, 'streamed events', [...sentAt.keys()]);
       const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), woken);
       out.push({
         streams: MANY,
