@@ -1,8 +1,14 @@
--- The schema that the migrations in sql/ build, 001_core to 019_agent_events,
+-- The schema that the migrations in sql/ build, 001_core to 020_message_search,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
 -- `bun run schema:snapshot` writes it again.
+
+-- Extensions
+
+CREATE EXTENSION pg_trgm WITH SCHEMA public VERSION '1.6';
+
+CREATE EXTENSION unaccent WITH SCHEMA public VERSION '1.1';
 
 -- Types
 
@@ -81,6 +87,27 @@ begin
   raise exception 'A delivery step moves only forward: % to % refused.', old.step, new.step
     using errcode = 'check_violation';
 end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.index_new_messages()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  insert into message_search (message_id, thread_id, document)
+  select m.id, m.thread_id, message_document(t.title, m.summary, m.content)
+  from new_messages m join threads t on t.id = m.thread_id;
+  return null;
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.message_document(title text, summary text, content text)
+ RETURNS tsvector
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select setweight(to_tsvector('ams_search'::regconfig, title), 'A')
+      || setweight(to_tsvector('ams_search'::regconfig, coalesce(summary, '')), 'B')
+      || to_tsvector('ams_search'::regconfig, content)
 $function$;
 
 CREATE OR REPLACE FUNCTION public.notify_agent_change()
@@ -333,6 +360,24 @@ CREATE TABLE public.idempotency_keys (
 );
 CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree (created_at);
 
+CREATE TABLE public.message_search (
+    message_id uuid NOT NULL,
+    thread_id uuid NOT NULL,
+    document tsvector NOT NULL,
+    CONSTRAINT message_search_message_id_fkey FOREIGN KEY (message_id) REFERENCES public.messages(id) ON DELETE CASCADE,
+    CONSTRAINT message_search_pkey PRIMARY KEY (message_id)
+);
+CREATE INDEX message_search_document_idx ON public.message_search USING gin (document);
+
+CREATE TABLE public.message_search_backfill (
+    singleton boolean DEFAULT true NOT NULL,
+    up_to uuid,
+    indexed_through uuid,
+    done_at timestamp with time zone,
+    CONSTRAINT message_search_backfill_pkey PRIMARY KEY (singleton),
+    CONSTRAINT message_search_backfill_singleton_check CHECK (singleton)
+);
+
 CREATE TABLE public.messages (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
     thread_id uuid NOT NULL,
@@ -346,6 +391,7 @@ CREATE TABLE public.messages (
     CONSTRAINT messages_thread_id_fkey FOREIGN KEY (thread_id) REFERENCES public.threads(id) ON DELETE CASCADE
 );
 CREATE INDEX messages_thread_idx ON public.messages USING btree (thread_id, id);
+CREATE TRIGGER messages_search_index AFTER INSERT ON public.messages REFERENCING NEW TABLE AS new_messages FOR EACH STATEMENT EXECUTE FUNCTION public.index_new_messages();
 
 CREATE TABLE public.oauth_artifacts (
     model text NOT NULL,
@@ -465,6 +511,8 @@ CREATE TABLE public.threads (
 );
 CREATE INDEX threads_activity_idx ON public.threads USING btree (last_activity_at DESC, id DESC);
 CREATE INDEX threads_close_pending_idx ON public.threads USING btree (id) WHERE (state = 'close-pending'::public.thread_state);
+CREATE INDEX threads_goal_trgm_idx ON public.threads USING gin (goal public.gin_trgm_ops);
+CREATE INDEX threads_title_trgm_idx ON public.threads USING gin (title public.gin_trgm_ops);
 CREATE TRIGGER threads_listing_changed AFTER INSERT OR UPDATE OF state, title, goal ON public.threads FOR EACH ROW EXECUTE FUNCTION public.notify_thread_listing();
 
 CREATE TABLE public.usernames (

@@ -20,6 +20,7 @@ import { nulGuard } from './web/nul-guard';
 import { requestIds } from './web/request-id';
 import { apiDocs } from './http/openapi';
 import { receiptRoutes } from './http/receipts';
+import { searchRoutes } from './http/search';
 import { eventRoutes } from './http/events';
 import { threadRoutes } from './http/threads';
 
@@ -49,6 +50,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
     .use(threadRoutes(sql, agentCache, log, config))
+    .use(searchRoutes(sql, agentCache))
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
     .use(eventRoutes(sql, inboxSignal, agentCache, log, config))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth))

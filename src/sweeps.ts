@@ -3,11 +3,16 @@ import type { Sql } from './db/connect';
 import { sweepIdempotencyKeys } from './domain/messages/idempotency';
 import { sweepExpiredSignIns } from './domain/people/people';
 import { pruneHistory } from './domain/messages/retention';
+import { indexOlderMessages } from './domain/messages/message-search';
 import type { Logger } from './log';
 
 // The hourly clean-ups, run from graphile-worker's crontab by whichever worker takes each: expired
 // sign-in codes and sessions, idempotency keys past their retention, and history past its own.
-// Each logs what it removed.
+// Each logs what it removed. And every minute, until it is done, the search index's catching up
+// with the messages an upgrade found (message-search.ts).
+// Less than the minute between runs, so that two never overlap.
+const INDEXING_MS = 45_000;
+
 export function sweeps(sql: Sql, log: Logger, config: Config) {
   const tasks = {
     sweep_sign_ins: async () => log.info('sign_ins_swept', await sweepExpiredSignIns(sql)),
@@ -23,8 +28,12 @@ export function sweeps(sql: Sql, log: Logger, config: Config) {
           eventHours: config.EVENT_RETENTION_HOURS,
         }),
       ),
+    index_messages: async () => {
+      const { indexed, done } = await indexOlderMessages(sql, INDEXING_MS);
+      if (indexed > 0) log.info('messages_indexed', { indexed, done });
+    },
   };
   // Spread over the hour so that they never run together.
-  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history'];
+  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history', '* * * * * index_messages'];
   return { tasks, crontab };
 }

@@ -553,6 +553,12 @@ describe('deliveries', () => {
     expect(ids(await as('GET', '/deliveries?q=SECOND LINE'))).toEqual([carolDelivery, bobDelivery]);
     expect(ids(await as('GET', `/deliveries?q=progress&thread=${threadId}&agent=carol`))).toEqual([carolDelivery]);
     expect(ids(await as('GET', '/deliveries?q=no such words anywhere'))).toEqual([]);
+    // Text is found through the agents' full-text index: whole words, in its syntax; names by any part.
+    expect(ids(await as('GET', `/deliveries?q=${encodeURIComponent('"check second" -nothing')}`))).toEqual([carolDelivery, bobDelivery]);
+    expect(ids(await as('GET', `/deliveries?q=${encodeURIComponent('"second check"')}`))).toEqual([]);
+    expect(ids(await as('GET', '/deliveries?q=secon'))).toEqual([]);
+    expect(ids(await as('GET', `/deliveries?q=aro&thread=${threadId}`))).toEqual([carolDelivery]);
+    expect(ids(await as('GET', '/deliveries?q=-progress'))).toEqual([]);
     const [{ created }] = await h.db.sql`select created_at as created from deliveries where id = ${bobDelivery}` as any;
     const at = (created as Date).getTime();
     const iso = (ms: number) => new Date(ms).toISOString();

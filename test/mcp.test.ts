@@ -100,7 +100,7 @@ describe('authentication at the HTTP level', () => {
 });
 
 describe('tool list', () => {
-  test('lists the eleven tools with JSON schemas taken from the domain', async () => {
+  test('lists the twelve tools with JSON schemas taken from the domain', async () => {
     const { tools } = await alice.client.listTools();
     expect(tools.map((t) => t.name)).toEqual([
       'check_inbox',
@@ -113,6 +113,7 @@ describe('tool list', () => {
       'add_participant',
       'request_close',
       'message_status',
+      'search_messages',
       'list_messages',
     ]);
     for (const tool of tools) {
@@ -149,6 +150,7 @@ describe('tool list', () => {
       add_participant: ['Add a participant', { title: 'Add a participant', ...records }],
       request_close: ['Request close', { title: 'Request close', ...records }],
       message_status: ['Message status', { title: 'Message status', ...reads }],
+      search_messages: ['Search messages', { title: 'Search messages', ...reads }],
       list_messages: ['List messages', { title: 'List messages', ...records }],
     });
     for (const tool of tools) expect([tool.name, tool.outputSchema?.type]).toEqual([tool.name, 'object']);
@@ -169,6 +171,7 @@ describe('tool list', () => {
       ['acknowledge', { messageId }],
       ['request_close', { threadId: thread.id }],
       ['message_status', { messageId }],
+      ['search_messages', { q: 'structured' }],
     ] as const) {
       const result = await (name === 'request_close' || name === 'message_status' ? alice : bob).client.callTool({ name, arguments: args });
       expect([name, result.isError ?? false, typeof result.structuredContent]).toEqual([name, false, 'object']);

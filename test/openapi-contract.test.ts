@@ -37,9 +37,11 @@ async function openStream(path: string, opts: { key: string; headers?: Record<st
   return reply;
 }
 
-// A path for an operation, its ids those of the thread and delivery made below (or `id`).
+// A path for an operation, its ids those of the thread and delivery made below (or `id`), and the
+// query a search cannot do without.
 const pathOf = (template: string, id?: string) =>
   template
+    .replace(/^\/api\/messages\/search$/, '/api/messages/search?q=first')
     .replace('{threadId}', id ?? threadId)
     .replace('{deliveryId}', id ?? deliveryId)
     .replace('{messageId}', id ?? messageId);
@@ -72,6 +74,7 @@ test('every operation answers its documented success', async () => {
   expect((await call('POST', `/api/threads/${opened.body.data.id}/close`, { key: opener.key })).status).toBe(200);
   expect((await call('GET', `/api/messages/${messageId}/deliveries?waitFor=fetched&wait=0.1`, { key: opener.key })).status).toBe(200);
   expect((await openStream('/api/events', { key: member.key })).status).toBe(200);
+  expect((await call('GET', '/api/messages/search?q=first&limit=1', { key: member.key })).status).toBe(200);
 });
 
 test('every operation answers its own refusals as documented', async () => {
@@ -121,6 +124,10 @@ test('every operation answers its own refusals as documented', async () => {
   expect(await statusOf('POST', close, { key: opener.key })).toBe(200);
   expect(await statusOf('POST', messages, { key: member.key, body: { content: 'too late' } })).toBe(400);
   expect(await statusOf('GET', '/api/events', { key: member.key, headers: { 'last-event-id': 'yesterday' } })).toBe(400);
+  for (const query of ['', 'q=' + 'x'.repeat(201), 'q=-first', 'q=first&after=yesterday']) {
+    expect(await statusOf('GET', `/api/messages/search?${query}`, { key: member.key })).toBe(400);
+  }
+  expect(await statusOf('GET', `/api/messages/search?q=first&threadId=${threadId}`, { key: stranger.key })).toBe(404);
   // Events after this id were removed by the retention sweep.
   await h.db.sql`insert into agent_event_floors (agent_id, xid, seq) select id, '2', 1 from agents where username = ${member.username}`;
   expect(await statusOf('GET', '/api/events?lastEventId=1-1', { key: member.key })).toBe(410);
@@ -212,6 +219,7 @@ test('the document publishes no operation this file does not drive', () => {
       'postMessage',
       'reportDelivered',
       'requestClose',
+      'searchMessages',
     ].sort(),
   );
 });

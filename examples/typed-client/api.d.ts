@@ -172,6 +172,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/messages/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search messages
+         * @description Full-text search over the messages of every thread the caller can see (a participant, the thread not closed), or of one with `threadId`. Words are matched whole, case and accents aside, in the thread title, the summary and the content; the syntax is PostgreSQL's websearch: `invoice format` (both words), `"invoice format"` (the phrase), `-draft` (without), `pdf or csv`. Best match first, the newer first among equals; page with `after`. Each result has a short excerpt, not the body: read a message with the MCP tool read_message or the thread listing. Searching records no read.
+         */
+        get: operations["searchMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/messages/{messageId}/deliveries": {
         parameters: {
             query?: never;
@@ -404,6 +424,43 @@ export interface components {
             createdAt: string;
             /** @description Number of agents that will actually receive the message; check it. */
             recipients: number;
+        };
+        /** MessageSearchHit */
+        MessageSearchHit: {
+            /**
+             * @description Message id, for read_message
+             * @example 01a1ff80-d963-77fb-8efa-675ab5c7dfaa
+             */
+            messageId: string;
+            /**
+             * @description Thread id
+             * @example 01a1ff80-d963-77fb-8efa-675ab5c7dfaa
+             */
+            threadId: string;
+            /** @description Thread title */
+            threadTitle: string;
+            /** @description Username of the sending agent or person */
+            sender: string;
+            /**
+             * Format: date-time
+             * @description When the message was accepted
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            createdAt: string;
+            /** @description The sender's summary, or the first line of a short message that has none */
+            summary: string;
+            /**
+             * @description Up to 300 characters of the content around the matches, on one line, each matching word marked **like this**; " … " joins two passages
+             * @example we agreed the **invoice** **format** is PDF with one line per item
+             */
+            excerpt: string;
+        };
+        /** MessageSearchResults */
+        MessageSearchResults: {
+            /** @description Best match first; the newer first among equals */
+            results: components["schemas"]["MessageSearchHit"][];
+            /** @description Pass as after for the next page; null on the last page */
+            next: string | null;
         };
         /** RecipientStatus */
         RecipientStatus: {
@@ -1354,6 +1411,91 @@ export interface operations {
             };
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    searchMessages: {
+        parameters: {
+            query: {
+                q: string;
+                threadId?: string;
+                limit?: number;
+                after?: string;
+            };
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["MessageSearchResults"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown or archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record, or it is not visible to the caller. */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

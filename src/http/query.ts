@@ -64,3 +64,16 @@ export const ReceiptsQuery = T.Object({
   ),
   wait: waitParameter(`With waitFor: seconds to hold the request, from 0 to ${LIMITS.inboxWaitSeconds}. Any other value is refused (400).`),
 });
+
+export const SearchQuery = T.Object({
+  q: documentedAs({
+    type: 'string',
+    minLength: 1,
+    maxLength: 200,
+    description: 'What to look for, in websearch syntax: words (all must appear), "a phrase", -excluded, or. Required; at most 200 characters.',
+    examples: ['invoice format -draft'],
+  }),
+  threadId: T.Optional(documentedAs({ type: 'string', description: 'Search one thread only; 404 when the caller cannot see it.' })),
+  limit: LimitQuery.properties.limit,
+  after: T.Optional(documentedAs({ type: 'string', description: 'The `next` of the previous page, to read the one after it.' })),
+});

@@ -8,12 +8,14 @@ import { messageReceipts, waitForStep } from '../domain/deliveries/receipts';
 import { waitForInbox, waitSeconds } from '../domain/deliveries/inbox-wait';
 import { listLimit } from '../domain/shared/limits';
 import { listMessagesWithin, postMessage, readMessage } from '../domain/messages/messages';
+import { messageSearch, searchMessages } from '../domain/messages/message-search';
 import {
   Acknowledgement,
   InboxEntry,
   LIMITS,
   MessageReceipts,
   MessageRecord,
+  MessageSearchResults,
   NewMessage,
   NewParticipant,
   NewThread,
@@ -187,6 +189,19 @@ export const tools: Record<string, Tool> = {
         stalledAfterMs: ctx.stalledAfterMs,
         abort: ctx.abort,
       }),
+  },
+  search_messages: {
+    title: 'Search messages',
+    description: 'Find messages in your threads by words: "a phrase", -excluded, or. Best match first, with excerpts; pass next as after for more. Does not mark anything read.',
+    input: T.Object({
+      q: T.String({ minLength: 1, maxLength: 200, description: 'e.g. invoice format -draft' }),
+      threadId: T.Optional(T.String({ description: 'Search one thread only' })),
+      limit: T.Optional(Limit),
+      after: T.Optional(T.String({ description: 'next from the previous result' })),
+    }),
+    output: MessageSearchResults,
+    hints: reads,
+    run: (ctx, args) => searchMessages(ctx.sql, asActor(ctx.agent), messageSearch(args)),
   },
   list_messages: {
     title: 'List messages',

@@ -3,6 +3,7 @@ import { retryingSql, stalledSql, DELIVERY_STATES, type DeliveryState } from './
 import { invalid } from '../shared/errors';
 import { firstIdAt, isId } from '../shared/ids';
 import { containing, searchText } from '../shared/search';
+import { messagesMatching } from '../messages/message-search';
 import { checkStorableText } from '../shared/validate';
 
 // Which deliveries a person is looking at: one state, a recipient, a thread, a search and a time
@@ -68,7 +69,8 @@ function stateSql(sql: Queries, state: DeliveryState, stalledAfterMs: number) {
 
 // Conditions over deliveries `d`, their message `m`, thread `t` and recipient `a`, each preceded by
 // `and`. A search that is an id finds that delivery, message or thread; any other text is looked
-// for in agent names (recipient and sender), the thread's title and the message's text.
+// for in agent names (recipient and sender, any part of them) and, through the full-text index, in
+// the thread's title and the message's summary and content (whole words, as agents search).
 export function filterSql(sql: Queries, f: DeliveryFilter, stalledAfterMs: number) {
   const pattern = f.search && !isId(f.search) ? containing(f.search) : null;
   return sql`
@@ -77,8 +79,7 @@ export function filterSql(sql: Queries, f: DeliveryFilter, stalledAfterMs: numbe
     ${f.threadId ? sql`and d.thread_id = ${f.threadId}` : sql``}
     ${f.search && isId(f.search) ? sql`and (d.id = ${f.search} or d.message_id = ${f.search} or d.thread_id = ${f.search})` : sql``}
     ${pattern
-      ? sql`and (a.username ilike ${pattern} or m.sender ilike ${pattern} or t.title ilike ${pattern}
-                 or m.summary ilike ${pattern} or m.content ilike ${pattern})`
+      ? sql`and (a.username ilike ${pattern} or m.sender ilike ${pattern} or d.message_id in (${messagesMatching(sql, f.search!)}))`
       : sql``}
     ${f.from ? sql`and d.id >= ${firstIdAt(f.from.getTime() - ID_CLOCK_ROOM_MS)} and d.created_at >= ${f.from}` : sql``}
     ${f.to ? sql`and d.id < ${firstIdAt(f.to.getTime() + ID_CLOCK_ROOM_MS)} and d.created_at < ${new Date(f.to.getTime() + 1)}` : sql``}`;

@@ -142,3 +142,29 @@ export const MessageReceipts = T.Object(
   { title: 'MessageReceipts' },
 );
 export type MessageReceipts = Static<typeof MessageReceipts>;
+
+export const MessageSearchHit = T.Object(
+  {
+    messageId: Id('Message id, for read_message'),
+    threadId: Id('Thread id'),
+    threadTitle: T.String({ description: 'Thread title' }),
+    sender: T.String({ description: 'Username of the sending agent or person' }),
+    createdAt: Timestamp('When the message was accepted'),
+    summary: T.String({ description: "The sender's summary, or the first line of a short message that has none" }),
+    excerpt: T.String({
+      description: 'Up to 300 characters of the content around the matches, on one line, each matching word marked **like this**; " … " joins two passages',
+      examples: ['we agreed the **invoice** **format** is PDF with one line per item'],
+    }),
+  },
+  { title: 'MessageSearchHit' },
+);
+export type MessageSearchHit = Static<typeof MessageSearchHit>;
+
+export const MessageSearchResults = T.Object(
+  {
+    results: T.Array(MessageSearchHit, { description: 'Best match first; the newer first among equals' }),
+    next: T.Union([T.String(), T.Null()], { description: 'Pass as after for the next page; null on the last page' }),
+  },
+  { title: 'MessageSearchResults' },
+);
+export type MessageSearchResults = Static<typeof MessageSearchResults>;

@@ -344,7 +344,7 @@ export function DeliveriesPage() {
     <form key=${formKey} class="filters" role="search" aria-label="Filter deliveries" onSubmit=${apply}>
       <div class="field wide">
         <label for="filter-q">Search</label>
-        <input id="filter-q" name="q" type="search" defaultValue=${filters.q} placeholder="Message, delivery or thread id, agent, title or text" />
+        <input id="filter-q" name="q" type="search" defaultValue=${filters.q} placeholder="Id, agent name, or words of a title or message" />
       </div>
       <div class="field">
         <label for="filter-state">State</label>

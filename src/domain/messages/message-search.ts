@@ -1,0 +1,149 @@
+import type { Queries, Sql } from '../../db/connect';
+import type { Actor } from '../agents/actors';
+import { invalid } from '../shared/errors';
+import { isId } from '../shared/ids';
+import { listLimit } from '../shared/limits';
+import { LIMITS, type MessageSearchHit, type MessageSearchResults } from '../shared/schemas';
+import { searchText } from '../shared/search';
+import { agentSeesThread, threadNotFound } from '../threads/visibility';
+import { oneLine } from './summary-line';
+
+// Full-text search over the messages an agent can see (sql/020_message_search.sql holds the index
+// and says why its text-search configuration is 'simple' with accents folded). The query is
+// PostgreSQL's websearch syntax: words (all must appear), "quoted phrases", -excluded, or.
+
+// The one reading of a query, for agents and for the dashboard alike.
+const tsquery = (sql: Queries, text: string) => sql`websearch_to_tsquery('ams_search', ${text})`;
+
+// The messages whose title, summary or content match `text`, as a set of ids. A query that the
+// index cannot answer (only exclusions, or no words at all) matches nothing rather than reading
+// every message; PostgreSQL decides that once, while planning.
+export const messagesMatching = (sql: Queries, text: string) => sql`
+  select ms.message_id from message_search ms
+  where querytree(${tsquery(sql, text)}) not in ('', 'T') and ms.document @@ ${tsquery(sql, text)}`;
+
+export type MessageSearch = { text: string; threadId: string | null; limit: number; after: SearchCursor | null };
+
+// Where a page ends: the last result's rank and id. Opaque to clients, as `<rank>_<id>`.
+type SearchCursor = { rank: string; id: string };
+const CURSOR = /^(\d+(?:\.\d+)?(?:e-\d+)?)_([0-9a-f-]{36})$/;
+
+const NO_WORDS =
+  'q has no words to search for: give at least one word that is not excluded with -';
+
+// From query values or tool arguments: `q` required (at most 200 characters), `threadId` to keep
+// to one thread, `limit` by the rule of every list, `after` the `next` of the previous page.
+export function messageSearch(raw: Record<string, unknown>): MessageSearch {
+  const text = searchText(raw.q);
+  if (text === null) throw invalid('q is required: the words to search for', 'q');
+  const threadId = raw.threadId === undefined || raw.threadId === null || raw.threadId === '' ? null : raw.threadId;
+  if (threadId !== null && !isId(threadId)) throw threadNotFound();
+  let after: SearchCursor | null = null;
+  if (raw.after !== undefined && raw.after !== null && raw.after !== '') {
+    const match = typeof raw.after === 'string' ? CURSOR.exec(raw.after) : null;
+    if (!match || !isId(match[2])) throw invalid('after must be the next value of the previous page', 'after');
+    after = { rank: match[1]!, id: match[2] };
+  }
+  return { text, threadId, limit: listLimit(raw.limit), after };
+}
+
+type HitRow = {
+  messageId: string;
+  threadId: string;
+  threadTitle: string;
+  sender: string;
+  createdAt: Date;
+  summary: string | null;
+  // Read only when there is no summary to show instead (such a message is short).
+  content: string | null;
+  excerpt: string;
+  cursor: string;
+};
+
+// How long an excerpt may be, in characters: a few lines around the matches.
+const EXCERPT_MAX = 300;
+
+// Best match first (ts_rank, shorter messages above long ones that mention the words in passing),
+// the newer first among equals. Records no read: only reading a message does.
+export async function searchMessages(sql: Sql, actor: Actor, search: MessageSearch): Promise<MessageSearchResults> {
+  const [check] = await sql<{ searchable: boolean; visible: boolean }[]>`
+    select querytree(${tsquery(sql, search.text)}) not in ('', 'T') as searchable,
+           ${search.threadId ? agentSeesThread(sql, sql`${search.threadId}::uuid`, actor.id) : sql`true`} as visible`;
+  if (!check!.visible) throw threadNotFound();
+  if (!check!.searchable) throw invalid(NO_WORDS, 'q');
+  const rows = await sql<HitRow[]>`
+    select page.message_id as "messageId", page.thread_id as "threadId", t.title as "threadTitle", m.sender,
+           m.created_at as "createdAt", m.summary, case when m.summary is null then m.content end as content,
+           ts_headline('ams_search', m.content, page.query,
+                       'StartSel=**, StopSel=**, MaxWords=30, MinWords=12, ShortWord=2, MaxFragments=2, FragmentDelimiter=" … "') as excerpt,
+           page.rank::text || '_' || page.message_id::text as cursor
+    from (
+      select hit.message_id, hit.thread_id, hit.rank, hit.query
+      from (
+        select ms.message_id, ms.thread_id, ts_rank(ms.document, q.query, 1) as rank, q.query
+        from message_search ms, (select ${tsquery(sql, search.text)} as query) q
+        where ms.document @@ q.query
+          ${search.threadId ? sql`and ms.thread_id = ${search.threadId}` : sql``}
+          and ${agentSeesThread(sql, sql`ms.thread_id`, actor.id)}
+      ) hit
+      where true ${search.after ? sql`and (hit.rank, hit.message_id) < (${search.after.rank}::real, ${search.after.id}::uuid)` : sql``}
+      order by hit.rank desc, hit.message_id desc
+      limit ${search.limit + 1}
+    ) page
+    join messages m on m.id = page.message_id
+    join threads t on t.id = page.thread_id
+    order by page.rank desc, page.message_id desc`;
+  const results: MessageSearchHit[] = rows.slice(0, search.limit).map((r) => ({
+    messageId: r.messageId,
+    threadId: r.threadId,
+    threadTitle: r.threadTitle,
+    sender: r.sender,
+    createdAt: r.createdAt.toISOString(),
+    summary: r.summary ?? oneLine(null, r.content!, LIMITS.summary),
+    excerpt: excerptOf(r.excerpt),
+  }));
+  return { results, next: rows.length > search.limit ? rows[search.limit - 1]!.cursor : null };
+}
+
+// On one line, and short: whitespace runs become one space, and an over-long excerpt (a long
+// unbroken word, a URL) is cut on a code point with an ellipsis.
+function excerptOf(headline: string): string {
+  const chars = Array.from(headline.trim().replace(/\s+/g, ' '));
+  return chars.length <= EXCERPT_MAX ? chars.join('') : `${chars.slice(0, EXCERPT_MAX - 1).join('')}…`;
+}
+
+// Indexes, a batch at a time, the messages that were there before search was (the migration
+// records how far to go; every later message is indexed by its own insert). A batch is one short
+// statement that claims the walk's row, so that workers running it together take turns rather
+// than doing each other's work. Stops when the walk is done, another worker holds it, or after
+// `forMs`, to go on at the next run.
+export async function indexOlderMessages(sql: Sql, forMs: number, batch = 2_000): Promise<{ indexed: number; done: boolean }> {
+  const until = performance.now() + forMs;
+  let indexed = 0;
+  for (;;) {
+    const [step] = await sql<{ claimed: boolean; indexed: number; done: boolean }[]>`
+      with walk as (
+        select up_to, indexed_through from message_search_backfill where done_at is null for update skip locked
+      ), batch as (
+        select m.id, m.thread_id, m.summary, m.content from messages m, walk
+        where m.id <= walk.up_to and (walk.indexed_through is null or m.id > walk.indexed_through)
+        order by m.id limit ${batch}
+      ), added as (
+        insert into message_search (message_id, thread_id, document)
+        select b.id, b.thread_id, message_document(t.title, b.summary, b.content) from batch b join threads t on t.id = b.thread_id
+        on conflict (message_id) do nothing
+        returning 1
+      ), moved as (
+        update message_search_backfill
+        set indexed_through = coalesce((select id from batch order by id desc limit 1), walk.indexed_through),
+            done_at = case when (select count(*) from batch) < ${batch} then now() end
+        from walk
+        returning done_at
+      )
+      select exists (select 1 from walk) as claimed, (select count(*) from added)::int as indexed,
+             case when exists (select 1 from walk) then (select done_at is not null from moved)
+                  else (select done_at is not null from message_search_backfill) end as done`;
+    indexed += step!.indexed;
+    if (!step!.claimed || step!.done || performance.now() >= until) return { indexed, done: step!.done };
+  }
+}
