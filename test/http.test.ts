@@ -130,6 +130,7 @@ describe('OpenAPI', () => {
         'GET /api/threads/{threadId}/messages',
         'POST /api/threads/{threadId}/messages',
         'GET /api/messages/{messageId}/deliveries',
+        'GET /api/messages/search',
         'GET /api/events',
       ].sort(),
     );
@@ -160,6 +161,8 @@ describe('OpenAPI', () => {
         'Message',
         'MessageCreatedEvent',
         'MessageReceipts',
+        'MessageSearchHit',
+        'MessageSearchResults',
         'NewMessage',
         'NewParticipant',
         'NewThread',
