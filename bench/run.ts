@@ -17,9 +17,11 @@ const root = new URL('..', import.meta.url).pathname;
 const started = performance.now();
 const step = (line: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
 
-// The ten-drain check runs alone, on a fresh database of its own (bench/drains.ts).
-if (process.env.BENCH_ONLY === 'drains') {
-  process.exit(Bun.spawnSync(['bun', 'bench/drains.ts'], { cwd: root, stdout: 'inherit', stderr: 'inherit' }).exitCode);
+// The ten-drain check and the growth check run alone, each on a fresh database of its own
+// (bench/drains.ts, bench/scale.ts).
+const alone: Record<string, string> = { drains: 'bench/drains.ts', scale: 'bench/scale.ts' };
+if (process.env.BENCH_ONLY && alone[process.env.BENCH_ONLY]) {
+  process.exit(Bun.spawnSync(['bun', alone[process.env.BENCH_ONLY]!], { cwd: root, stdout: 'inherit', stderr: 'inherit' }).exitCode);
 }
 
 step('fresh database');

@@ -368,6 +368,7 @@ CREATE TABLE public.message_search (
     CONSTRAINT message_search_pkey PRIMARY KEY (message_id)
 );
 CREATE INDEX message_search_document_idx ON public.message_search USING gin (document);
+CREATE INDEX message_search_thread_idx ON public.message_search USING btree (thread_id);
 
 CREATE TABLE public.message_search_backfill (
     singleton boolean DEFAULT true NOT NULL,

@@ -26,13 +26,16 @@ $$;
 -- One row per message, beside it rather than a column of it: adding a column filled for every row
 -- would rewrite the messages table under an exclusive lock, and the document carries the thread's
 -- title, which is not the message's (titles never change). thread_id is the message's, so that
--- the visibility rule and a thread filter are applied before any message is read.
+-- the visibility rule and a thread filter apply through the index before any document is read.
 create table message_search (
   message_id uuid primary key references messages (id) on delete cascade,
   thread_id uuid not null,
   document tsvector not null
 );
 create index message_search_document_idx on message_search using gin (document);
+-- An agent's search starts from its threads: with this index PostgreSQL intersects them with the
+-- words' matches instead of reading every match in the table.
+create index message_search_thread_idx on message_search (thread_id);
 
 -- Every message is indexed in the statement that inserts it, by whichever release inserted it: a
 -- post by the previous release during an upgrade is found too. Once per statement, so that a

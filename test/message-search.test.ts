@@ -232,6 +232,10 @@ describe('odd input', () => {
     await refused({ q: 'okapi\u0000' }, 'The request URL must not contain the NUL character (%00).');
     await refused({ q: 'okapi', after: 'page-2' }, 'after must be the next value of the previous page');
     await refused({ q: 'okapi', after: '0.5_not-an-id' }, 'after must be the next value of the previous page');
+    // Numbers a rank (a PostgreSQL real) can never be.
+    for (const rank of ['1e-50', '9'.repeat(50)]) {
+      await refused({ q: 'okapi', after: `${rank}_01a1ff80-d963-77fb-8efa-675ab5c7dfaa` }, 'after must be the next value of the previous page');
+    }
 
     for (const q of ['x'.repeat(200), 'é'.repeat(200), 'a & b | c ! d <-> e', "o'brien:* (x)", 'or', 'or or or okapi']) {
       const res = await search(bob.key, { q });

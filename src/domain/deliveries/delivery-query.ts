@@ -3,7 +3,7 @@ import { retryingSql, stalledSql, DELIVERY_STATES, type DeliveryState } from './
 import { invalid } from '../shared/errors';
 import { firstIdAt, isId } from '../shared/ids';
 import { containing, searchText } from '../shared/search';
-import { messagesMatching } from '../messages/message-search';
+import { messageMatches } from '../messages/message-search';
 import { checkStorableText } from '../shared/validate';
 
 // Which deliveries a person is looking at: one state, a recipient, a thread, a search and a time
@@ -79,7 +79,7 @@ export function filterSql(sql: Queries, f: DeliveryFilter, stalledAfterMs: numbe
     ${f.threadId ? sql`and d.thread_id = ${f.threadId}` : sql``}
     ${f.search && isId(f.search) ? sql`and (d.id = ${f.search} or d.message_id = ${f.search} or d.thread_id = ${f.search})` : sql``}
     ${pattern
-      ? sql`and (a.username ilike ${pattern} or m.sender ilike ${pattern} or d.message_id in (${messagesMatching(sql, f.search!)}))`
+      ? sql`and (a.username ilike ${pattern} or m.sender ilike ${pattern} or exists (${messageMatches(sql, sql`d.message_id`, f.search!)}))`
       : sql``}
     ${f.from ? sql`and d.id >= ${firstIdAt(f.from.getTime() - ID_CLOCK_ROOM_MS)} and d.created_at >= ${f.from}` : sql``}
     ${f.to ? sql`and d.id < ${firstIdAt(f.to.getTime() + ID_CLOCK_ROOM_MS)} and d.created_at < ${new Date(f.to.getTime() + 1)}` : sql``}`;

@@ -1,3 +1,4 @@
+import type { PendingQuery, Row } from 'postgres';
 import type { Queries, Sql } from '../../db/connect';
 import type { Actor } from '../agents/actors';
 import { invalid } from '../shared/errors';
@@ -5,7 +6,7 @@ import { isId } from '../shared/ids';
 import { listLimit } from '../shared/limits';
 import { LIMITS, type MessageSearchHit, type MessageSearchResults } from '../shared/schemas';
 import { searchText } from '../shared/search';
-import { agentSeesThread, threadNotFound } from '../threads/visibility';
+import { agentSeesThread, threadNotFound, threadsAgentSees } from '../threads/visibility';
 import { oneLine } from './summary-line';
 
 // Full-text search over the messages an agent can see (sql/020_message_search.sql holds the index
@@ -15,12 +16,13 @@ import { oneLine } from './summary-line';
 // The one reading of a query, for agents and for the dashboard alike.
 const tsquery = (sql: Queries, text: string) => sql`websearch_to_tsquery('ams_search', ${text})`;
 
-// The messages whose title, summary or content match `text`, as a set of ids. A query that the
-// index cannot answer (only exclusions, or no words at all) matches nothing rather than reading
-// every message; PostgreSQL decides that once, while planning.
-export const messagesMatching = (sql: Queries, text: string) => sql`
-  select ms.message_id from message_search ms
-  where querytree(${tsquery(sql, text)}) not in ('', 'T') and ms.document @@ ${tsquery(sql, text)}`;
+// A row when the message `messageId` (a column) matches `text` in its title, summary or content:
+// tested row by row, as a list read newest first until a page is full needs it (a set of every
+// match would be millions of ids for a common word). A query that the index cannot answer (only
+// exclusions, or no words at all) matches nothing; PostgreSQL decides that once, while planning.
+export const messageMatches = (sql: Queries, messageId: PendingQuery<Row[]>, text: string) => sql`
+  select 1 from message_search ms
+  where ms.message_id = ${messageId} and querytree(${tsquery(sql, text)}) not in ('', 'T') and ms.document @@ ${tsquery(sql, text)}`;
 
 export type MessageSearch = { text: string; threadId: string | null; limit: number; after: SearchCursor | null };
 
@@ -41,7 +43,11 @@ export function messageSearch(raw: Record<string, unknown>): MessageSearch {
   let after: SearchCursor | null = null;
   if (raw.after !== undefined && raw.after !== null && raw.after !== '') {
     const match = typeof raw.after === 'string' ? CURSOR.exec(raw.after) : null;
-    if (!match || !isId(match[2])) throw invalid('after must be the next value of the previous page', 'after');
+    // A rank is a PostgreSQL real: a number it cannot hold was never a rank it answered.
+    const rank = match ? Math.fround(Number(match[1])) : NaN;
+    if (!match || !isId(match[2]) || !Number.isFinite(rank) || (rank === 0 && Number(match[1]) !== 0)) {
+      throw invalid('after must be the next value of the previous page', 'after');
+    }
     after = { rank: match[1]!, id: match[2] };
   }
   return { text, threadId, limit: listLimit(raw.limit), after };
@@ -83,8 +89,7 @@ export async function searchMessages(sql: Sql, actor: Actor, search: MessageSear
         select ms.message_id, ms.thread_id, ts_rank(ms.document, q.query, 1) as rank, q.query
         from message_search ms, (select ${tsquery(sql, search.text)} as query) q
         where ms.document @@ q.query
-          ${search.threadId ? sql`and ms.thread_id = ${search.threadId}` : sql``}
-          and ${agentSeesThread(sql, sql`ms.thread_id`, actor.id)}
+          and ${search.threadId ? sql`ms.thread_id = ${search.threadId} and ${agentSeesThread(sql, sql`ms.thread_id`, actor.id)}` : sql`ms.thread_id = any(array(${threadsAgentSees(sql, actor.id)}))`}
       ) hit
       where true ${search.after ? sql`and (hit.rank, hit.message_id) < (${search.after.rank}::real, ${search.after.id}::uuid)` : sql``}
       order by hit.rank desc, hit.message_id desc
@@ -125,9 +130,13 @@ export async function indexOlderMessages(sql: Sql, forMs: number, batch = 2_000)
       with walk as (
         select up_to, indexed_through from message_search_backfill where done_at is null for update skip locked
       ), batch as (
-        select m.id, m.thread_id, m.summary, m.content from messages m, walk
-        where m.id <= walk.up_to and (walk.indexed_through is null or m.id > walk.indexed_through)
+        -- Bounds as values, so that the scan starts where the walk stands; each row held until the
+        -- batch commits, so that retention deleting it meanwhile waits instead of failing the batch.
+        select m.id, m.thread_id, m.summary, m.content from messages m
+        where m.id <= (select up_to from walk)
+          and m.id > coalesce((select indexed_through from walk), '00000000-0000-0000-0000-000000000000')
         order by m.id limit ${batch}
+        for key share of m
       ), added as (
         insert into message_search (message_id, thread_id, document)
         select b.id, b.thread_id, message_document(t.title, b.summary, b.content) from batch b join threads t on t.id = b.thread_id
