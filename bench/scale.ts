@@ -308,7 +308,8 @@ try {
   progress('retention: one day of the attempt log, then one day of messages (the oldest), as the hourly sweep deletes them');
   const [oldest] = await admin<{ days: number }[]>`select extract(epoch from now() - min(created_at)) / 86400 as days from messages`;
   const [attemptsOldest] = await admin<{ days: number }[]>`select extract(epoch from now() - min(attempted_at)) / 86400 as days from delivery_attempts`;
-  const retain = (days: number) => Math.floor(days);
+  // Keeping whole days up to one less than the oldest row's age deletes that oldest day.
+  const retain = (days: number) => Math.ceil(days) - 1;
   let t = performance.now();
   const attempts = await pruneHistory(sql, { attemptLogDays: retain(attemptsOldest!.days), deadJobDays: 7, messageDays: null, eventHours: 168 });
   const attemptSeconds = (performance.now() - t) / 1000;

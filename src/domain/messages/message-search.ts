@@ -72,12 +72,22 @@ const EXCERPT_MAX = 300;
 // Best match first (ts_rank, shorter messages above long ones that mention the words in passing),
 // the newer first among equals. Records no read: only reading a message does.
 export async function searchMessages(sql: Sql, actor: Actor, search: MessageSearch): Promise<MessageSearchResults> {
-  const [check] = await sql<{ searchable: boolean; visible: boolean }[]>`
-    select querytree(${tsquery(sql, search.text)}) not in ('', 'T') as searchable,
-           ${search.threadId ? agentSeesThread(sql, sql`${search.threadId}::uuid`, actor.id) : sql`true`} as visible`;
+  // Planned for the words asked each time: a plan cached for one query (PostgreSQL's generic plan,
+  // after five runs of a prepared statement) would serve a rare word and a common one alike, and
+  // for a common word read every match in the table instead of the agent's threads.
+  return sql.begin('read only', async (tx) => {
+    await tx`set local plan_cache_mode = force_custom_plan`;
+    return searchWithin(tx, actor, search);
+  });
+}
+
+async function searchWithin(tx: Queries, actor: Actor, search: MessageSearch): Promise<MessageSearchResults> {
+  const [check] = await tx<{ searchable: boolean; visible: boolean }[]>`
+    select querytree(${tsquery(tx, search.text)}) not in ('', 'T') as searchable,
+           ${search.threadId ? agentSeesThread(tx, tx`${search.threadId}::uuid`, actor.id) : tx`true`} as visible`;
   if (!check!.visible) throw threadNotFound();
   if (!check!.searchable) throw invalid(NO_WORDS, 'q');
-  const rows = await sql<HitRow[]>`
+  const rows = await tx<HitRow[]>`
     select page.message_id as "messageId", page.thread_id as "threadId", t.title as "threadTitle", m.sender,
            m.created_at as "createdAt", m.summary, case when m.summary is null then m.content end as content,
            ts_headline('ams_search', m.content, page.query,
@@ -87,11 +97,11 @@ export async function searchMessages(sql: Sql, actor: Actor, search: MessageSear
       select hit.message_id, hit.thread_id, hit.rank, hit.query
       from (
         select ms.message_id, ms.thread_id, ts_rank(ms.document, q.query, 1) as rank, q.query
-        from message_search ms, (select ${tsquery(sql, search.text)} as query) q
+        from message_search ms, (select ${tsquery(tx, search.text)} as query) q
         where ms.document @@ q.query
-          and ${search.threadId ? sql`ms.thread_id = ${search.threadId} and ${agentSeesThread(sql, sql`ms.thread_id`, actor.id)}` : sql`ms.thread_id = any(array(${threadsAgentSees(sql, actor.id)}))`}
+          and ${search.threadId ? tx`ms.thread_id = ${search.threadId} and ${agentSeesThread(tx, tx`ms.thread_id`, actor.id)}` : tx`ms.thread_id = any(array(${threadsAgentSees(tx, actor.id)}))`}
       ) hit
-      where true ${search.after ? sql`and (hit.rank, hit.message_id) < (${search.after.rank}::real, ${search.after.id}::uuid)` : sql``}
+      where true ${search.after ? tx`and (hit.rank, hit.message_id) < (${search.after.rank}::real, ${search.after.id}::uuid)` : tx``}
       order by hit.rank desc, hit.message_id desc
       limit ${search.limit + 1}
     ) page
