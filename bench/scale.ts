@@ -3,7 +3,8 @@
 // SCALE_SIZES (default 1 000 000 and 10 000 000 messages) with the shapes of a busy deployment:
 // 2 000 agents, threads of two to four participants with about 20 messages each, one delivery per
 // other participant, a month of traffic per million messages (so that a larger database is a
-// longer history, not a busier day). At each size the domain's own calls (what each door runs,
+// longer history, not a busier day; the searching agent's own threads are all in the newest
+// month, so that it sees the same at every size). At each size the domain's own calls (what each door runs,
 // without HTTP) are timed one after another, SCALE_SAMPLES times (default 200) after a warm-up:
 // p50 and p99 in milliseconds, and the ratio of the largest size to the smallest. Flat means a
 // ratio near 1. Then, on the largest, what retention costs: one day of messages and of the attempt
@@ -109,6 +110,10 @@ type Fill = { messages: number; threads: number; deliveries: number; fillSeconds
 // `endMs`; the threads they go to are new.
 async function fill(from: number, count: number, endMs: number): Promise<Fill> {
   const startMs = endMs - Math.round(count * MS_PER_MESSAGE);
+  // The older history is other agents': the searching agent and its partner (agents 1 and 2) take
+  // part in the newest month only, so that what an agent can see stays the same at every size and
+  // the figures show what the table's size costs, not a larger share of it.
+  const [first, pool] = from === 0 ? [1, AGENTS] : [3, AGENTS - 2];
   const firstThread = from / MESSAGES_PER_THREAD + 1;
   const threads = count / MESSAGES_PER_THREAD;
   let searchIndexSeconds = 0;
@@ -122,11 +127,11 @@ async function fill(from: number, count: number, endMs: number): Promise<Fill> {
       await tx.unsafe(`
         insert into bench_threads (n, id, ms, members)
         select t, ${idOf('ms', 't', 'a')}, ms, case
-            when c < 0.60 then array[1 + r, 1 + (r + d1) % ${AGENTS}]
-            when c < 0.85 then array[1 + r, 1 + (r + d1) % ${AGENTS}, 1 + (r + d1 + d2) % ${AGENTS}]
-            else array[1 + r, 1 + (r + d1) % ${AGENTS}, 1 + (r + d1 + d2) % ${AGENTS}, 1 + (r + d1 + d2 + d3) % ${AGENTS}] end
+            when c < 0.60 then array[${first} + r, ${first} + (r + d1) % ${pool}]
+            when c < 0.85 then array[${first} + r, ${first} + (r + d1) % ${pool}, ${first} + (r + d1 + d2) % ${pool}]
+            else array[${first} + r, ${first} + (r + d1) % ${pool}, ${first} + (r + d1 + d2) % ${pool}, ${first} + (r + d1 + d2 + d3) % ${pool}] end
         from (select t, ${startMs}::bigint + ((t - ${firstThread})::float8 * ${endMs - startMs} / ${threads})::bigint as ms, random() as c,
-                     floor(random() * ${AGENTS})::int as r, 1 + floor(random() * 600)::int as d1, 1 + floor(random() * 600)::int as d2,
+                     floor(random() * ${pool})::int as r, 1 + floor(random() * 600)::int as d1, 1 + floor(random() * 600)::int as d2,
                      1 + floor(random() * 600)::int as d3
               from generate_series(${firstThread}, ${firstThread + threads - 1}) t) x`);
       await tx.unsafe(`
@@ -186,9 +191,23 @@ async function fill(from: number, count: number, endMs: number): Promise<Fill> {
   const fillSeconds = round((performance.now() - t) / 1000, 0);
   progress('vacuum analyze');
   await admin`vacuum analyze`;
+  await autovacuumDone();
   const [counts] = await admin<{ threads: number; deliveries: number }[]>`
     select (select count(*) from threads)::int as threads, (select count(*) from deliveries)::int as deliveries`;
   return { messages: from + count, threads: counts!.threads, deliveries: counts!.deliveries, fillSeconds, searchIndexSeconds, indexSeconds };
+}
+
+// Autovacuum takes up a freshly filled table in its own time and slows everything while it works:
+// the figures are taken once it has finished (up to 15 minutes).
+async function autovacuumDone() {
+  const deadline = performance.now() + 15 * 60_000;
+  for (;;) {
+    const [busy] = await admin<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker' and datname = current_database()`;
+    if (busy!.n === 0 || performance.now() > deadline) return;
+    progress('waiting for autovacuum to finish');
+    await Bun.sleep(10_000);
+  }
 }
 
 // ---- the figures ----
@@ -308,8 +327,8 @@ try {
   progress('retention: one day of the attempt log, then one day of messages (the oldest), as the hourly sweep deletes them');
   const [oldest] = await admin<{ days: number }[]>`select extract(epoch from now() - min(created_at)) / 86400 as days from messages`;
   const [attemptsOldest] = await admin<{ days: number }[]>`select extract(epoch from now() - min(attempted_at)) / 86400 as days from delivery_attempts`;
-  // Keeping whole days up to one less than the oldest row's age deletes that oldest day.
-  const retain = (days: number) => Math.ceil(days) - 1;
+  // Keeping one whole day less than the oldest row's age deletes at least its oldest day.
+  const retain = (days: number) => Math.floor(days) - 1;
   let t = performance.now();
   const attempts = await pruneHistory(sql, { attemptLogDays: retain(attemptsOldest!.days), deadJobDays: 7, messageDays: null, eventHours: 168 });
   const attemptSeconds = (performance.now() - t) / 1000;

@@ -26,7 +26,9 @@ export const messageMatches = (sql: Queries, messageId: PendingQuery<Row[]>, tex
 
 export type MessageSearch = { text: string; threadId: string | null; limit: number; after: SearchCursor | null };
 
-// Where a page ends: the last result's rank and id. Opaque to clients, as `<rank>_<id>`.
+// Where a page ends: the last result's rank and id. Opaque to clients, as `<rank>_<id>`; the rank
+// (a real) printed as a double, whose digits read back to the same real whatever the session's
+// extra_float_digits.
 type SearchCursor = { rank: string; id: string };
 const CURSOR = /^(\d+(?:\.\d+)?(?:e-\d+)?)_([0-9a-f-]{36})$/;
 
@@ -92,7 +94,7 @@ async function searchWithin(tx: Queries, actor: Actor, search: MessageSearch): P
            m.created_at as "createdAt", m.summary, case when m.summary is null then m.content end as content,
            ts_headline('ams_search', m.content, page.query,
                        'StartSel=**, StopSel=**, MaxWords=30, MinWords=12, ShortWord=2, MaxFragments=2, FragmentDelimiter=" … "') as excerpt,
-           page.rank::text || '_' || page.message_id::text as cursor
+           page.rank::float8::text || '_' || page.message_id::text as cursor
     from (
       select hit.message_id, hit.thread_id, hit.rank, hit.query
       from (
