@@ -105,6 +105,9 @@ test('an MCP SDK client signs in through the browser, acts as the chosen agent, 
   await page.getByRole('radio', { name: 'hosted-agent' }).check();
   await page.getByRole('button', { name: 'Approve' }).click();
   const back = await returned.promise;
+  // The callback server has the request before the browser has finished arriving there: leaving
+  // the page earlier would be interrupted by that navigation.
+  await page.waitForURL(/\/callback\?/);
   expect(back.searchParams.get('state')).toBe(storage.expectedState);
   expect(back.searchParams.get('iss')).toBe(base);
   const code = back.searchParams.get('code')!;
@@ -197,6 +200,7 @@ test('an MCP SDK client named by its metadata document connects without register
     await page.getByRole('radio', { name: 'document-agent' }).check();
     await page.getByRole('button', { name: 'Approve' }).click();
     const back = await returned.promise;
+    await page.waitForURL(/\/callback\?/);
     await new StreamableHTTPClientTransport(mcpUrl, { authProvider: storage }).finishAuth(back.searchParams.get('code')!);
     const client = new Client({ name: 'doc-host', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: storage }));
