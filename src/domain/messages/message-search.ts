@@ -27,8 +27,8 @@ export const messageMatches = (sql: Queries, messageId: PendingQuery<Row[]>, tex
 export type MessageSearch = { text: string; threadId: string | null; limit: number; after: SearchCursor | null };
 
 // Where a page ends: the last result's rank and id. Opaque to clients, as `<rank>_<id>`; the rank
-// (a real) printed as a double, whose digits read back to the same real whatever the session's
-// extra_float_digits.
+// (a real) printed as a double, whose digits read back to the same real at any extra_float_digits
+// from -6 up (PostgreSQL's default is 1; nothing here lowers it).
 type SearchCursor = { rank: string; id: string };
 const CURSOR = /^(\d+(?:\.\d+)?(?:e-\d+)?)_([0-9a-f-]{36})$/;
 
@@ -143,7 +143,8 @@ export async function indexOlderMessages(sql: Sql, forMs: number, batch = 2_000)
         select up_to, indexed_through from message_search_backfill where done_at is null for update skip locked
       ), batch as (
         -- Bounds as values, so that the scan starts where the walk stands; each row held until the
-        -- batch commits, so that retention deleting it meanwhile waits instead of failing the batch.
+        -- batch commits, so that retention deleting it meanwhile waits instead of failing the batch
+        -- (both lock in id order, so neither waits for the other in a cycle).
         select m.id, m.thread_id, m.summary, m.content from messages m
         where m.id <= (select up_to from walk)
           and m.id > coalesce((select indexed_through from walk), '00000000-0000-0000-0000-000000000000')

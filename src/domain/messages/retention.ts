@@ -34,11 +34,13 @@ export async function pruneHistory(sql: Sql, retention: Retention): Promise<Prun
   let messages = 0;
   if (retention.messageDays !== null) {
     const messageCutoff = daysAgo(retention.messageDays);
-    // Deliveries and their attempts go with their message (on delete cascade).
+    // Deliveries and their attempts go with their message (on delete cascade). Rows are locked in
+    // id order, the order the search index's catching up holds them in (message-search.ts), so
+    // that the two wait for each other instead of deadlocking.
     messages = await inBatches(async () => {
       const rows = await sql<{ deleted: number }[]>`
         delete from messages where id in (
-          select id from messages where created_at < ${messageCutoff} order by id limit ${BATCH})
+          select id from messages where created_at < ${messageCutoff} order by id limit ${BATCH} for update)
         returning 1 as deleted`;
       return rows.length;
     });
