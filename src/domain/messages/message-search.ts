@@ -7,7 +7,7 @@ import { listLimit } from '../shared/limits';
 import { LIMITS, type MessageSearchHit, type MessageSearchResults } from '../shared/schemas';
 import { searchText } from '../shared/search';
 import { agentSeesThread, threadNotFound, threadsAgentSees } from '../threads/visibility';
-import { oneLine } from './summary-line';
+import { oneLine, shortened } from './summary-line';
 
 // Full-text search over the messages an agent can see (sql/020_message_search.sql holds the index
 // and says why its text-search configuration is 'simple' with accents folded). The query is
@@ -68,7 +68,8 @@ type HitRow = {
   cursor: string;
 };
 
-// How long an excerpt may be, in characters: a few lines around the matches.
+// How long an excerpt may be, in characters: a few lines around the matches, on one line (an
+// over-long word or URL is cut).
 const EXCERPT_MAX = 300;
 
 // Best match first (ts_rank, shorter messages above long ones that mention the words in passing),
@@ -117,16 +118,9 @@ async function searchWithin(tx: Queries, actor: Actor, search: MessageSearch): P
     sender: r.sender,
     createdAt: r.createdAt.toISOString(),
     summary: r.summary ?? oneLine(null, r.content!, LIMITS.summary),
-    excerpt: excerptOf(r.excerpt),
+    excerpt: shortened(r.excerpt, EXCERPT_MAX),
   }));
   return { results, next: rows.length > search.limit ? rows[search.limit - 1]!.cursor : null };
-}
-
-// On one line, and short: whitespace runs become one space, and an over-long excerpt (a long
-// unbroken word, a URL) is cut on a code point with an ellipsis.
-function excerptOf(headline: string): string {
-  const chars = Array.from(headline.trim().replace(/\s+/g, ' '));
-  return chars.length <= EXCERPT_MAX ? chars.join('') : `${chars.slice(0, EXCERPT_MAX - 1).join('')}…`;
 }
 
 // Indexes, a batch at a time, the messages that were there before search was (the migration
