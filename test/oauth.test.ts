@@ -56,26 +56,37 @@ describe('discovery', () => {
     }
   });
 
-  test('the authorization server metadata (RFC 8414 and OpenID discovery) offers code + PKCE S256, registration, metadata documents, revocation', async () => {
+  test('the authorization server metadata (RFC 8414, also at the OpenID discovery address) says exactly what is offered', async () => {
     for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
       const res = await h.send('GET', path);
       expect(res.status).toBe(200);
       // Answered by the library, before routing, and still named like every other answer.
       expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
-      expect(res.body).toMatchObject({
+      expect(res.headers.get('content-type')).toStartWith('application/json');
+      // No ID tokens, claims, signing keys, logout, pushed requests or DPoP: none is offered.
+      expect(res.body).toEqual({
         issuer: PUBLIC,
         authorization_endpoint: `${PUBLIC}/oauth/authorize`,
         token_endpoint: `${PUBLIC}/oauth/token`,
         registration_endpoint: `${PUBLIC}/oauth/register`,
         revocation_endpoint: `${PUBLIC}/oauth/revoke`,
-        code_challenge_methods_supported: ['S256'],
+        scopes_supported: ['mcp'],
         response_types_supported: ['code'],
+        response_modes_supported: ['form_post', 'fragment', 'query'],
         grant_types_supported: ['authorization_code', 'refresh_token'],
+        token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+        revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+        code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,
         client_id_metadata_document_supported: true,
       });
-      expect(res.body.token_endpoint_auth_methods_supported).toContain('none');
-      expect(res.body.scopes_supported).toEqual(['mcp', 'offline_access', 'openid']);
+    }
+  });
+
+  test("the library's endpoints for what is not offered are not served: logout, pushed requests, userinfo", async () => {
+    for (const [method, path] of [['GET', '/oauth/session/end'], ['POST', '/oauth/session/end'], ['POST', '/oauth/par'], ['GET', '/oauth/me']] as const) {
+      const res = await callApp(h.dash, method, path, method === 'POST' ? o.form({ client_id: 'any' }) : {});
+      expect([method, path, res.status]).toEqual([method, path, 404]);
     }
   });
 
@@ -216,6 +227,42 @@ describe('the authorization code flow', () => {
   });
 });
 
+describe('clients with a secret', () => {
+  test('client_secret_post and client_secret_basic: the code is exchanged only with the secret', async () => {
+    const { session } = await personSession();
+    await h.agent('secret-agent');
+    for (const method of ['client_secret_post', 'client_secret_basic']) {
+      const client = await o.register('https://confidential.example/callback', { token_endpoint_auth_method: method });
+      const flow = await o.authorize(client);
+      const { callback } = await o.decide(flow, session, { decision: 'approve', agent: 'secret-agent' });
+      const code = callback!.searchParams.get('code')!;
+      const fields = {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: client.redirectUri,
+        client_id: client.clientId,
+        code_verifier: flow.pkce.verifier,
+        resource: o.resource,
+      };
+      const withoutSecret = await o.token(fields);
+      expect([method, withoutSecret.status, withoutSecret.body.error]).toEqual([method, 401, 'invalid_client']);
+      const secret = client.secret!;
+      const tokens =
+        method === 'client_secret_post'
+          ? await o.token({ ...fields, client_secret: secret })
+          : await callApp(h.dash, 'POST', '/oauth/token', {
+              raw: new URLSearchParams(fields).toString(),
+              headers: {
+                'content-type': 'application/x-www-form-urlencoded',
+                authorization: `Basic ${btoa(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(secret)}`)}`,
+              },
+            });
+      expect([method, tokens.status, tokens.body.token_type, tokens.body.scope]).toEqual([method, 200, 'Bearer', 'mcp']);
+      expect((await inboxVia(tokens.body.access_token)).status).toBe(200);
+    }
+  });
+});
+
 describe('registrations', () => {
   test('a registration nobody connects expires after a day; connecting the client keeps it', async () => {
     const { session } = await personSession();
@@ -293,6 +340,54 @@ describe('what the authorization server refuses', () => {
     const flow = await o.authorize(client, { resource: 'https://other.example/mcp' });
     const back = new URL(flow.location!);
     expect(back.searchParams.get('error')).toBe('invalid_target');
+  });
+
+  test('a code presented with another resource is refused, and cannot be presented again: the client starts over', async () => {
+    const { session } = await personSession();
+    await h.agent('target-agent');
+    const client = await o.register();
+    const flow = await o.authorize(client);
+    const { callback } = await o.decide(flow, session, { decision: 'approve', agent: 'target-agent' });
+    const code = callback!.searchParams.get('code')!;
+    const fields = { grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, client_id: client.clientId, code_verifier: flow.pkce.verifier };
+    const wrong = await o.token({ ...fields, resource: 'https://other.example/mcp' });
+    expect([wrong.status, wrong.body.error]).toEqual([400, 'invalid_target']);
+    const retried = await o.exchange(client, code, flow.pkce.verifier);
+    expect([retried.status, retried.body.error]).toEqual([400, 'invalid_grant']);
+    const { callback: again } = await o.decide(await o.authorize(client), session, { decision: 'approve', agent: 'target-agent' });
+    expect(again!.searchParams.get('code')).not.toBeNull();
+  });
+
+  test('client authentication by JWT is not offered: such a registration is refused', async () => {
+    const jwks = { keys: [{ kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0' }] };
+    for (const method of ['private_key_jwt', 'client_secret_jwt']) {
+      const res = await callApp(h.dash, 'POST', '/oauth/register', {
+        headers: { 'x-forwarded-for': '198.51.100.20' },
+        body: { redirect_uris: ['https://client.example/callback'], token_endpoint_auth_method: method, jwks },
+      });
+      expect([method, res.status, res.body.error]).toEqual([method, 400, 'invalid_client_metadata']);
+      expect(res.body.error_description).toContain('token_endpoint_auth_method');
+    }
+  });
+
+  test('a DPoP proof is not taken: the token is a bearer token, as /mcp checks it', async () => {
+    const { session } = await personSession();
+    await h.agent('dpop-agent');
+    const client = await o.register();
+    const flow = await o.authorize(client);
+    const { callback } = await o.decide(flow, session, { decision: 'approve', agent: 'dpop-agent' });
+    const res = await callApp(h.dash, 'POST', '/oauth/token', {
+      raw: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: callback!.searchParams.get('code')!,
+        redirect_uri: client.redirectUri,
+        client_id: client.clientId,
+        code_verifier: flow.pkce.verifier,
+        resource: o.resource,
+      }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: 'not-a-proof' },
+    });
+    expect([res.status, res.body.token_type]).toEqual([200, 'Bearer']);
   });
 });
 

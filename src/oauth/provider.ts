@@ -72,9 +72,20 @@ export async function createOAuthServer(sql: Sql, config: Config, log: Logger): 
       id_token_signed_response_alg: 'ES256',
     },
     pkce: { required: () => true },
+    // Public clients (the MCP norm) and clients with a secret, sent in the header or the body
+    // (claude.ai's connectors register with client_secret_post); not the JWT-based methods, which
+    // would have this server fetch and trust a client's keys.
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
     fetch: outbound.fetch,
     features: {
       devInteractions: { enabled: false },
+      // Off, as the library would otherwise offer them: tokens bound to a DPoP key (/mcp checks
+      // bearer tokens only, so a client would believe its token bound when it is not), logout of
+      // the authorization server's own session (it holds no sign-in: every authorization asks a
+      // person), and pushed authorization requests (no client here needs them).
+      dPoP: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
       registration: { enabled: true },
       // A client may also name itself by the https address of its metadata document (the MCP
       // specification's preferred way, 2025-11-25): no registration, the document is fetched when

@@ -24,6 +24,38 @@ function routeTemplate(path: string): string | null {
   return endpoint ? `${endpoint}/:id` : 'unmatched';
 }
 
+// What the authorization server metadata may say. The library writes OpenID Connect's discovery
+// document, which also names ID tokens, their claims and signing keys, and the library's endpoints
+// for logout and pushed requests: none of those is offered here (docs/decisions.md), so a client
+// reading the document is told only of what it can use. `offline_access` is accepted in a request
+// but not advertised: refresh tokens come with the refresh_token grant, whatever the scope.
+const OFFERED_METADATA = [
+  'issuer',
+  'authorization_endpoint',
+  'token_endpoint',
+  'registration_endpoint',
+  'revocation_endpoint',
+  'response_types_supported',
+  'response_modes_supported',
+  'grant_types_supported',
+  'token_endpoint_auth_methods_supported',
+  'code_challenge_methods_supported',
+  'authorization_response_iss_parameter_supported',
+  'client_id_metadata_document_supported',
+];
+
+async function offeredOnly(response: Response): Promise<Response> {
+  if (response.status !== 200 || !response.headers.get('content-type')?.startsWith('application/json')) return response;
+  const document = (await response.json()) as Record<string, unknown>;
+  const offered: Record<string, unknown> = Object.fromEntries(OFFERED_METADATA.filter((key) => key in document).map((key) => [key, document[key]]));
+  offered.scopes_supported = [MCP_SCOPE];
+  // The revocation endpoint authenticates clients as the token endpoint does.
+  offered.revocation_endpoint_auth_methods_supported = offered.token_endpoint_auth_methods_supported;
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  return new Response(JSON.stringify(offered), { status: 200, headers });
+}
+
 // The authorization server's endpoints (/oauth/…), its metadata, and the metadata of the resource
 // it protects. They are answered before routing, so that Elysia never reads their bodies:
 // oidc-provider parses its own (form-encoded token requests, JSON registrations). Nothing here is
@@ -53,11 +85,14 @@ export const authorizationServer = (sql: Sql, config: Config, oauth: OAuthServer
         { status: 429, headers: { 'retry-after': '3600', 'cache-control': 'no-store' } },
       );
     }
-    if (path.startsWith('/oauth/') || path === '/.well-known/openid-configuration') return requestingClient.run(client, () => answerNodeStyle(handle, request, issuer));
-    // RFC 8414 names the same document differently from OpenID Connect Discovery.
-    if (path === '/.well-known/oauth-authorization-server') {
-      const asDiscovery = new Request(new URL('/.well-known/openid-configuration', request.url).href, { headers: request.headers });
-      return answerNodeStyle(handle, asDiscovery, issuer);
+    if (path.startsWith('/oauth/')) return requestingClient.run(client, () => answerNodeStyle(handle, request, issuer));
+    // RFC 8414 names the document differently from OpenID Connect Discovery; clients try both.
+    if (path === '/.well-known/oauth-authorization-server' || path === '/.well-known/openid-configuration') {
+      const asDiscovery = new Request(new URL('/.well-known/openid-configuration', request.url).href, {
+        method: request.method,
+        headers: request.headers,
+      });
+      return offeredOnly(await answerNodeStyle(handle, asDiscovery, issuer));
     }
     if (RESOURCE_METADATA.has(path)) {
       if (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS') return;

@@ -57,7 +57,7 @@ export function oauthClient(h: DashboardHarness, publicUrl: string) {
       },
     });
     if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${JSON.stringify(res.body)}`);
-    return { clientId: res.body.client_id as string, redirectUri };
+    return { clientId: res.body.client_id as string, redirectUri, secret: res.body.client_secret as string | undefined };
   }
 
   // Opens an authorization in a fresh browser: the answer, and the browser's cookies.
