@@ -10,7 +10,7 @@
 // ratio near 1. Then, on the largest, what retention costs: one day of messages and of the attempt
 // log deleted the way the hourly sweep deletes them. Results in bench/scale-results.json.
 import postgres from 'postgres';
-import { connect } from '../src/db/connect';
+import { connect, type Sql } from '../src/db/connect';
 import { overview } from '../src/domain/deliveries/overview';
 import { deliveryFilter, NO_FILTER } from '../src/domain/deliveries/delivery-query';
 import { listDeliveries } from '../src/domain/deliveries/delivery-progress';
@@ -263,11 +263,13 @@ async function measure(searcher: Actor, ownThread: string, partner: Actor) {
   const searchFor = (q: string) => () => searchMessages(sql, searcher, messageSearch({ q }));
   const texts = Array.from({ length: 64 }, paragraph);
   const posted: string[] = [];
+  const postedUnindexed: string[] = [];
 
   await run('round trip (select 1)', () => sql`select 1`);
   await run('post, fan-out 1', async (i) => posted.push((await postMessage(sql, silentLogger, searcher, ownThread, { content: texts[i % 64]! })).id));
   await admin`alter table messages disable trigger messages_search_index`;
-  await run('post, fan-out 1, search trigger off', (i) => postMessage(sql, silentLogger, searcher, ownThread, { content: texts[i % 64]! }));
+  await run('post, fan-out 1, search trigger off', async (i) =>
+    postedUnindexed.push((await postMessage(sql, silentLogger, searcher, ownThread, { content: texts[i % 64]! })).id));
   await admin`alter table messages enable trigger messages_search_index`;
   await run('inbox page (50)', () => inbox(sql, partner, 50));
   await run("list threads (all of an agent's)", () => listThreads(sql, searcher));
@@ -277,6 +279,7 @@ async function measure(searcher: Actor, ownThread: string, partner: Actor) {
   await run(`search, common word (~35 %)`, searchFor(COMMON));
   await run('search, phrase of two common words', searchFor(`"${COMMON} ${VOCABULARY[10]}"`));
   await run('receipts of a message', (i) => messageReceipts(sql, null as unknown as InboxSignal, searcher, posted[i % posted.length]!, { waitFor: null, seconds: 0, stalledAfterMs: STALLED_AFTER_MS }));
+  const plans = await receiptPlans(searcher, postedUnindexed);
   await run('dashboard overview', () => overview(sql, STALLED_AFTER_MS));
   await run('dashboard deliveries, first page', () => listDeliveries(sql, NO_FILTER, pageQuery({}), STALLED_AFTER_MS));
   await run('dashboard deliveries, one agent', () => listDeliveries(sql, deliveryFilter({ agent: searcher.username }), pageQuery({}), STALLED_AFTER_MS));
@@ -284,7 +287,31 @@ async function measure(searcher: Actor, ownThread: string, partner: Actor) {
   await run(`dashboard deliveries, search (${RARE})`, () => listDeliveries(sql, deliveryFilter({ q: RARE }), pageQuery({}), STALLED_AFTER_MS));
   await run('dashboard threads, first page', () => listThreadsPage(sql, threadFilter({}), timeKeyedPageQuery({})));
   await run(`dashboard threads, search (${MIDDLING})`, () => listThreadsPage(sql, threadFilter({ q: MIDDLING }), timeKeyedPageQuery({})));
-  return figures;
+  return { figures, plans };
+}
+
+// The receipts read as PostgreSQL ran it (auto_explain, sent back as notices), for messages posted
+// with the timed ones and not read since: the first executions of the prepared statement are
+// planned for their values, later ones may use a cached generic plan; each message is read a second
+// time to show it with every page in shared buffers.
+async function receiptPlans(searcher: Actor, messageIds: string[]) {
+  const notices: string[] = [];
+  const probe = postgres(db.url, { max: 1, types: { bigint: postgres.BigInt }, onnotice: (n) => notices.push(n.message!) });
+  await probe.unsafe(`load 'auto_explain'`);
+  await probe.unsafe(`set auto_explain.log_min_duration = 0; set auto_explain.log_analyze = on;
+    set auto_explain.log_buffers = on; set auto_explain.log_level = notice`);
+  const plans: { messageId: string; first: string; again: string }[] = [];
+  for (const messageId of messageIds.slice(0, 8)) {
+    const read = async () => {
+      notices.length = 0;
+      await messageReceipts(probe as unknown as Sql, null as unknown as InboxSignal, searcher, messageId, { waitFor: null, seconds: 0, stalledAfterMs: STALLED_AFTER_MS });
+      return notices.join('\n');
+    };
+    plans.push({ messageId, first: await read(), again: await read() });
+  }
+  await probe.end();
+  progress(`  receipts plan, first read:\n${plans[0]!.first}\n  and from the sixth:\n${plans[6]!.first}`);
+  return plans;
 }
 
 type SizeResult = {
@@ -293,6 +320,7 @@ type SizeResult = {
   mb: Record<string, number>;
   searcherThreads: number;
   figures: Record<string, { n: number; p50: number; p99: number }>;
+  plans: Awaited<ReturnType<typeof receiptPlans>>;
 };
 
 try {
@@ -321,7 +349,7 @@ try {
     const [own] = await admin<{ n: number }[]>`select count(*)::int as n from participants where agent_id = ${searcher.id}`;
     progress(`measuring at ${size.toLocaleString('en')} messages (the searching agent is in ${own!.n} threads)`);
     const mb = Object.fromEntries(await Promise.all(['messages', 'message_search', 'deliveries', 'delivery_attempts', 'threads'].map(async (t) => [t, await sizes(t)])));
-    results.push({ messages: size, fill: figuresOfFill, mb, searcherThreads: own!.n, figures: await measure(searcher, ownThread, partner!) });
+    results.push({ messages: size, fill: figuresOfFill, mb, searcherThreads: own!.n, ...(await measure(searcher, ownThread, partner!)) });
   }
 
   progress('retention: one day of the attempt log, then one day of messages (the oldest), as the hourly sweep deletes them');
