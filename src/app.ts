@@ -23,6 +23,7 @@ import { receiptRoutes } from './http/receipts';
 import { searchRoutes } from './http/search';
 import { eventRoutes } from './http/events';
 import { threadRoutes } from './http/threads';
+import { a2aRoutes } from './a2a/routes';
 
 export type AppDeps = {
   sql: Sql;
@@ -54,6 +55,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
     .use(eventRoutes(sql, inboxSignal, agentCache, log, config))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth))
+    .use(a2aRoutes(sql, agentCache, log, config))
     .use(consentRoutes(sql, config, log, oauth))
     .use(dashboard({ sql, config, log, metrics }));
 }

@@ -8,7 +8,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 // and no module imports itself round a cycle (a cycle is a sign that a rule sits in the wrong
 // module). Type imports count: they couple modules as much as any other.
 const root = resolve(import.meta.dir, '../src');
-const DOORS = ['http', 'mcp', 'dashboard', 'oauth', 'cli', 'webhooks'];
+const DOORS = ['http', 'mcp', 'a2a', 'dashboard', 'oauth', 'cli', 'webhooks'];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

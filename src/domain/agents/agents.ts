@@ -1,4 +1,5 @@
 import type { Sql } from '../../db/connect';
+import type { Agent } from './actors';
 import { conflict, notFound } from '../shared/errors';
 import { hashKey, newAgentKey, newSigningSecret } from './keys';
 import { Username } from '../shared/schemas';
@@ -108,4 +109,16 @@ export async function enableWebhook(sql: Sql, username: string, resend: boolean)
     const done = await resendFailedSince(tx, row.id, row.failingSince!);
     return { username, enabled: true as const, ...done };
   });
+}
+
+// An agent by name that others can reach, or null: an archived one is not there for them.
+export async function activeAgent(sql: Sql, username: string): Promise<Agent | null> {
+  const [agent] = await sql<Agent[]>`select id, username from agents where username = ${username} and archived_at is null`;
+  return agent ?? null;
+}
+
+export async function activeAgentNamed(sql: Sql, username: string): Promise<Agent> {
+  const agent = await activeAgent(sql, username);
+  if (!agent) throw notFound(`No agent named ${username}.`);
+  return agent;
 }

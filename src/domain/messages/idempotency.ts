@@ -5,7 +5,8 @@ import { invalid } from '../shared/errors';
 // A request made again with the same Idempotency-Key by the same agent for the same operation,
 // within the retention, answers what the first one answered and creates nothing. Keys are the
 // agent's own for each operation: two agents, or one agent's two operations, may use the same one.
-export type Idempotency = { key: string; retentionMs: number };
+// `name` is what the door calls the key, for the refusal's sentence (Idempotency-Key by default).
+export type Idempotency = { key: string; retentionMs: number; name?: string };
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -60,7 +61,7 @@ export async function once<T>(
         where agent_id = ${agentId} and operation = ${operation} and key = ${idempotency.key}`;
       if (first!.fingerprint !== fingerprint) {
         throw invalid(
-          `Idempotency-Key ${idempotency.key} was already used for a different request; use a new key for a new request.`,
+          `${idempotency.name ?? 'Idempotency-Key'} ${idempotency.key} was already used for a different request; use a new key for a new request.`,
         );
       }
       return { data: first!.response, replayed: true };

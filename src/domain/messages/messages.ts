@@ -2,7 +2,7 @@ import { batchedStatement } from '../../db/batcher';
 import type { Queries, Sql } from '../../db/connect';
 import type { Logger } from '../../log';
 import { once, type Idempotency } from './idempotency';
-import type { Actor } from '../agents/actors';
+import { asActor, type Actor, type Agent } from '../agents/actors';
 import { invalid, notFound } from '../shared/errors';
 import { wakeForNewDeliveries, wakeWithJobs } from '../deliveries/delivery-wake-ups';
 import { oneLine } from './summary-line';
@@ -14,6 +14,7 @@ import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from '../s
 import { codePoints, validate } from '../shared/validate';
 import { markActive } from '../threads/activity';
 import { agentSeesThread, threadNotFound } from '../threads/visibility';
+import { createThread } from '../threads/threads';
 
 const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
 
@@ -52,23 +53,9 @@ export async function postMessage(
   input: unknown,
   idempotency?: Idempotency,
 ): Promise<PostedMessage> {
-  const body = validate(NewMessage, input);
-  const summary = body.summary?.trim() ? body.summary : null;
-  if (codePoints(body.content) > LIMITS.summaryRequiredAbove && summary === null) {
-    throw invalid(
-      `summary is required when content is longer than ${LIMITS.summaryRequiredAbove} characters; add one and resend`,
-      'summary',
-    );
-  }
+  const { body, into } = draft(actor, input);
   if (!isId(threadId)) throw threadNotFound();
-  const post: NewPost = {
-    threadId,
-    senderAgentId: actor.kind === 'agent' ? actor.id : null,
-    sender: actor.username,
-    content: body.content,
-    summary,
-    doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
-  };
+  const post = into(threadId);
   if (!idempotency) {
     const row = await posts(sql, post);
     if (!row.announced) wakeForNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
@@ -84,6 +71,63 @@ export async function postMessage(
   if (!answer.replayed && !written!.announced) wakeForNewDeliveries(sql, log, written!.deliveryIds, written!.recipientIds);
   return answer.data;
 }
+
+// A post's body, validated and with the summary rule applied, ready to go into a thread.
+function draft(actor: Actor, input: unknown) {
+  const body = validate(NewMessage, input);
+  const summary = body.summary?.trim() ? body.summary : null;
+  if (codePoints(body.content) > LIMITS.summaryRequiredAbove && summary === null) {
+    throw invalid(
+      `summary is required when content is longer than ${LIMITS.summaryRequiredAbove} characters; add one and resend`,
+      'summary',
+    );
+  }
+  const into = (threadId: string): NewPost => ({
+    threadId,
+    senderAgentId: actor.kind === 'agent' ? actor.id : null,
+    sender: actor.username,
+    content: body.content,
+    summary,
+    doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
+  });
+  return { body, summary, into };
+}
+
+// A message from an agent to one other agent (the A2A door's SendMessage): into `threadId` when
+// given, a thread both take part in, or else into a new thread of the two, titled after the
+// message. The delivery to that agent is the message's receipt for the door. Always under a key
+// (A2A's messageId): the thread, the message and the stored answer commit together, and a repeat
+// creates nothing.
+export async function postToAgent(
+  sql: Sql,
+  log: Logger,
+  sender: Agent,
+  recipient: Agent,
+  threadId: string | null,
+  input: unknown,
+  idempotency: Idempotency,
+): Promise<PostedToAgent> {
+  const actor = asActor(sender);
+  const { body, summary, into: post } = draft(actor, input);
+  if (recipient.id === sender.id) throw invalid('An agent does not send messages to itself; address another agent.');
+  if (threadId !== null && !isId(threadId)) throw threadNotFound();
+  // A message of blanks has no line to title a thread with.
+  const title = oneLine(summary, body.content, LIMITS.title) || `${sender.username} to ${recipient.username}`;
+  let written: PostOutcome | undefined;
+  const request = { recipient: recipient.username, threadId, content: body.content, summary: body.summary };
+  const answer = await once(sql, sender.id, idempotency, 'post_to_agent', request, async (tx) => {
+    const into = threadId ?? (await createThread(tx, actor, { title, participantUsernames: [recipient.username] })).id;
+    [written] = await insertPosts(tx, [post(into)]);
+    const posted = accepted(written!, actor, into);
+    const at = written!.recipientIds.indexOf(recipient.id);
+    if (at < 0) throw invalid(`${recipient.username} does not take part in this thread, or is archived; nothing was sent.`);
+    return { ...posted, deliveryId: written!.deliveryIds[at]! };
+  });
+  if (!answer.replayed && !written!.announced) wakeForNewDeliveries(sql, log, written!.deliveryIds, written!.recipientIds);
+  return answer.data;
+}
+
+export type PostedToAgent = PostedMessage & { deliveryId: string };
 
 // The post's answer, or the refusal its outcome calls for.
 function accepted(row: PostOutcome, actor: Actor, threadId: string): PostedMessage {
@@ -162,9 +206,9 @@ async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[
 }
 
 // A message as the driver reads it.
-type MessageRow = Omit<MessageRecord, 'createdAt'> & { createdAt: Date };
+export type MessageRow = Omit<MessageRecord, 'createdAt'> & { createdAt: Date };
 
-const toMessage = (r: MessageRow): MessageRecord => ({
+export const toMessage = (r: MessageRow): MessageRecord => ({
   id: r.id,
   threadId: r.threadId,
   sender: r.sender,

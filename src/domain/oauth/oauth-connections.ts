@@ -1,4 +1,5 @@
 import type { PendingQuery, Row } from 'postgres';
+import { activeAgent } from '../agents/agents';
 import type { Queries, Sql } from '../../db/connect';
 import type { Agent } from '../agents/actors';
 import { invalid, notFound, unauthorized } from '../shared/errors';
@@ -64,7 +65,7 @@ export async function authenticateAccessToken(sql: Sql, token: string, resource:
 // The agent a person chose on the consent page: it must exist and be active.
 export async function findActiveAgentNamed(sql: Sql, username: unknown): Promise<Agent> {
   if (typeof username !== 'string' || username === '') throw invalid('agent: choose the agent the client will act as.', 'agent');
-  const [agent] = await sql<Agent[]>`select id, username from agents where username = ${username} and archived_at is null`;
+  const agent = await activeAgent(sql, username);
   if (!agent) throw invalid(`agent: no active agent named ${username}.`, 'agent');
   return agent;
 }

@@ -67,7 +67,8 @@ export async function openThread(sql: Sql, actor: Actor, input: unknown, idempot
   return answer.data;
 }
 
-async function createThread(sql: Queries, actor: Actor, body: NewThread): Promise<ThreadRecord> {
+// Within the caller's transaction, when it writes more that must commit with the thread.
+export async function createThread(sql: Queries, actor: Actor, body: NewThread): Promise<ThreadRecord> {
   const others = [...new Set(body.participantUsernames ?? [])].filter((u) => u !== actor.username);
   const ids = await resolveAgents(sql, others, 'participantUsernames');
   const [row] = await sql<{ id: string }[]>`

@@ -1,0 +1,45 @@
+import type { AgentCard } from '@a2a-js/sdk';
+
+// The A2A protocol version spoken here (the JSON-RPC binding of A2A 1.0).
+export const A2A_VERSION = '1.0';
+
+// Where an agent is reached over A2A, and where its card is.
+export const agentPath = (username: string) => `/a2a/agents/${encodeURIComponent(username)}`;
+
+// What an A2A client learns of one of our agents: that it takes messages (one skill), how to reach
+// it (JSON-RPC at its own address), and how to authenticate (the caller's own agent key as a
+// bearer token). Nothing of the agent beyond its name: its webhook, threads and owner stay here.
+export function agentCard(origin: string, username: string): AgentCard {
+  return {
+    name: username,
+    description: `${username}, an agent of this Agent Messaging Service. Messages sent to it are kept in its mailbox until it reads them, whether or not it is online; the task of a message shows how far it got (submitted, working once its webhook is told or it reads it, completed when it answers in the thread).`,
+    supportedInterfaces: [{ url: `${origin}${agentPath(username)}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_VERSION }],
+    provider: { organization: 'Agent Messaging Service', url: origin },
+    version: '1.0.0',
+    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {
+      agentKey: {
+        scheme: {
+          $case: 'httpAuthSecurityScheme',
+          value: { description: "The caller's own agent key (agt_…) of this service.", scheme: 'Bearer', bearerFormat: 'agt_ key' },
+        },
+      },
+    },
+    securityRequirements: [{ schemes: { agentKey: { list: [] } } }],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      {
+        id: 'messaging',
+        name: 'Messaging',
+        description: `Send ${username} a message. A new context opens a thread of the two of you; a known contextId continues that thread. The answer is ${username}'s next message in the thread.`,
+        tags: ['messaging', 'mailbox', 'store-and-forward'],
+        examples: [],
+        inputModes: ['text/plain'],
+        outputModes: ['text/plain'],
+        securityRequirements: [],
+      },
+    ],
+    signatures: [],
+  };
+}

@@ -1,0 +1,197 @@
+import {
+  type AgentCard,
+  type CancelTaskRequest,
+  type GetExtendedAgentCardRequest,
+  type GetTaskRequest,
+  type ListTasksRequest,
+  type ListTasksResponse,
+  type Message,
+  type SendMessageRequest,
+  type StreamResponse,
+  type Task,
+  type TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
+import {
+  A2AError,
+  ContentTypeNotSupportedError,
+  ExtendedAgentCardNotConfiguredError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import type { Sql } from '../db/connect';
+import type { Agent } from '../domain/agents/actors';
+import { sentDeliveries, sentDelivery } from '../domain/deliveries/sent-deliveries';
+import { checkIdempotencyKey } from '../domain/messages/idempotency';
+import { postToAgent } from '../domain/messages/messages';
+import { DomainError } from '../domain/shared/errors';
+import type { Logger } from '../log';
+import { failureOf } from '../web/failure';
+import { stateFilter, toTask } from './tasks';
+
+export type A2AContext = {
+  sql: Sql;
+  log: Logger;
+  requestId: string;
+  caller: Agent;
+  // The agent whose address was called: every task here is the delivery of a message to it.
+  recipient: Agent;
+  card: AgentCard;
+  stalledAfterMs: number;
+  idempotencyRetentionMs: number;
+};
+
+// A page of tasks holds at most this many (A2A's own bound on pageSize).
+const PAGE_CAP = 100;
+const PAGE_DEFAULT = 50;
+
+// A2A's operations on one of our agents, for one caller, answered by the domain. The SDK's own
+// request handler is not used: it keeps tasks as objects that an agent's code moves on in this
+// process, where here a task is a delivery whose state PostgreSQL holds and any process changes.
+export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
+  const { sql, caller, recipient } = ctx;
+  const taskOf = async (id: string, read: { historyLength?: number; readAnswer: boolean }) => {
+    if (!id.trim()) throw new RequestMalformedError('id is required: the task to read.');
+    const sent = await sentDelivery(sql, caller, recipient, id, { stalledAfterMs: ctx.stalledAfterMs, readAnswer: read.readAnswer }).catch(
+      notFoundAs(id),
+    );
+    return toTask(sent, read.historyLength);
+  };
+
+  return {
+    getAgentCard: async () => ctx.card,
+    getAuthenticatedExtendedAgentCard: async (_params: GetExtendedAgentCardRequest) => {
+      throw new ExtendedAgentCardNotConfiguredError('This agent has no extended card: its card says all there is.');
+    },
+
+    sendMessage: (params: SendMessageRequest) =>
+      answered(ctx, async (): Promise<Task> => {
+        const message = params.message;
+        if (!message) throw new RequestMalformedError('message is required.');
+        if (params.configuration?.taskPushNotificationConfig) throw pushNotOffered();
+        if (message.taskId) {
+          throw new UnsupportedOperationError(
+            'Each message is a task of its own here, complete once it is answered: to follow up, send a new message with the same contextId and no taskId.',
+          );
+        }
+        const key = checkIdempotencyKey(message.messageId || undefined, 'messageId');
+        if (!key) throw new RequestMalformedError('messageId is required: a message sent again with the same messageId creates nothing.');
+        const posted = await postToAgent(
+          sql,
+          ctx.log,
+          caller,
+          recipient,
+          message.contextId || null,
+          { content: textOf(message), ...summaryOf(message) },
+          { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
+        );
+        return taskOf(posted.deliveryId, { historyLength: params.configuration?.historyLength, readAnswer: true });
+      }),
+
+    getTask: (params: GetTaskRequest) => answered(ctx, () => taskOf(params.id, { historyLength: params.historyLength, readAnswer: true })),
+
+    listTasks: (params: ListTasksRequest) =>
+      answered(ctx, async (): Promise<ListTasksResponse> => {
+        if (params.statusTimestampAfter) {
+          throw new UnsupportedOperationError('statusTimestampAfter is not supported: page through the list, newest first, instead.');
+        }
+        const asked = Number.isFinite(params.pageSize) ? Math.trunc(params.pageSize!) : 0;
+        const pageSize = asked >= 1 ? Math.min(asked, PAGE_CAP) : PAGE_DEFAULT;
+        const page = await sentDeliveries(
+          sql,
+          caller,
+          recipient,
+          { threadId: params.contextId || null, ...stateFilter(params.status) },
+          { after: params.pageToken || null, since: null, limit: pageSize },
+          ctx.stalledAfterMs,
+        ).catch((error: unknown) => {
+          if (error instanceof DomainError && error.kind === 'invalid') throw new RequestMalformedError('pageToken must be the nextPageToken of the previous page.');
+          throw error;
+        });
+        return {
+          tasks: page.items.map((sent) => toTask(sent, params.historyLength ?? 0)),
+          nextPageToken: page.next ?? '',
+          pageSize,
+          totalSize: page.total,
+        };
+      }),
+
+    cancelTask: (params: CancelTaskRequest) =>
+      answered(ctx, async (): Promise<Task> => {
+        await taskOf(params.id, { historyLength: 0, readAnswer: false });
+        throw new TaskNotCancelableError(
+          `A message accepted into ${recipient.username}'s mailbox stays there: it cannot be withdrawn. Send a follow-up with the same contextId instead.`,
+        );
+      }),
+
+    sendMessageStream: (_params: SendMessageRequest) => notStreamed(),
+    resubscribe: () => notStreamed(),
+    createTaskPushNotificationConfig: async (_params: TaskPushNotificationConfig) => {
+      throw pushNotOffered();
+    },
+    getTaskPushNotificationConfig: async () => {
+      throw pushNotOffered();
+    },
+    listTaskPushNotificationConfigs: async () => {
+      throw pushNotOffered();
+    },
+    deleteTaskPushNotificationConfig: async () => {
+      throw pushNotOffered();
+    },
+  };
+}
+
+const noSuchTask = (id: string) => new TaskNotFoundError(`No task ${id} of yours with this agent.`);
+
+const notFoundAs = (id: string) => (error: unknown) => {
+  if (error instanceof DomainError && error.kind === 'not_found') throw noSuchTask(id);
+  throw error;
+};
+
+const pushNotOffered = () =>
+  new PushNotificationNotSupportedError('Push notifications are not offered over A2A yet: poll the task with GetTask.');
+
+async function* notStreamed(): AsyncGenerator<StreamResponse, void, undefined> {
+  throw new UnsupportedOperationError('Streaming is not offered over A2A yet: send with SendMessage and poll the task with GetTask.');
+}
+
+// A message's text parts are its content, one after another; anything else cannot be carried.
+function textOf(message: Message): string {
+  const texts: string[] = [];
+  for (const part of message.parts) {
+    if (part.content?.$case !== 'text') {
+      throw new ContentTypeNotSupportedError(
+        `Only text parts are carried: this message has a ${part.content?.$case ?? 'empty'} part. Send its text, or a link to the file in the text.`,
+      );
+    }
+    texts.push(part.content.value);
+  }
+  return texts.join('\n\n');
+}
+
+// The contract's summary, which a long message needs, travels in the message's metadata.
+function summaryOf(message: Message): { summary?: unknown } {
+  const summary = message.metadata?.summary;
+  return summary === undefined ? {} : { summary };
+}
+
+// The domain's refusals as A2A's errors, with the same sentence: not found is A2A's 404, anything
+// else the client sent is invalid params. A fault is logged and answered without its details, as
+// an A2AError (internal error, with the SDK's error details), which routes.ts tells apart from
+// the SDK's own failures to read a request.
+async function answered<T>(ctx: A2AContext, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof A2AError) throw error;
+    const failure = failureOf(error, ctx.requestId);
+    if (failure.log === 'database_unavailable') ctx.log.warn('database_unavailable', { door: 'a2a', error: (error as Error).message });
+    if (failure.log === 'fault') ctx.log.error('a2a_request_failed', { agent: ctx.caller.username, error: (error as Error).stack ?? String(error) });
+    if (error instanceof DomainError && error.kind === 'not_found') throw new TaskNotFoundError(failure.sentence);
+    if (error instanceof DomainError) throw new RequestMalformedError(failure.sentence);
+    throw new A2AError(failure.sentence);
+  }
+}

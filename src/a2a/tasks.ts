@@ -1,0 +1,100 @@
+import { Role, TaskState, type Message, type Task } from '@a2a-js/sdk';
+import type { SentDelivery, SentFilter } from '../domain/deliveries/sent-deliveries';
+import type { MessageRecord } from '../domain/shared/schemas';
+
+// How a delivery reads in A2A's terms (docs/a2a.md): the task is the delivery of the caller's
+// message to the agent it was sent to; its context is the thread. The recipient's first message
+// in the thread after it is the answer, and completes the task.
+export function taskState(sent: SentDelivery): TaskState {
+  if (sent.answer) return TaskState.TASK_STATE_COMPLETED;
+  switch (sent.status.step) {
+    case 'accepted':
+      return TaskState.TASK_STATE_SUBMITTED;
+    case 'failed':
+      return TaskState.TASK_STATE_FAILED;
+    default:
+      return TaskState.TASK_STATE_WORKING;
+  }
+}
+
+// The listing's filter for a state asked by name: the same rule as taskState, as conditions on the
+// delivery. States no delivery reads as (canceled, rejected, input or auth required) match none.
+export function stateFilter(state: TaskState): Pick<SentFilter, 'steps' | 'answered'> {
+  switch (state) {
+    case TaskState.TASK_STATE_UNSPECIFIED:
+      return {};
+    case TaskState.TASK_STATE_COMPLETED:
+      return { answered: true };
+    case TaskState.TASK_STATE_SUBMITTED:
+      return { steps: ['accepted'], answered: false };
+    case TaskState.TASK_STATE_WORKING:
+      return { steps: ['notified', 'delivered', 'fetched'], answered: false };
+    case TaskState.TASK_STATE_FAILED:
+      return { steps: ['failed'], answered: false };
+    default:
+      return { steps: [] };
+  }
+}
+
+export function a2aMessage(message: MessageRecord, role: Role, taskId: string): Message {
+  return {
+    messageId: message.id,
+    contextId: message.threadId,
+    taskId,
+    role,
+    parts: [{ content: { $case: 'text', value: message.content }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    metadata: { sender: message.sender, createdAt: message.createdAt, ...(message.summary ? { summary: message.summary } : {}) },
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+// When the task reached its state: the answer's time, or the step's.
+function stateTime(sent: SentDelivery): string {
+  const s = sent.status;
+  return sent.answer?.createdAt ?? s.fetchedAt ?? s.deliveredAt ?? s.notifiedAt ?? s.acceptedAt;
+}
+
+function statusText(sent: SentDelivery): string {
+  const { username, step, failedStep, retrying, stalled } = sent.status;
+  if (sent.answer) return `${username} answered in the thread.`;
+  switch (step) {
+    case 'accepted':
+      return retrying
+        ? `Accepted for ${username}; its webhook did not answer yet and is tried again.`
+        : `Accepted for ${username}, in its inbox.`;
+    case 'notified':
+      return stalled
+        ? `${username}'s webhook was told of it, but its handler never reported it delivered.`
+        : `${username}'s webhook was told of it.`;
+    case 'delivered':
+      return `${username}'s handler reported it delivered.`;
+    case 'fetched':
+      return `${username} has read it.`;
+    case 'failed':
+      return `${username}'s webhook could not be told of it (the doorbell failed at ${failedStep}); it stays in ${username}'s inbox, where it is read if ${username} looks.`;
+  }
+}
+
+// The task of one delivery. `historyLength` as A2A defines it: none given, the whole history (the
+// message and, once there, its answer); 0, none; n, the newest n.
+export function toTask(sent: SentDelivery, historyLength?: number): Task {
+  const asked = a2aMessage(sent.message, Role.ROLE_USER, sent.id);
+  const answer = sent.answer?.message ? a2aMessage(sent.answer.message, Role.ROLE_AGENT, sent.id) : undefined;
+  const history = answer ? [asked, answer] : [asked];
+  const text: Message = {
+    ...a2aMessage(sent.message, Role.ROLE_AGENT, sent.id),
+    messageId: `${sent.id}-status`,
+    parts: [{ content: { $case: 'text', value: statusText(sent) }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    metadata: undefined,
+  };
+  const { username, ...steps } = sent.status;
+  return {
+    id: sent.id,
+    contextId: sent.message.threadId,
+    status: { state: taskState(sent), message: answer ?? text, timestamp: stateTime(sent) },
+    artifacts: [],
+    history: historyLength === undefined ? history : historyLength <= 0 ? [] : history.slice(-historyLength),
+    metadata: { recipient: username, messageId: sent.message.id, ...steps, answerId: sent.answer?.id ?? null },
+  };
+}

@@ -1,0 +1,335 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import {
+  CancelTaskRequest,
+  GetTaskRequest,
+  ListTasksRequest,
+  Role,
+  SendMessageRequest,
+  SubscribeToTaskRequest,
+  TaskPushNotificationConfig,
+  TaskState,
+  type Task,
+} from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { useHarness, type TestAgent } from './support/harness';
+import { mcpClient } from './support/mcp-client';
+import { eventually } from './support/receiver';
+import { setArchived } from '../src/domain/agents/agents';
+import { removeParticipant } from '../src/domain/threads/threads';
+
+// The A2A door driven by the official A2A JavaScript SDK's client over real HTTP: an agent of
+// ours reached by another through its card, its messages kept in the mailbox, the task following
+// the delivery, and the same thread seen through the HTTP API and MCP.
+const h = useHarness();
+let base: string;
+
+beforeAll(() => {
+  h.app.listen({ port: 0, hostname: '127.0.0.1' });
+  base = `http://127.0.0.1:${h.app.server!.port}`;
+});
+afterAll(() => h.app.stop(true));
+
+// The SDK's client as an agent of ours: its key on every request, the card resolved from the address.
+async function a2aClient(caller: TestAgent, to: string): Promise<Client> {
+  const fetchImpl = ((input: string | URL | Request, init?: RequestInit) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${caller.key}`);
+    return fetch(input, { ...init, headers });
+  }) as typeof fetch;
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
+  return factory.createFromUrl(`${base}/a2a/agents/${to}/`);
+}
+
+let sent = 0;
+const message = (text: string, extra: Record<string, unknown> = {}) =>
+  SendMessageRequest.fromJSON({ message: { messageId: `msg-${++sent}`, role: 'ROLE_USER', parts: [{ text }], ...extra } });
+
+const send = async (client: Client, request: SendMessageRequest) => {
+  const result = await client.sendMessage(request);
+  if ('messageId' in result) throw new Error('expected a task');
+  return result as Task;
+};
+
+const textOf = (task: Task) => task.status?.message?.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a refusal');
+    },
+    (error: Error & { reason?: string }) => [error.reason, error.message],
+  );
+
+describe('the agent card', () => {
+  test('is served to agents of the service only; it names JSON-RPC at the agent’s address and the agent key as bearer', async () => {
+    const caller = await h.agent('card-reader');
+    await h.agent('card-owner');
+    const stranger = await h.call('GET', '/a2a/agents/card-owner/.well-known/agent-card.json');
+    expect([stranger.status, stranger.body]).toEqual([
+      401,
+      { success: false, error: 'Authorization header is missing; send "Authorization: Bearer agt_…".' },
+    ]);
+    const unknown = await h.call('GET', '/a2a/agents/nobody-here/.well-known/agent-card.json', { key: caller.key });
+    expect([unknown.status, unknown.body]).toEqual([404, { success: false, error: 'No agent named nobody-here.' }]);
+    const card = await h.call('GET', '/a2a/agents/card-owner/.well-known/agent-card.json', { key: caller.key });
+    expect(card.status).toBe(200);
+    expect(card.body).toMatchObject({
+      name: 'card-owner',
+      supportedInterfaces: [{ url: 'http://localhost/a2a/agents/card-owner', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      capabilities: { streaming: false, pushNotifications: false, extendedAgentCard: false },
+      securitySchemes: { agentKey: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'agt_ key' } } },
+      securityRequirements: [{ schemes: { agentKey: {} } }],
+      defaultInputModes: ['text/plain'],
+      skills: [{ id: 'messaging', name: 'Messaging' }],
+    });
+    // The SDK's client reads it and talks to the address it names.
+    const client = await a2aClient(caller, 'card-owner');
+    expect((await client.getAgentCard()).name).toBe('card-owner');
+  });
+});
+
+describe('a message and its task', () => {
+  test('a new context opens a thread of the two; the task is submitted, working once read, completed by the answer', async () => {
+    const x = await h.agent('a2a-sender');
+    const y = await h.agent('a2a-recipient');
+    const client = await a2aClient(x, y.username);
+
+    const task = await send(client, message('What did we decide about the invoice format?'));
+    expect(task.status!.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    expect(textOf(task)).toBe('Accepted for a2a-recipient, in its inbox.');
+    const threadId = task.contextId;
+    const thread = await h.call('GET', `/api/threads/${threadId}`, { key: y.key });
+    expect(thread.status).toBe(200);
+    expect([thread.body.data.title, thread.body.data.participants]).toEqual([
+      'What did we decide about the invoice format?',
+      [{ username: 'a2a-recipient' }, { username: 'a2a-sender' }],
+    ]);
+    const [delivery] = await h.db.sql`select d.id, d.step from deliveries d join agents a on a.id = d.recipient_id where a.username = ${y.username}`;
+    expect([task.id, delivery!.step]).toEqual([delivery!.id, 'accepted']);
+    expect(task.history.map((m) => [m.role, m.parts[0]!.content])).toEqual([
+      [Role.ROLE_USER, { $case: 'text', value: 'What did we decide about the invoice format?' }],
+    ]);
+
+    // The recipient finds it and reads it through MCP; the task is working.
+    const mcp = await mcpClient(base, y.key);
+    const messageId = task.history[0]!.messageId;
+    const inbox = await mcp.call('check_inbox');
+    expect(inbox.data.entries.map((e: { messageId: string; sender: string }) => [e.messageId, e.sender])).toEqual([[messageId, 'a2a-sender']]);
+    const read = await mcp.call('read_message', { messageId });
+    expect([read.data.content, read.data.threadId]).toEqual(['What did we decide about the invoice format?', threadId]);
+    await mcp.close();
+    const working = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+    expect([working.status!.state, textOf(working), working.metadata!.step]).toEqual([TaskState.TASK_STATE_WORKING, 'a2a-recipient has read it.', 'fetched']);
+
+    // The recipient answers in the thread: the answer completes the task, and reading it records the read.
+    const answer = await h.post(y, threadId, 'Net 30, PDF only.');
+    const done = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+    expect(done.status!.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect([textOf(done), done.status!.message!.role, done.status!.message!.messageId]).toEqual(['Net 30, PDF only.', Role.ROLE_AGENT, answer.id]);
+    expect(done.history.map((m) => m.messageId)).toEqual([messageId, answer.id]);
+    const [answerRead] = await h.db.sql`select d.step from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${answer.id} and a.username = ${x.username}`;
+    expect(answerRead!.step).toBe('fetched');
+  });
+
+  test('a known context continues its thread; a thread the caller is not in is not found; a repeated messageId creates nothing', async () => {
+    const x = await h.agent('ctx-sender');
+    const y = await h.agent('ctx-recipient');
+    const other = await h.agent('ctx-other');
+    const client = await a2aClient(x, y.username);
+    const first = await send(client, message('first'));
+    const second = await send(client, message('second', { contextId: first.contextId }));
+    expect(second.contextId).toBe(first.contextId);
+    expect(second.id).not.toBe(first.id);
+
+    const foreign = await h.thread(other, [y], 'Not yours');
+    expect(await refusal(client.sendMessage(message('hello', { contextId: foreign })))).toEqual([
+      'TASK_NOT_FOUND',
+      'No such thread, or you are not a participant.',
+    ]);
+
+    const once = SendMessageRequest.fromJSON({ message: { messageId: 'same-id', role: 'ROLE_USER', parts: [{ text: 'only once' }] } });
+    const [a, b] = [await send(client, once), await send(client, once)];
+    expect(b.id).toBe(a.id);
+    const [count] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where content = 'only once'`;
+    expect(count!.n).toBe(1);
+  });
+
+  test('an answer written after the caller was removed from the thread is none of its business: the task does not learn of it', async () => {
+    const x = await h.agent('removed-sender');
+    const y = await h.agent('removed-recipient');
+    const z = await h.agent('removed-bystander');
+    const client = await a2aClient(x, y.username);
+    const task = await send(client, message('Still there?', { contextId: await h.thread(x, [y, z], 'Three of us') }));
+    await removeParticipant(h.db.sql, { kind: 'person', id: '00000000-0000-7000-8000-000000000000', username: 'ops' }, task.contextId, x.username);
+    await h.post(y, task.contextId, 'Said after you left');
+    const seen = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+    expect([seen.status!.state, seen.history.length, seen.metadata!.answerId]).toEqual([TaskState.TASK_STATE_SUBMITTED, 1, null]);
+  });
+
+  test('at another agent’s address a task is not found, and nothing is read', async () => {
+    const x = await h.agent('addr-sender');
+    const y = await h.agent('addr-recipient');
+    await h.agent('addr-other');
+    const task = await send(await a2aClient(x, y.username), message('to y'));
+    await h.post(y, task.contextId, 'the answer');
+    const elsewhere = await a2aClient(x, 'addr-other');
+    expect(await refusal(elsewhere.getTask(GetTaskRequest.fromJSON({ id: task.id })))).toEqual(['TASK_NOT_FOUND', `No task ${task.id} of yours with this agent.`]);
+    expect(await refusal(elsewhere.cancelTask(CancelTaskRequest.fromJSON({ id: task.id })))).toEqual(['TASK_NOT_FOUND', `No task ${task.id} of yours with this agent.`]);
+    const [answer] = await h.db.sql`
+      select d.step from deliveries d join messages m on m.id = d.message_id join agents a on a.id = d.recipient_id
+      where m.content = 'the answer' and a.username = ${x.username}`;
+    expect(answer!.step).toBe('accepted');
+  });
+
+  test('odd input: blank text, a reused messageId with other text, params the SDK cannot read, no version header, odd page sizes', async () => {
+    const x = await h.agent('odd-sender');
+    const y = await h.agent('odd-recipient');
+    const client = await a2aClient(x, y.username);
+    const blank = await send(client, message('   '));
+    const thread = await h.call('GET', `/api/threads/${blank.contextId}`, { key: x.key });
+    expect(thread.body.data.title).toBe('odd-sender to odd-recipient');
+
+    const first = SendMessageRequest.fromJSON({ message: { messageId: 'odd-key', role: 'ROLE_USER', parts: [{ text: 'one' }] } });
+    const other = SendMessageRequest.fromJSON({ message: { messageId: 'odd-key', role: 'ROLE_USER', parts: [{ text: 'another' }] } });
+    await send(client, first);
+    expect(await refusal(client.sendMessage(other))).toEqual([
+      'INVALID_PARAMS',
+      'messageId odd-key was already used for a different request; use a new key for a new request.',
+    ]);
+
+    const rpc = (params: unknown) =>
+      h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, headers: { 'a2a-version': '1.0' }, body: { jsonrpc: '2.0', id: 'r', method: 'SendMessage', params } });
+    for (const params of [{ message: { messageId: 'm', role: 'ROLE_USER', parts: [null] } }, { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ raw: 5 }] } }]) {
+      const res = await rpc(params);
+      expect([res.status, res.body.id, res.body.error]).toEqual([
+        200,
+        'r',
+        { code: -32602, message: 'The params could not be read as those of SendMessage in A2A 1.0.' },
+      ]);
+    }
+    const bare = await h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} } });
+    expect([bare.status, bare.body.error.code]).toEqual([200, -32009]);
+
+    // A page size that is not a whole number from 1 is cut to one, or read as the default (50).
+    for (const [pageSize, answered] of [[1.5, [1, 1, 2]], ['abc', [2, 50, 2]], [-3, [2, 50, 2]]] as const) {
+      const listed = await h.call('POST', `/a2a/agents/${y.username}`, {
+        key: x.key,
+        headers: { 'a2a-version': '1.0' },
+        body: { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { pageSize } },
+      });
+      const { tasks, pageSize: size, totalSize } = listed.body.result;
+      expect([pageSize, listed.status, tasks.length, size, totalSize]).toEqual([pageSize, 200, ...answered]);
+    }
+  });
+
+  test('refusals carry the contract’s sentence as A2A errors, and write nothing', async () => {
+    const x = await h.agent('ref-sender');
+    const y = await h.agent('ref-recipient');
+    const client = await a2aClient(x, y.username);
+    const long = 'x'.repeat(201);
+    expect(await refusal(client.sendMessage(message(long)))).toEqual([
+      'INVALID_PARAMS',
+      'summary is required when content is longer than 200 characters; add one and resend',
+    ]);
+    const summarised = await send(client, message(long, { metadata: { summary: 'A long one' } }));
+    expect(summarised.history[0]!.metadata).toMatchObject({ summary: 'A long one' });
+    expect(
+      await refusal(
+        client.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: 'with-data', role: 'ROLE_USER', parts: [{ data: { a: 1 } }] } })),
+      ),
+    ).toEqual(['CONTENT_TYPE_NOT_SUPPORTED', 'Only text parts are carried: this message has a data part. Send its text, or a link to the file in the text.']);
+    expect(await refusal(client.sendMessage(message('follow-up', { taskId: summarised.id })))).toEqual([
+      'UNSUPPORTED_OPERATION',
+      'Each message is a task of its own here, complete once it is answered: to follow up, send a new message with the same contextId and no taskId.',
+    ]);
+    expect(await refusal(client.cancelTask(CancelTaskRequest.fromJSON({ id: summarised.id })))).toEqual([
+      'TASK_NOT_CANCELABLE',
+      "A message accepted into ref-recipient's mailbox stays there: it cannot be withdrawn. Send a follow-up with the same contextId instead.",
+    ]);
+    const [count] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages m join agents a on a.id = m.sender_agent_id where a.username = ${x.username}`;
+    expect(count!.n).toBe(1);
+  });
+
+  test('tasks are the caller’s own: another agent’s task is not found; the list pages and filters by state and context', async () => {
+    const x = await h.agent('list-sender');
+    const y = await h.agent('list-recipient');
+    const z = await h.agent('list-stranger');
+    const client = await a2aClient(x, y.username);
+    const tasks = [];
+    for (let i = 0; i < 3; i++) tasks.push(await send(client, message(`number ${i}`)));
+    await h.post(y, tasks[0]!.contextId, 'answered');
+
+    const stranger = await a2aClient(z, y.username);
+    expect(await refusal(stranger.getTask(GetTaskRequest.fromJSON({ id: tasks[0]!.id })))).toEqual([
+      'TASK_NOT_FOUND',
+      `No task ${tasks[0]!.id} of yours with this agent.`,
+    ]);
+
+    const first = await client.listTasks(ListTasksRequest.fromJSON({ pageSize: 2 }));
+    expect([first.tasks.map((t) => t.id), first.totalSize, first.pageSize]).toEqual([[tasks[2]!.id, tasks[1]!.id], 3, 2]);
+    const rest = await client.listTasks(ListTasksRequest.fromJSON({ pageSize: 2, pageToken: first.nextPageToken }));
+    expect([rest.tasks.map((t) => t.id), rest.nextPageToken]).toEqual([[tasks[0]!.id], '']);
+    const completed = await client.listTasks(ListTasksRequest.fromJSON({ status: 'TASK_STATE_COMPLETED' }));
+    expect(completed.tasks.map((t) => [t.id, t.status!.state])).toEqual([[tasks[0]!.id, TaskState.TASK_STATE_COMPLETED]]);
+    const submitted = await client.listTasks(ListTasksRequest.fromJSON({ status: 'TASK_STATE_SUBMITTED', contextId: tasks[1]!.contextId }));
+    expect(submitted.tasks.map((t) => t.id)).toEqual([tasks[1]!.id]);
+    expect(await refusal(client.listTasks(ListTasksRequest.fromJSON({ pageToken: 'not-a-token' })))).toEqual([
+      'INVALID_PARAMS',
+      'pageToken must be the nextPageToken of the previous page.',
+    ]);
+  });
+
+  test('streaming and push notifications are refused with a sentence, as the card says', async () => {
+    const x = await h.agent('stream-sender');
+    const y = await h.agent('stream-recipient');
+    const client = await a2aClient(x, y.username);
+    const task = await send(client, message('hello'));
+    const first = async (stream: AsyncGenerator<unknown>) => {
+      for await (const event of stream) return event;
+    };
+    expect(await refusal(first(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id }))))).toEqual([
+      'UNSUPPORTED_OPERATION',
+      'Streaming is not offered over A2A yet: send with SendMessage and poll the task with GetTask.',
+    ]);
+    // The SDK's client will not even ask, since the card says no; asked all the same, the server refuses.
+    expect(() => client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, url: 'https://example.com/hook' }))).toThrow(
+      'Push Notification is not supported',
+    );
+    const push = await h.call('POST', `/a2a/agents/${y.username}`, {
+      key: x.key,
+      headers: { 'a2a-version': '1.0' },
+      body: { jsonrpc: '2.0', id: 7, method: 'CreateTaskPushNotificationConfig', params: { taskId: task.id, url: 'https://example.com/hook' } },
+    });
+    expect([push.status, push.body.id, push.body.error.code, push.body.error.message]).toEqual([
+      200,
+      7,
+      -32003,
+      'Push notifications are not offered over A2A yet: poll the task with GetTask.',
+    ]);
+  });
+
+  test('archiving cuts A2A at once: an archived caller is refused (401), an archived recipient is not found (404)', async () => {
+    const x = await h.agent('arch-sender');
+    const y = await h.agent('arch-recipient');
+    const client = await a2aClient(x, y.username);
+    await send(client, message('before'));
+    await setArchived(h.db.sql, y.username, true);
+    const gone = await h.call('POST', `/a2a/agents/${y.username}`, {
+      key: x.key,
+      body: { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'late', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } },
+    });
+    expect([gone.status, gone.body]).toEqual([404, { success: false, error: `No agent named ${y.username}.` }]);
+    await setArchived(h.db.sql, y.username, false);
+    await setArchived(h.db.sql, x.username, true);
+    // Refused as soon as this instance hears of the archive (its key cache is told by the database).
+    const refused = await eventually(async () => {
+      const res = await h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, body: { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } } });
+      return res.status === 200 ? null : res;
+    });
+    expect([refused.status, refused.body.error]).toEqual([401, 'The API key is not recognised or its agent is archived.']);
+  });
+});
