@@ -55,7 +55,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
     .use(eventRoutes(sql, inboxSignal, agentCache, log, config))
     .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth))
-    .use(a2aRoutes(sql, agentCache, log, config))
+    .use(a2aRoutes(sql, inboxSignal, agentCache, log, config))
     .use(consentRoutes(sql, config, log, oauth))
     .use(dashboard({ sql, config, log, metrics }));
 }

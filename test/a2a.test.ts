@@ -80,7 +80,7 @@ describe('the agent card', () => {
     expect(card.body).toMatchObject({
       name: 'card-owner',
       supportedInterfaces: [{ url: 'http://localhost/a2a/agents/card-owner', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: false, pushNotifications: false, extendedAgentCard: false },
+      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
       securitySchemes: { agentKey: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'agt_ key' } } },
       securityRequirements: [{ schemes: { agentKey: {} } }],
       defaultInputModes: ['text/plain'],
@@ -283,18 +283,60 @@ describe('a message and its task', () => {
     ]);
   });
 
-  test('streaming and push notifications are refused with a sentence, as the card says', async () => {
+  test('a streamed message: the task, then an update as it is read and when it is answered; the stream ends there', async () => {
     const x = await h.agent('stream-sender');
     const y = await h.agent('stream-recipient');
     const client = await a2aClient(x, y.username);
-    const task = await send(client, message('hello'));
-    const first = async (stream: AsyncGenerator<unknown>) => {
-      for await (const event of stream) return event;
-    };
-    expect(await refusal(first(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id }))))).toEqual([
-      'UNSUPPORTED_OPERATION',
-      'Streaming is not offered over A2A yet: send with SendMessage and poll the task with GetTask.',
+    const events = client.sendMessageStream(message('Are you there?'));
+    const next = async () => (await events.next()).value as { payload?: { $case: string; value: any } } | undefined;
+    const first = await next();
+    expect([first!.payload!.$case, first!.payload!.value.status.state]).toEqual(['task', TaskState.TASK_STATE_SUBMITTED]);
+    const task = first!.payload!.value as Task;
+
+    const mcp = await mcpClient(base, y.key);
+    await mcp.call('read_message', { messageId: task.history[0]!.messageId });
+    await mcp.close();
+    const read = await next();
+    expect([read!.payload!.$case, read!.payload!.value.taskId, read!.payload!.value.status.state, read!.payload!.value.metadata.step]).toEqual([
+      'statusUpdate',
+      task.id,
+      TaskState.TASK_STATE_WORKING,
+      'fetched',
     ]);
+
+    const answer = await h.post(y, task.contextId, 'Yes.');
+    const answered = await next();
+    expect([answered!.payload!.value.status.state, answered!.payload!.value.status.message.messageId]).toEqual([TaskState.TASK_STATE_COMPLETED, answer.id]);
+    expect((await events.next()).done).toBe(true);
+
+    // Subscribing to a final task gives the task and ends.
+    const again = [];
+    for await (const event of client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id }))) again.push(event.payload?.$case);
+    expect(again).toEqual(['task']);
+  });
+
+  test('a subscription follows a task from where it is; a refusal comes before the stream; archiving the caller ends it', async () => {
+    const x = await h.agent('sub-sender');
+    const y = await h.agent('sub-recipient');
+    const client = await a2aClient(x, y.username);
+    const task = await send(client, message('Follow me'));
+    expect(await refusal(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: '01a21cc7-45c5-7600-b9f9-010510e75403' })).next())).toEqual([
+      'TASK_NOT_FOUND',
+      'No task 01a21cc7-45c5-7600-b9f9-010510e75403 of yours with this agent.',
+    ]);
+    const events = client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id }));
+    expect((await events.next()).value?.payload?.$case).toBe('task');
+    const ended = events.next();
+    await setArchived(h.db.sql, x.username, true);
+    expect((await ended).done).toBe(true);
+    await setArchived(h.db.sql, x.username, false);
+  });
+
+  test('push notifications are refused with a sentence, as the card says', async () => {
+    const x = await h.agent('push-sender');
+    const y = await h.agent('push-recipient');
+    const client = await a2aClient(x, y.username);
+    const task = await send(client, message('hello'));
     // The SDK's client will not even ask, since the card says no; asked all the same, the server refuses.
     expect(() => client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, url: 'https://example.com/hook' }))).toThrow(
       'Push Notification is not supported',

@@ -1,4 +1,5 @@
 import {
+  TaskState,
   type AgentCard,
   type CancelTaskRequest,
   type GetExtendedAgentCardRequest,
@@ -8,6 +9,7 @@ import {
   type Message,
   type SendMessageRequest,
   type StreamResponse,
+  type SubscribeToTaskRequest,
   type Task,
   type TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
@@ -23,8 +25,9 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { Sql } from '../db/connect';
+import type { InboxSignal } from '../db/inbox-signal';
 import type { Agent } from '../domain/agents/actors';
-import { sentDeliveries, sentDelivery } from '../domain/deliveries/sent-deliveries';
+import { followSentDelivery, sentDeliveries, sentDelivery } from '../domain/deliveries/sent-deliveries';
 import { checkIdempotencyKey } from '../domain/messages/idempotency';
 import { postToAgent } from '../domain/messages/messages';
 import { DomainError } from '../domain/shared/errors';
@@ -34,7 +37,12 @@ import { stateFilter, toTask } from './tasks';
 
 export type A2AContext = {
   sql: Sql;
+  inboxSignal: InboxSignal;
   log: Logger;
+  // Ends a stream: the client left, or its credential stopped answering (routes.ts).
+  abort: AbortSignal;
+  // Called when what the caller's key answers for may have changed, while a stream is open.
+  credentialChanged: () => void;
   requestId: string;
   caller: Agent;
   // The agent whose address was called: every task here is the delivery of a message to it.
@@ -61,35 +69,62 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
     return toTask(sent, read.historyLength);
   };
 
+  const send = async (params: SendMessageRequest): Promise<Task> => {
+    const message = params.message;
+    if (!message) throw new RequestMalformedError('message is required.');
+    if (params.configuration?.taskPushNotificationConfig) throw pushNotOffered();
+    if (message.taskId) {
+      throw new UnsupportedOperationError(
+        'Each message is a task of its own here, complete once it is answered: to follow up, send a new message with the same contextId and no taskId.',
+      );
+    }
+    const key = checkIdempotencyKey(message.messageId || undefined, 'messageId');
+    if (!key) throw new RequestMalformedError('messageId is required: a message sent again with the same messageId creates nothing.');
+    const posted = await postToAgent(
+      sql,
+      ctx.log,
+      caller,
+      recipient,
+      message.contextId || null,
+      { content: textOf(message), ...summaryOf(message) },
+      { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
+    );
+    return taskOf(posted.deliveryId, { historyLength: params.configuration?.historyLength, readAnswer: true });
+  };
+
+  // The task as it was just answered, then an update each time it moves, until it is final.
+  async function* follow(task: Task): AsyncGenerator<StreamResponse, void, undefined> {
+    yield { payload: { $case: 'task', value: task } };
+    if (isFinal(task)) return;
+    let last = JSON.stringify(task.status);
+    const changes = followSentDelivery(sql, ctx.inboxSignal, caller, recipient, task.id, {
+      stalledAfterMs: ctx.stalledAfterMs,
+      abort: ctx.abort,
+      changed: ctx.credentialChanged,
+    });
+    for await (const sent of changes) {
+      const next = toTask(sent, 0);
+      const seen = JSON.stringify(next.status);
+      if (seen === last) continue;
+      last = seen;
+      yield { payload: { $case: 'statusUpdate', value: { taskId: next.id, contextId: next.contextId, status: next.status, metadata: next.metadata } } };
+      if (isFinal(next)) return;
+    }
+  }
+
   return {
     getAgentCard: async () => ctx.card,
     getAuthenticatedExtendedAgentCard: async (_params: GetExtendedAgentCardRequest) => {
       throw new ExtendedAgentCardNotConfiguredError('This agent has no extended card: its card says all there is.');
     },
 
-    sendMessage: (params: SendMessageRequest) =>
-      answered(ctx, async (): Promise<Task> => {
-        const message = params.message;
-        if (!message) throw new RequestMalformedError('message is required.');
-        if (params.configuration?.taskPushNotificationConfig) throw pushNotOffered();
-        if (message.taskId) {
-          throw new UnsupportedOperationError(
-            'Each message is a task of its own here, complete once it is answered: to follow up, send a new message with the same contextId and no taskId.',
-          );
-        }
-        const key = checkIdempotencyKey(message.messageId || undefined, 'messageId');
-        if (!key) throw new RequestMalformedError('messageId is required: a message sent again with the same messageId creates nothing.');
-        const posted = await postToAgent(
-          sql,
-          ctx.log,
-          caller,
-          recipient,
-          message.contextId || null,
-          { content: textOf(message), ...summaryOf(message) },
-          { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
-        );
-        return taskOf(posted.deliveryId, { historyLength: params.configuration?.historyLength, readAnswer: true });
-      }),
+    sendMessage: (params: SendMessageRequest) => answered(ctx, () => send(params)),
+    sendMessageStream: (params: SendMessageRequest) => streamed(ctx, async function* () {
+      yield* follow(await send(params));
+    }),
+    resubscribe: (params: SubscribeToTaskRequest) => streamed(ctx, async function* () {
+      yield* follow(await taskOf(params.id, { readAnswer: true }));
+    }),
 
     getTask: (params: GetTaskRequest) => answered(ctx, () => taskOf(params.id, { historyLength: params.historyLength, readAnswer: true })),
 
@@ -127,8 +162,6 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
         );
       }),
 
-    sendMessageStream: (_params: SendMessageRequest) => notStreamed(),
-    resubscribe: () => notStreamed(),
     createTaskPushNotificationConfig: async (_params: TaskPushNotificationConfig) => {
       throw pushNotOffered();
     },
@@ -154,9 +187,8 @@ const notFoundAs = (id: string) => (error: unknown) => {
 const pushNotOffered = () =>
   new PushNotificationNotSupportedError('Push notifications are not offered over A2A yet: poll the task with GetTask.');
 
-async function* notStreamed(): AsyncGenerator<StreamResponse, void, undefined> {
-  throw new UnsupportedOperationError('Streaming is not offered over A2A yet: send with SendMessage and poll the task with GetTask.');
-}
+// A2A's final states: a stream ends after the update that reaches one.
+const isFinal = (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED || task.status?.state === TaskState.TASK_STATE_FAILED;
 
 // A message's text parts are its content, one after another; anything else cannot be carried.
 function textOf(message: Message): string {
@@ -186,12 +218,25 @@ async function answered<T>(ctx: A2AContext, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (error instanceof A2AError) throw error;
-    const failure = failureOf(error, ctx.requestId);
-    if (failure.log === 'database_unavailable') ctx.log.warn('database_unavailable', { door: 'a2a', error: (error as Error).message });
-    if (failure.log === 'fault') ctx.log.error('a2a_request_failed', { agent: ctx.caller.username, error: (error as Error).stack ?? String(error) });
-    if (error instanceof DomainError && error.kind === 'not_found') throw new TaskNotFoundError(failure.sentence);
-    if (error instanceof DomainError) throw new RequestMalformedError(failure.sentence);
-    throw new A2AError(failure.sentence);
+    throw asA2AError(ctx, error);
   }
+}
+
+// The same for a stream: a refusal before its first event, or a fault while it runs.
+async function* streamed<T>(ctx: A2AContext, run: () => AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+  try {
+    yield* run();
+  } catch (error) {
+    throw asA2AError(ctx, error);
+  }
+}
+
+function asA2AError(ctx: A2AContext, error: unknown): A2AError {
+  if (error instanceof A2AError) return error;
+  const failure = failureOf(error, ctx.requestId);
+  if (failure.log === 'database_unavailable') ctx.log.warn('database_unavailable', { door: 'a2a', error: (error as Error).message });
+  if (failure.log === 'fault') ctx.log.error('a2a_request_failed', { agent: ctx.caller.username, error: (error as Error).stack ?? String(error) });
+  if (error instanceof DomainError && error.kind === 'not_found') return new TaskNotFoundError(failure.sentence);
+  if (error instanceof DomainError) return new RequestMalformedError(failure.sentence);
+  return new A2AError(failure.sentence);
 }

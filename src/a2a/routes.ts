@@ -1,14 +1,17 @@
-import { AgentCard, A2A_VERSION_HEADER } from '@a2a-js/sdk';
+import { AgentCard, A2A_VERSION_HEADER, formatSSEEvent } from '@a2a-js/sdk';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { A2A_ERROR_CODE, toJsonRpcError } from '@a2a-js/sdk/errors';
 import { Elysia, t } from 'elysia';
 import type { Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
+import type { InboxSignal } from '../db/inbox-signal';
 import { activeAgentNamed } from '../domain/agents/agents';
 import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
 import { requestIdOf, requestLog } from '../web/request-id';
+import { eventStreamResponse, type EventSink } from '../web/event-stream';
+import { endWhenRevoked } from '../web/held-credential';
 import { A2A_VERSION, agentCard } from './agent-card';
 import { a2aRequestHandler } from './request-handler';
 
@@ -22,7 +25,11 @@ const originOf = (request: Request, config: Config) => (config.PUBLIC_URL ? new 
 // card is served to agents of this service only, so that no stranger learns which names exist.
 // Refusals before the JSON-RPC request is read (no key: 401, no such agent: 404) are in the
 // service's envelope; everything after is JSON-RPC, in the SDK's transport.
-export const a2aRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, config: Config) =>
+// Bytes a stream may leave unread by its client before it is cut (a task's updates are small and
+// few; this is many of them).
+const STREAM_BACKLOG_BYTES = 256 * 1024;
+
+export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, log: Logger, config: Config) =>
   new Elysia({ name: 'a2a-routes', prefix: '/a2a/agents' })
     .use(agentAuth(sql, agentCache))
     .get(
@@ -32,7 +39,7 @@ export const a2aRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, config:
     )
     .post(
       '/:username',
-      async ({ agent, params, body, request, set }) => {
+      async ({ agent, params, body, request, set, server }) => {
         const recipient = await activeAgentNamed(sql, params.username);
         const card = agentCard(originOf(request, config), recipient.username);
         const context = new ServerCallContext({ requestedVersion: request.headers.get(A2A_VERSION_HEADER) ?? undefined });
@@ -42,9 +49,16 @@ export const a2aRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, config:
         } catch (error) {
           return { jsonrpc: '2.0', id: idOf(body), error: toJsonRpcError(error) };
         }
+        const requestLogger = requestLog(log, request);
+        // A stream ends when its client leaves or its credential stops answering.
+        const ended = new AbortController();
+        const end = () => ended.abort();
         const handler = a2aRequestHandler({
           sql,
-          log: requestLog(log, request),
+          inboxSignal,
+          log: requestLogger,
+          abort: AbortSignal.any([request.signal, ended.signal]),
+          credentialChanged: endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end),
           requestId: requestIdOf(request),
           caller: agent,
           recipient,
@@ -54,16 +68,48 @@ export const a2aRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, config:
         });
         const answer = await new JsonRpcTransportHandler(handler).handle(body as string, context);
         if (!(Symbol.asyncIterator in answer)) return unreadParams(answer, body);
-        // Streaming is not offered (the card says so): the stream's first item is its refusal.
+        // A refusal before the stream's first event is answered as any JSON-RPC error is.
+        let first: IteratorResult<unknown>;
         try {
-          await answer.next();
-          return { jsonrpc: '2.0', id: idOf(body), error: { code: -32603, message: 'The stream ended before it began.' } };
+          first = await answer.next();
         } catch (error) {
           return { jsonrpc: '2.0', id: idOf(body), error: toJsonRpcError(error) };
         }
+        // Silent between updates, longer than Bun's idle limit allows by default.
+        server?.timeout(request, 0);
+        return eventStreamResponse({
+          request,
+          backlogBytes: STREAM_BACKLOG_BYTES,
+          heartbeatMs: config.EVENT_HEARTBEAT_MS,
+          log: requestLogger,
+          cutLog: { event: 'a2a_stream_dropped', reason: 'the client stopped reading' },
+          open: (sink) => {
+            void pump(first, answer, sink, idOf(body));
+            return () => {
+              end();
+              void answer.return(undefined);
+            };
+          },
+        });
       },
       { agentWithRawBody: true, params: Params, detail: { hide: true } },
     );
+
+// Sends a stream's events as they come, an error as the last of them, then ends it.
+async function pump(first: IteratorResult<unknown>, rest: AsyncGenerator<unknown>, sink: EventSink, id: string | number | null) {
+  if (first.done || !sink.send(formatSSEEvent(first.value))) return sink.finish();
+  for (;;) {
+    let next: IteratorResult<unknown>;
+    try {
+      next = await rest.next();
+    } catch (error) {
+      sink.send(formatSSEEvent({ jsonrpc: '2.0', id, error: toJsonRpcError(error) }));
+      break;
+    }
+    if (next.done || !sink.send(formatSSEEvent(next.value))) break;
+  }
+  sink.finish();
+}
 
 // Every error our handler raises is an A2A error, with its details. One without them is the SDK's
 // own: a request whose params it could not decode (a part that is not an object, bytes that are

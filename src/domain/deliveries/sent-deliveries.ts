@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Queries, Sql } from '../../db/connect';
+import type { InboxSignal } from '../../db/inbox-signal';
 import { asActor, type Agent } from '../agents/actors';
 import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
@@ -7,6 +8,7 @@ import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
 import { readMessage, toMessage } from '../messages/messages';
 import type { DeliveryStep, MessageRecord, RecipientStatus } from '../shared/schemas';
 import { agentSeesThread } from '../threads/visibility';
+import { settlesWithin } from './inbox-wait';
 import { receiptColumns, recipientStatus, type ReceiptColumns } from './receipts';
 
 // The deliveries of an agent's messages to one other agent, seen from the sending side (the A2A
@@ -100,4 +102,48 @@ export async function sentDeliveries(
   ]);
   const { items, next } = pageOf(rows, page.limit, (r) => r.id);
   return { items: items.map((r) => toSent(r, stalledAfterMs)), total: count!.total, next };
+}
+
+// A followed delivery is read again at least this often, woken or not: its "stalled" flag turns
+// with time alone, and a notification can be lost while the listener reconnects.
+const FOLLOW_RECHECK_MS = 30_000;
+
+// Follows one delivery of the sender's message: yields it as it is, then again whenever it has
+// changed (its step, or the recipient's answer, which arrives as a new delivery to the sender),
+// until the consumer stops asking, `abort` fires or the process stops. The wake-ups are registered
+// before each read, so a change committed after a read's snapshot still wakes the next one.
+// `changed` is called when what the sender's credential answers for may have changed (archived,
+// another key): the door decides whether its stream may go on.
+export async function* followSentDelivery(
+  sql: Sql,
+  signal: InboxSignal,
+  sender: Agent,
+  recipient: Agent,
+  deliveryId: string,
+  options: { stalledAfterMs: number; abort: AbortSignal; changed: () => void },
+): AsyncGenerator<SentDelivery, void, undefined> {
+  let woken = Promise.withResolvers<void>();
+  const wake = () => woken.resolve();
+  const undo = [
+    signal.watchDeliveries([deliveryId], wake),
+    signal.subscribeEvents(sender.id, wake, options.changed, { receipts: false }),
+  ];
+  try {
+    if (undo.includes(null)) return;
+    let last = '';
+    for (;;) {
+      woken = Promise.withResolvers<void>();
+      const sent = await sentDelivery(sql, sender, recipient, deliveryId, { stalledAfterMs: options.stalledAfterMs, readAnswer: true });
+      const seen = JSON.stringify([sent.status, sent.answer?.id ?? null]);
+      if (seen !== last) {
+        last = seen;
+        yield sent;
+      }
+      if (signal.stopped()) return;
+      await settlesWithin(woken.promise, FOLLOW_RECHECK_MS, options.abort);
+      if (options.abort.aborted || signal.stopped()) return;
+    }
+  } finally {
+    for (const u of undo) u?.();
+  }
 }
