@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 020_message_search,
+-- The schema that the migrations in sql/ build, 001_core to 021_a2a_cards,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -234,6 +234,7 @@ CREATE TABLE public.agents (
     webhook_disabled_reason text,
     webhook_failing_since timestamp with time zone,
     events_recorded_since timestamp with time zone,
+    a2a_card_listed boolean DEFAULT false NOT NULL,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
     CONSTRAINT agents_pkey PRIMARY KEY (id),
@@ -241,6 +242,7 @@ CREATE TABLE public.agents (
     CONSTRAINT agents_username_username_owner_fkey FOREIGN KEY (username, username_owner) REFERENCES public.usernames(username, owner)
 );
 CREATE TRIGGER agents_archived_end_oauth_connections AFTER UPDATE OF archived_at ON public.agents FOR EACH ROW WHEN (((new.archived_at IS NOT NULL) AND (old.archived_at IS NULL))) EXECUTE FUNCTION public.oauth_end_connections_of_archived();
+CREATE TRIGGER agents_card_listing_changed AFTER UPDATE OF a2a_card_listed ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
 CREATE TRIGGER agents_deleted AFTER DELETE ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url, webhook_disabled_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();

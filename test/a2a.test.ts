@@ -14,7 +14,7 @@ import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcT
 import { useHarness, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventually } from './support/receiver';
-import { setArchived } from '../src/domain/agents/agents';
+import { setArchived, setCardListed } from '../src/domain/agents/agents';
 import { removeParticipant } from '../src/domain/threads/threads';
 
 // The A2A door driven by the official A2A JavaScript SDK's client over real HTTP: an agent of
@@ -89,6 +89,23 @@ describe('the agent card', () => {
     // The SDK's client reads it and talks to the address it names.
     const client = await a2aClient(caller, 'card-owner');
     expect((await client.getAgentCard()).name).toBe('card-owner');
+  });
+
+  test('a card its owner listed is anyone’s to read; to a stranger an unlisted name and no name read alike', async () => {
+    await h.agent('listed-owner');
+    const missing = { success: false, error: 'Authorization header is missing; send "Authorization: Bearer agt_…".' };
+    for (const name of ['listed-owner', 'no-such-name']) {
+      const res = await h.call('GET', `/a2a/agents/${name}/.well-known/agent-card.json`);
+      expect([name, res.status, res.headers.get('www-authenticate'), res.body]).toEqual([name, 401, 'Bearer realm="agent-messaging-service"', missing]);
+    }
+    expect(await setCardListed(h.db.sql, 'listed-owner', true)).toEqual({ username: 'listed-owner', listed: true });
+    const listed = await h.call('GET', '/a2a/agents/listed-owner/.well-known/agent-card.json');
+    expect([listed.status, listed.body.name]).toEqual([200, 'listed-owner']);
+    // Sending still takes a key.
+    const send = await h.call('POST', '/a2a/agents/listed-owner', { body: { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {} } });
+    expect(send.status).toBe(401);
+    await setArchived(h.db.sql, 'listed-owner', true);
+    expect((await h.call('GET', '/a2a/agents/listed-owner/.well-known/agent-card.json')).status).toBe(401);
   });
 });
 

@@ -161,7 +161,7 @@ describe('agents', () => {
     const list = await as('GET', '/agents');
     const listed = list.body.data.items.find((a: any) => a.username === 'drafter');
     expect(listed).toEqual({
-      id: expect.any(String), username: 'drafter', archived: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String), connections: [],
+      id: expect.any(String), username: 'drafter', archived: false, cardListed: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String), connections: [],
       health: null, lastTestEvent: null,
     });
     expect(JSON.stringify(list.body)).not.toContain('agt_');
@@ -213,6 +213,17 @@ describe('agents', () => {
     expect((await h.db.sql`select archived_at from agents where username = 'carol'`)[0]!.archived_at).toBeNull();
     expect((await h.call('GET', '/api/threads', { key: carol.key })).status).toBe(200);
     expect(await as('POST', '/agents/nobody/archive')).toMatchObject({ status: 404, body: { error: 'No agent named nobody.' } });
+  });
+
+  test("list an agent's A2A card publicly and stop; the list shows the choice; a bad value or name is refused", async () => {
+    const listed = await as('PUT', '/agents/carol/a2a-card', { listed: true });
+    expect([listed.status, listed.body]).toEqual([200, { success: true, data: { username: 'carol', listed: true } }]);
+    const agents = await as('GET', '/agents?q=carol');
+    expect(agents.body.data.items.map((a: { username: string; cardListed: boolean }) => [a.username, a.cardListed])).toEqual([['carol', true]]);
+    expect((await as('PUT', '/agents/carol/a2a-card', { listed: false })).body.data).toEqual({ username: 'carol', listed: false });
+    expect((await h.db.sql`select a2a_card_listed from agents where username = 'carol'`)[0]!.a2a_card_listed).toBe(false);
+    expect(await as('PUT', '/agents/carol/a2a-card', { listed: 'yes' })).toMatchObject({ status: 400, body: { error: 'listed must be true or false' } });
+    expect(await as('PUT', '/agents/nobody/a2a-card', { listed: true })).toMatchObject({ status: 404, body: { error: 'No agent named nobody.' } });
   });
 
   test('add a webhook, reveal its secret, remove it; re-adding mints a different secret', async () => {

@@ -518,6 +518,17 @@ test('a failing webhook shows on the overview and on its agent, and a test event
     expect((await h.db.sql`select webhook_url from agents where username = 'invoice-agent'`)[0]!.webhook_url).toBe(handler.url('/hook'));
     expect(await focused()).toEqual(['', 'Remove webhook']);
 
+    // The A2A card: its address, and listing it publicly or not; the page hears the change.
+    const a2a = card.locator('section.a2a-card');
+    expect(await a2a.locator('code').textContent()).toBe(`${new URL(page.url()).origin}/a2a/agents/invoice-agent/`);
+    await a2a.getByRole('button', { name: 'List the card publicly' }).click();
+    await a2a.getByText('Listed: anyone may read its card, which names it and how to send it a message.').waitFor();
+    expect((await h.db.sql`select a2a_card_listed from agents where username = 'invoice-agent'`)[0]!.a2a_card_listed).toBe(true);
+    expect((await h.call('GET', '/a2a/agents/invoice-agent/.well-known/agent-card.json')).status).toBe(200);
+    await a2a.getByRole('button', { name: 'Stop listing' }).click();
+    await a2a.getByRole('button', { name: 'List the card publicly' }).waitFor();
+    expect((await h.call('GET', '/a2a/agents/invoice-agent/.well-known/agent-card.json')).status).toBe(401);
+
     const archive = card.getByRole('button', { name: 'Archive', exact: true });
     await archive.click();
     expect(await dialog.getByRole('heading').textContent()).toBe('Archive invoice-agent?');

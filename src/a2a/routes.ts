@@ -6,9 +6,10 @@ import type { Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
-import { activeAgentNamed } from '../domain/agents/agents';
+import { activeAgentNamed, listedAgent } from '../domain/agents/agents';
+import { authenticateAgent } from '../domain/agents/authentication';
 import type { Logger } from '../log';
-import { agentAuth } from '../web/agent-auth';
+import { agentAuth, bearerChallenge } from '../web/agent-auth';
 import { requestIdOf, requestLog } from '../web/request-id';
 import { eventStreamResponse, type EventSink } from '../web/event-stream';
 import { endWhenRevoked } from '../web/held-credential';
@@ -20,22 +21,35 @@ const Params = t.Object({ username: t.String() });
 // The public address of this service, which the card names: PUBLIC_URL, or the one asked.
 const originOf = (request: Request, config: Config) => (config.PUBLIC_URL ? new URL(config.PUBLIC_URL).origin : new URL(request.url).origin);
 
-// A2A (docs/a2a.md): each active agent is reached at /a2a/agents/{username}, JSON-RPC 2.0 over
-// POST, and described by its card below that address. Both need the caller's own agent key: the
-// card is served to agents of this service only, so that no stranger learns which names exist.
-// Refusals before the JSON-RPC request is read (no key: 401, no such agent: 404) are in the
-// service's envelope; everything after is JSON-RPC, in the SDK's transport.
 // Bytes a stream may leave unread by its client before it is cut (a task's updates are small and
 // few; this is many of them).
 const STREAM_BACKLOG_BYTES = 256 * 1024;
 
+// A2A (docs/a2a.md): each active agent is reached at /a2a/agents/{username}, JSON-RPC 2.0 over
+// POST, and described by its card below that address. Both need the caller's own agent key, but
+// for the card of an agent whose owner chose to list it: no stranger learns which names exist.
+// Refusals before the JSON-RPC request is read (no key: 401, no such agent: 404) are in the
+// service's envelope; everything after is JSON-RPC, in the SDK's transport.
 export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, log: Logger, config: Config) =>
   new Elysia({ name: 'a2a-routes', prefix: '/a2a/agents' })
     .use(agentAuth(sql, agentCache))
     .get(
       '/:username/.well-known/agent-card.json',
-      async ({ params, request }) => AgentCard.toJSON(agentCard(originOf(request, config), (await activeAgentNamed(sql, params.username)).username)),
-      { agent: true, params: Params, detail: { hide: true } },
+      async ({ params, request, set }) => {
+        // A card its owner listed is anyone's to read; any other only with an agent key, and a
+        // stranger is told the same whether the name exists or not.
+        const authorization = request.headers.get('authorization');
+        const listed = authorization ? null : await listedAgent(sql, params.username);
+        if (!listed) {
+          await authenticateAgent(sql, agentCache, authorization).catch((error: unknown) => {
+            set.headers['www-authenticate'] = bearerChallenge(request);
+            throw error;
+          });
+        }
+        const agent = listed ?? (await activeAgentNamed(sql, params.username));
+        return AgentCard.toJSON(agentCard(originOf(request, config), agent.username));
+      },
+      { params: Params, detail: { hide: true } },
     )
     .post(
       '/:username',

@@ -3,7 +3,7 @@ import { bodyField } from '../web/body';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
-import { createAgent, enableWebhook, removeWebhook, setArchived, setWebhook } from '../domain/agents/agents';
+import { createAgent, enableWebhook, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
 import { sendTestEvent } from '../domain/agents/test-events';
 import { overview } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
@@ -96,6 +96,11 @@ export const dashboardApi = ({ sql, config, log, metrics, sendCode, feed, stream
       { person: true },
     )
     .delete('/agents/:username/webhook', async ({ params }) => ok(await removeWebhook(sql, params.username)), { person: true })
+    .put(
+      '/agents/:username/a2a-card',
+      async ({ params, body }) => ok(await setCardListed(sql, params.username, bodyField(body, 'listed'))),
+      { person: true },
+    )
     .post(
       '/agents/:username/webhook/enable',
       async ({ params, body, person, request }) => {

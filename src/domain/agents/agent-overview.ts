@@ -12,6 +12,8 @@ export type AgentSummary = {
   id: string;
   username: string;
   archived: boolean;
+  // Its A2A card is served to anyone, not only to agents of this service.
+  cardListed: boolean;
   webhookUrl: string | null;
   webhookSetAt: string | null;
   createdAt: string;
@@ -27,6 +29,7 @@ type AgentRow = {
   id: string;
   username: string;
   archived: boolean;
+  cardListed: boolean;
   webhookUrl: string | null;
   webhookSetAt: Date | null;
   createdAt: Date;
@@ -41,7 +44,7 @@ type AgentRow = {
 export async function listAgents(sql: Sql, search: string | null, page: PageQuery): Promise<Page<AgentSummary>> {
   const [rows, health, tests] = await sql.begin('isolation level repeatable read read only', async (tx) => {
     const rows = await tx<AgentRow[]>`
-      select id, username, archived_at is not null as archived, webhook_url as "webhookUrl",
+      select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
              webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections
       from agents
       where true ${search ? tx`and username ilike ${containing(search)}` : tx``} ${keyBounds(tx, tx`id`, page)}
@@ -54,6 +57,7 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
     id: r.id,
     username: r.username,
     archived: r.archived,
+    cardListed: r.cardListed,
     webhookUrl: r.webhookUrl,
     webhookSetAt: iso(r.webhookSetAt),
     createdAt: r.createdAt.toISOString(),

@@ -1,6 +1,6 @@
 import type { Sql } from '../../db/connect';
 import type { Agent } from './actors';
-import { conflict, notFound } from '../shared/errors';
+import { conflict, invalid, notFound } from '../shared/errors';
 import { hashKey, newAgentKey, newSigningSecret } from './keys';
 import { Username } from '../shared/schemas';
 import { claimUsername, usernameOwner } from './usernames';
@@ -121,4 +121,21 @@ export async function activeAgentNamed(sql: Sql, username: string): Promise<Agen
   const agent = await activeAgent(sql, username);
   if (!agent) throw notFound(`No agent named ${username}.`);
   return agent;
+}
+
+// Whether the agent's A2A card is served to anyone (docs/a2a.md), as a person sets it.
+export async function setCardListed(sql: Sql, username: string, listed: unknown) {
+  if (typeof listed !== 'boolean') throw invalid('listed must be true or false', 'listed');
+  const [row] = await sql<{ username: string; listed: boolean }[]>`
+    update agents set a2a_card_listed = ${listed} where username = ${username}
+    returning username, a2a_card_listed as listed`;
+  if (!row) throw notFound(`No agent named ${username}.`);
+  return row;
+}
+
+// An active agent whose card its owner chose to list, or null.
+export async function listedAgent(sql: Sql, username: string): Promise<Agent | null> {
+  const [agent] = await sql<Agent[]>`
+    select id, username from agents where username = ${username} and archived_at is null and a2a_card_listed`;
+  return agent ?? null;
 }

@@ -145,6 +145,31 @@ function Connections({ agent }: { agent: Agent }) {
   </section>`;
 }
 
+// Whether the agent's A2A card is served to anyone (docs/a2a.md): the agent's address for A2A
+// clients, and the owner's choice to let strangers read its card.
+function A2ACard({ agent }: { agent: Agent }) {
+  const [action, run] = useAction();
+  const heading = useRef<HTMLHeadingElement>(null);
+  const headingId = `a2a-heading-${agent.username}`;
+  const address = `${location.origin}/a2a/agents/${encodeURIComponent(agent.username)}/`;
+  async function toggle() {
+    const listed = !agent.cardListed;
+    if (await run(() => api('PUT', `/agents/${encodeURIComponent(agent.username)}/a2a-card`, { listed }))) {
+      toast(listed ? `${agent.username}'s A2A card is listed.` : `${agent.username}'s A2A card is for agents of this service only.`);
+      refocus(heading.current);
+    }
+  }
+  return html`<section class="a2a-card" aria-labelledby=${headingId}>
+    <${SectionHeading} id=${headingId} text="A2A card" username=${agent.username} heading=${heading} />
+    <p class="hint">A2A clients reach ${agent.username} at <code>${address}</code> <${CopyButton} text=${() => address} /></p>
+    <p>${agent.cardListed
+      ? 'Listed: anyone may read its card, which names it and how to send it a message.'
+      : 'Not listed: only agents of this service, with their key, may read its card; to anyone else the name does not exist.'}</p>
+    <button type="button" disabled=${action.busy} onClick=${toggle}>${agent.cardListed ? 'Stop listing' : 'List the card publicly'}</button>
+    <${ErrorText} id=${`a2a-error-${agent.username}`} error=${action.error?.message} />
+  </section>`;
+}
+
 // What archiving does: the key is refused (src/domain/agents/authentication.ts), a post creates no
 // delivery for an archived participant (src/domain/messages/messages.ts), no doorbell is owed to it
 // (delivery-steps.ts), and its OAuth connections end for good (sql/015_oauth.sql).
@@ -215,6 +240,7 @@ function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; 
           <td colspan=${COLUMNS.length + 1}>
             <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />
             <${Connections} agent=${agent} />
+            <${A2ACard} agent=${agent} />
             <${Archiving} agent=${agent} />
           </td>
         </tr>`

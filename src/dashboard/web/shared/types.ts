@@ -90,6 +90,8 @@ export type Agent = {
   id: string;
   username: string;
   archived: boolean;
+  // Its A2A card is served to anyone, not only to agents of this service.
+  cardListed: boolean;
   webhookUrl: string | null;
   webhookSetAt: string | null;
   createdAt: string;
