@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 021_a2a_cards,
+-- The schema that the migrations in sql/ build, 001_core to 022_a2a_push,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -27,6 +27,43 @@ CREATE TYPE public.thread_state AS ENUM (
 );
 
 -- Functions
+
+CREATE OR REPLACE FUNCTION public.a2a_push_jobs(configs uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform graphile_worker.add_jobs(array(
+    select json_populate_record(null::graphile_worker.job_spec, json_build_object(
+      'identifier', 'a2a_push', 'payload', json_build_object('configId', c),
+      'max_attempts', 6, 'job_key', 'a2a_push:' || c))
+    from unnest(configs) c));
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.a2a_push_on_answer()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if exists (select 1 from a2a_push_configs) then
+    perform a2a_push_jobs(array(
+      select c.id from a2a_push_configs c
+      join deliveries d on d.id = c.delivery_id
+      join new_messages m on m.thread_id = d.thread_id and m.sender_agent_id = d.recipient_id and m.id > d.message_id));
+  end if;
+  return null;
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.a2a_push_on_step()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if exists (select 1 from a2a_push_configs where delivery_id = new.id) then
+    perform a2a_push_jobs(array(select id from a2a_push_configs where delivery_id = new.id));
+  end if;
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.add_counts(a integer[], b integer[])
  RETURNS integer[]
@@ -201,6 +238,24 @@ AS $function$select uuidv7()$function$;
 
 -- Tables, each with its indexes and triggers
 
+CREATE TABLE public.a2a_push_configs (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    delivery_id uuid NOT NULL,
+    owner_id uuid NOT NULL,
+    name text NOT NULL,
+    url text NOT NULL,
+    token text DEFAULT ''::text NOT NULL,
+    auth_scheme text DEFAULT ''::text NOT NULL,
+    auth_credentials text DEFAULT ''::text NOT NULL,
+    pushed text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT a2a_push_configs_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES public.deliveries(id) ON DELETE CASCADE,
+    CONSTRAINT a2a_push_configs_delivery_id_name_key UNIQUE (delivery_id, name),
+    CONSTRAINT a2a_push_configs_owner_id_fkey FOREIGN KEY (owner_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT a2a_push_configs_pkey PRIMARY KEY (id)
+);
+CREATE INDEX a2a_push_configs_owner_idx ON public.a2a_push_configs USING btree (owner_id);
+
 CREATE TABLE public.agent_event_floors (
     agent_id uuid NOT NULL,
     xid xid8 NOT NULL,
@@ -278,6 +333,7 @@ CREATE INDEX deliveries_owed_idx ON public.deliveries USING btree (created_at) W
 CREATE INDEX deliveries_recipient_page_idx ON public.deliveries USING btree (recipient_id, id);
 CREATE INDEX deliveries_retrying_idx ON public.deliveries USING btree (id) WHERE ((step = 'accepted'::public.delivery_step) AND (next_attempt_at IS NOT NULL));
 CREATE INDEX deliveries_thread_page_idx ON public.deliveries USING btree (thread_id, id);
+CREATE TRIGGER deliveries_a2a_push AFTER UPDATE OF step ON public.deliveries FOR EACH ROW WHEN ((old.step IS DISTINCT FROM new.step)) EXECUTE FUNCTION public.a2a_push_on_step();
 CREATE TRIGGER deliveries_added_events AFTER INSERT ON public.deliveries REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.agent_events_for_new_deliveries();
 CREATE TRIGGER deliveries_changed AFTER UPDATE OF step, failed_step, error, notified_at, delivered_at, fetched_at, acknowledged_at, next_attempt_at ON public.deliveries FOR EACH ROW WHEN ((new.send_attempts <= old.send_attempts)) EXECUTE FUNCTION public.notify_delivery_change();
 CREATE TRIGGER deliveries_receipt_events AFTER UPDATE OF delivered_at, fetched_at ON public.deliveries FOR EACH ROW WHEN ((((old.delivered_at IS NULL) AND (new.delivered_at IS NOT NULL)) OR ((old.fetched_at IS NULL) AND (new.fetched_at IS NOT NULL)))) EXECUTE FUNCTION public.agent_events_for_receipts();
@@ -394,6 +450,7 @@ CREATE TABLE public.messages (
     CONSTRAINT messages_thread_id_fkey FOREIGN KEY (thread_id) REFERENCES public.threads(id) ON DELETE CASCADE
 );
 CREATE INDEX messages_thread_idx ON public.messages USING btree (thread_id, id);
+CREATE TRIGGER messages_a2a_push AFTER INSERT ON public.messages REFERENCING NEW TABLE AS new_messages FOR EACH STATEMENT EXECUTE FUNCTION public.a2a_push_on_answer();
 CREATE TRIGGER messages_search_index AFTER INSERT ON public.messages REFERENCING NEW TABLE AS new_messages FOR EACH STATEMENT EXECUTE FUNCTION public.index_new_messages();
 
 CREATE TABLE public.oauth_artifacts (

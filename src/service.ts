@@ -9,6 +9,7 @@ import { startLossAudit } from './domain/deliveries/loss-audit';
 import { createMetrics } from './metrics';
 import { createOAuthServer, type OAuthServer } from './oauth/provider';
 import { startWorker, type RunningWorker } from './webhooks/worker';
+import { a2aPush } from './a2a/push-body';
 
 const HTTP_STOP_GRACE_MS = 3_000;
 
@@ -104,7 +105,7 @@ export async function createService(
     }
     if (withWorker) {
       started.worker = await waitWhileBusy(log, () =>
-        startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics }),
+        startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics, renderPush: a2aPush }),
       );
     }
     if (!http && started.worker) {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import {
   CancelTaskRequest,
+  GetTaskPushNotificationConfigRequest,
   GetTaskRequest,
   ListTasksRequest,
   Role,
@@ -10,7 +11,8 @@ import {
   TaskState,
   type Task,
 } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import type { Client } from '@a2a-js/sdk/client';
+import { a2aClient as connectA2A } from './support/a2a-client';
 import { useHarness, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventually } from './support/receiver';
@@ -29,21 +31,7 @@ beforeAll(() => {
 });
 afterAll(() => h.app.stop(true));
 
-// The SDK's client as an agent of ours: its key on every request, the card resolved from the address.
-async function a2aClient(caller: TestAgent, to: string): Promise<Client> {
-  const fetchImpl = ((input: string | URL | Request, init?: RequestInit) => {
-    const headers = new Headers(init?.headers);
-    headers.set('authorization', `Bearer ${caller.key}`);
-    return fetch(input, { ...init, headers });
-  }) as typeof fetch;
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-    }),
-  );
-  return factory.createFromUrl(`${base}/a2a/agents/${to}/`);
-}
+const a2aClient = (caller: TestAgent, to: string) => connectA2A(base, caller, to);
 
 let sent = 0;
 const message = (text: string, extra: Record<string, unknown> = {}) =>
@@ -80,7 +68,7 @@ describe('the agent card', () => {
     expect(card.body).toMatchObject({
       name: 'card-owner',
       supportedInterfaces: [{ url: 'http://localhost/a2a/agents/card-owner', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
       securitySchemes: { agentKey: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'agt_ key' } } },
       securityRequirements: [{ schemes: { agentKey: {} } }],
       defaultInputModes: ['text/plain'],
@@ -349,26 +337,34 @@ describe('a message and its task', () => {
     await setArchived(h.db.sql, x.username, false);
   });
 
-  test('push notifications are refused with a sentence, as the card says', async () => {
-    const x = await h.agent('push-sender');
-    const y = await h.agent('push-recipient');
+  test('push-notification configurations: their URL held to the webhook rules, only on the caller’s own task, ten at most', async () => {
+    const x = await h.agent('pushcfg-sender');
+    const y = await h.agent('pushcfg-recipient');
+    const z = await h.agent('pushcfg-stranger');
     const client = await a2aClient(x, y.username);
     const task = await send(client, message('hello'));
-    // The SDK's client will not even ask, since the card says no; asked all the same, the server refuses.
-    expect(() => client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, url: 'https://example.com/hook' }))).toThrow(
-      'Push Notification is not supported',
-    );
-    const push = await h.call('POST', `/a2a/agents/${y.username}`, {
-      key: x.key,
-      headers: { 'a2a-version': '1.0' },
-      body: { jsonrpc: '2.0', id: 7, method: 'CreateTaskPushNotificationConfig', params: { taskId: task.id, url: 'https://example.com/hook' } },
-    });
-    expect([push.status, push.body.id, push.body.error.code, push.body.error.message]).toEqual([
-      200,
-      7,
-      -32003,
-      'Push notifications are not offered over A2A yet: poll the task with GetTask.',
+    const config = (fields: Record<string, unknown>) => TaskPushNotificationConfig.fromJSON({ taskId: task.id, ...fields });
+    expect(await refusal(client.createTaskPushNotificationConfig(config({ url: 'ftp://example.com/hook' })))).toEqual(['INVALID_PARAMS', 'url must use https://']);
+    expect(await refusal(client.createTaskPushNotificationConfig(config({ url: '' })))).toEqual(['INVALID_PARAMS', 'url is required: where to send the notifications']);
+    expect(await refusal(client.createTaskPushNotificationConfig(config({ id: 'has space', url: `${base}/hook` })))).toEqual([
+      'INVALID_PARAMS',
+      'id must be 1 to 64 printable ASCII characters without spaces',
     ]);
+    const stranger = await a2aClient(z, y.username);
+    expect(await refusal(stranger.createTaskPushNotificationConfig(config({ url: `${base}/hook` })))).toEqual(['TASK_NOT_FOUND', `No task ${task.id} of yours with this agent.`]);
+    for (let i = 0; i < 10; i++) await client.createTaskPushNotificationConfig(config({ id: `c${i}`, url: `${base}/hook/${i}` }));
+    // The same id replaces, past the bound too; an eleventh is refused.
+    expect((await client.createTaskPushNotificationConfig(config({ id: 'c0', url: `${base}/hook/again` }))).url).toBe(`${base}/hook/again`);
+    expect(await refusal(client.createTaskPushNotificationConfig(config({ id: 'c10', url: `${base}/hook/10` })))).toEqual([
+      'INVALID_PARAMS',
+      'A task has at most 10 push-notification configurations; delete one first.',
+    ]);
+    expect(await refusal(client.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: 'nope' })))).toEqual([
+      'TASK_NOT_FOUND',
+      `No push-notification configuration nope on task ${task.id}.`,
+    ]);
+    const [stored] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from a2a_push_configs where delivery_id = ${task.id}`;
+    expect(stored!.n).toBe(10);
   });
 
   test('archiving cuts A2A at once: an archived caller is refused (401), an archived recipient is not found (404)', async () => {

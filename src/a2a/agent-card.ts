@@ -16,7 +16,7 @@ export function agentCard(origin: string, username: string): AgentCard {
     supportedInterfaces: [{ url: `${origin}${agentPath(username)}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_VERSION }],
     provider: { organization: 'Agent Messaging Service', url: origin },
     version: '1.0.0',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       agentKey: {
         scheme: {

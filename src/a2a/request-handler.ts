@@ -2,7 +2,10 @@ import {
   TaskState,
   type AgentCard,
   type CancelTaskRequest,
+  type DeleteTaskPushNotificationConfigRequest,
   type GetExtendedAgentCardRequest,
+  type GetTaskPushNotificationConfigRequest,
+  type ListTaskPushNotificationConfigsRequest,
   type GetTaskRequest,
   type ListTasksRequest,
   type ListTasksResponse,
@@ -17,7 +20,6 @@ import {
   A2AError,
   ContentTypeNotSupportedError,
   ExtendedAgentCardNotConfiguredError,
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -28,6 +30,8 @@ import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Agent } from '../domain/agents/actors';
 import { followSentDelivery, sentDeliveries, sentDelivery } from '../domain/deliveries/sent-deliveries';
+import { checkPushConfig, pushConfigs, removePushConfig, savePushConfig, type NewPushConfig, type PushConfig } from '../domain/deliveries/push-configs';
+import type { WebhookUrlPolicy } from '../domain/agents/webhook-url';
 import { checkIdempotencyKey } from '../domain/messages/idempotency';
 import { postToAgent } from '../domain/messages/messages';
 import { DomainError } from '../domain/shared/errors';
@@ -50,6 +54,8 @@ export type A2AContext = {
   card: AgentCard;
   stalledAfterMs: number;
   idempotencyRetentionMs: number;
+  // What push-notification URLs may be (the webhook rules).
+  webhookPolicy: WebhookUrlPolicy;
 };
 
 // A page of tasks holds at most this many (A2A's own bound on pageSize).
@@ -72,7 +78,6 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
   const send = async (params: SendMessageRequest): Promise<Task> => {
     const message = params.message;
     if (!message) throw new RequestMalformedError('message is required.');
-    if (params.configuration?.taskPushNotificationConfig) throw pushNotOffered();
     if (message.taskId) {
       throw new UnsupportedOperationError(
         'Each message is a task of its own here, complete once it is answered: to follow up, send a new message with the same contextId and no taskId.',
@@ -80,6 +85,8 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
     }
     const key = checkIdempotencyKey(message.messageId || undefined, 'messageId');
     if (!key) throw new RequestMalformedError('messageId is required: a message sent again with the same messageId creates nothing.');
+    const push = params.configuration?.taskPushNotificationConfig;
+    const checkedPush = push ? await checkPushConfig(pushInput(push), ctx.webhookPolicy) : null;
     const posted = await postToAgent(
       sql,
       ctx.log,
@@ -89,7 +96,13 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       { content: textOf(message), ...summaryOf(message) },
       { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
     );
+    if (checkedPush) await savePushConfig(sql, caller, recipient, posted.deliveryId, checkedPush, ctx.webhookPolicy);
     return taskOf(posted.deliveryId, { historyLength: params.configuration?.historyLength, readAnswer: true });
+  };
+  const configOf = async (taskId: string, name: string) => {
+    const config = (await pushConfigs(sql, caller, recipient, taskId).catch(notFoundAs(taskId))).find((c) => c.name === name);
+    if (!config) throw new TaskNotFoundError(`No push-notification configuration ${name} on task ${taskId}.`);
+    return config;
   };
 
   // The task as it was just answered, then an update each time it moves, until it is final.
@@ -162,18 +175,24 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
         );
       }),
 
-    createTaskPushNotificationConfig: async (_params: TaskPushNotificationConfig) => {
-      throw pushNotOffered();
-    },
-    getTaskPushNotificationConfig: async () => {
-      throw pushNotOffered();
-    },
-    listTaskPushNotificationConfigs: async () => {
-      throw pushNotOffered();
-    },
-    deleteTaskPushNotificationConfig: async () => {
-      throw pushNotOffered();
-    },
+    createTaskPushNotificationConfig: (params: TaskPushNotificationConfig) =>
+      answered(ctx, async () => {
+        if (!params.taskId) throw new RequestMalformedError('taskId is required: the task to be told about.');
+        const saved = await savePushConfig(sql, caller, recipient, params.taskId, pushInput(params), ctx.webhookPolicy).catch(notFoundAs(params.taskId));
+        return a2aConfig(saved);
+      }),
+    getTaskPushNotificationConfig: (params: GetTaskPushNotificationConfigRequest) =>
+      answered(ctx, async () => a2aConfig(await configOf(params.taskId, params.id))),
+    listTaskPushNotificationConfigs: (params: ListTaskPushNotificationConfigsRequest) =>
+      answered(ctx, async () => ({
+        configs: (await pushConfigs(sql, caller, recipient, params.taskId).catch(notFoundAs(params.taskId))).map(a2aConfig),
+        nextPageToken: '',
+      })),
+    deleteTaskPushNotificationConfig: (params: DeleteTaskPushNotificationConfigRequest) =>
+      answered(ctx, async () => {
+        await configOf(params.taskId, params.id);
+        await removePushConfig(sql, caller, recipient, params.taskId, params.id);
+      }),
   };
 }
 
@@ -184,8 +203,22 @@ const notFoundAs = (id: string) => (error: unknown) => {
   throw error;
 };
 
-const pushNotOffered = () =>
-  new PushNotificationNotSupportedError('Push notifications are not offered over A2A yet: poll the task with GetTask.');
+const pushInput = (config: TaskPushNotificationConfig): NewPushConfig => ({
+  name: config.id || undefined,
+  url: config.url,
+  token: config.token || undefined,
+  authScheme: config.authentication?.scheme || undefined,
+  authCredentials: config.authentication?.credentials || undefined,
+});
+
+const a2aConfig = (config: PushConfig): TaskPushNotificationConfig => ({
+  tenant: '',
+  id: config.name,
+  taskId: config.deliveryId,
+  url: config.url,
+  token: config.token,
+  authentication: config.authScheme ? { scheme: config.authScheme, credentials: config.authCredentials } : undefined,
+});
 
 // A2A's final states: a stream ends after the update that reaches one.
 const isFinal = (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED || task.status?.state === TaskState.TASK_STATE_FAILED;

@@ -2,7 +2,7 @@ import { AgentCard, A2A_VERSION_HEADER, formatSSEEvent } from '@a2a-js/sdk';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { A2A_ERROR_CODE, toJsonRpcError } from '@a2a-js/sdk/errors';
 import { Elysia, t } from 'elysia';
-import type { Config } from '../config';
+import { webhookUrlPolicy, type Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
@@ -79,6 +79,7 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           card,
           stalledAfterMs: config.STALLED_AFTER_MS,
           idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS,
+          webhookPolicy: webhookUrlPolicy(config),
         });
         const answer = await new JsonRpcTransportHandler(handler).handle(body as string, context);
         if (!(Symbol.asyncIterator in answer)) return unreadParams(answer, body);

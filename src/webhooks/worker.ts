@@ -18,6 +18,8 @@ import { TEST_EVENT_TASK } from '../domain/agents/test-events';
 import { createMailer } from '../mailer';
 import { ENDPOINT_HEALTH_CRON, ENDPOINT_HEALTH_TASK, endpointAlertsTask } from './endpoint-alerts';
 import { testEventTask } from './test-event-task';
+import { pushTask } from './push-task';
+import { PUSH_TASK, type RenderPush } from '../domain/deliveries/push-configs';
 
 // A doorbell parked behind its endpoint's cap is woken when a slot frees there; should every process
 // that could wake it stop first, the job falls due by itself after this long and is tried again.
@@ -45,6 +47,9 @@ export type WorkerDeps = {
   onFailed?: (error: Error) => void;
   // Doorbell attempts are counted and timed here.
   metrics?: Metrics;
+  // How a door's push-notification configurations are told of a delivery's moves (the A2A
+  // door's, wired in service.ts); without it, pushes stay queued for a worker that has it.
+  renderPush?: RenderPush;
 };
 export type RunningWorker = {
   workerId: string;
@@ -58,7 +63,7 @@ export type RunningWorker = {
 // message commits, retries are woken on time, the re-publish sweep runs from its crontab, and a
 // heartbeat lets any live worker release the jobs of a dead one. Tasks are a list, not a
 // directory, so the compiled executable carries them.
-export async function startWorker({ sql, databaseUrl, config, log, onFailed, metrics }: WorkerDeps): Promise<RunningWorker> {
+export async function startWorker({ sql, databaseUrl, config, log, onFailed, metrics, renderPush }: WorkerDeps): Promise<RunningWorker> {
   const events: WorkerEvents = new EventEmitter();
   let pool: WorkerPool | undefined;
   events.on('pool:create', ({ workerPool }) => {
@@ -141,6 +146,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     [NOTIFY_TASK]: notifier.task,
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
     [TEST_EVENT_TASK]: testEventTask({ sql, log, metrics, send }),
+    ...(renderPush ? { [PUSH_TASK]: pushTask({ sql, log, stalledAfterMs: config.STALLED_AFTER_MS, send, render: renderPush }) } : {}),
     [ENDPOINT_HEALTH_TASK]: endpointAlertsTask({
       sql, log, metrics, mailer: createMailer(config, log), rule: endpointHealthRule(config), publicUrl: config.PUBLIC_URL,
     }),

@@ -112,8 +112,8 @@ export async function resolveOutboundAddresses(
 }
 
 // Returns the URL exactly as given: notifications go to exactly that URL.
-export async function checkWebhookUrl(raw: unknown, policy: WebhookUrlPolicy): Promise<string> {
-  await resolveOutboundAddresses(raw as string, policy);
+export async function checkWebhookUrl(raw: unknown, policy: WebhookUrlPolicy, field = 'webhookUrl'): Promise<string> {
+  await resolveOutboundAddresses(raw as string, policy, field);
   return raw as string;
 }
 

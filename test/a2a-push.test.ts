@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import {
+  DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest,
+  ListTaskPushNotificationConfigsRequest,
+  SendMessageRequest,
+  TaskPushNotificationConfig,
+  TaskState,
+  type Task,
+} from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { a2aClient as connectA2A } from './support/a2a-client';
+import { Webhook } from 'standardwebhooks';
+import type { TestAgent } from './support/harness';
+import { mcpClient } from './support/mcp-client';
+import { eventually, receiver } from './support/receiver';
+import { useWorkerHarness } from './support/webhooks';
+
+// A2A push notifications with the real worker: a task's moves are pushed to the URL its sender
+// configured, with A2A's token and credentials and the sender's Standard Webhooks signature.
+const { h } = useWorkerHarness();
+const pushes = receiver();
+const doorbells = receiver();
+let base: string;
+
+beforeAll(() => {
+  h.app.listen({ port: 0, hostname: '127.0.0.1' });
+  base = `http://127.0.0.1:${h.app.server!.port}`;
+});
+afterAll(() => h.app.stop(true));
+
+const a2aClient = (caller: TestAgent, to: string) => connectA2A(base, caller, to);
+
+let sent = 0;
+const send = async (client: Client, text: string, configuration?: Record<string, unknown>) =>
+  (await client.sendMessage(
+    SendMessageRequest.fromJSON({ message: { messageId: `push-${++sent}`, role: 'ROLE_USER', parts: [{ text }] }, ...(configuration ? { configuration } : {}) }),
+  )) as Task;
+
+const pushedTo = (path: string) => pushes.received.filter((r) => r.path === path);
+
+test("a task's moves are pushed: signed, with the token and credentials; configurations are listed, read and deleted", async () => {
+  const x = await h.agent('push-owner', { webhookUrl: doorbells.url('/x') });
+  const y = await h.agent('push-peer');
+  const client = await a2aClient(x, y.username);
+  const task = await send(client, 'Tell me when you have read it');
+
+  const config = await client.createTaskPushNotificationConfig(
+    TaskPushNotificationConfig.fromJSON({ taskId: task.id, id: 'mine', url: pushes.url('/a2a'), token: 'tok-1', authentication: { scheme: 'Bearer', credentials: 'cred-1' } }),
+  );
+  expect([config.id, config.taskId, config.url, config.token, config.authentication]).toEqual([
+    'mine',
+    task.id,
+    pushes.url('/a2a'),
+    'tok-1',
+    { scheme: 'Bearer', credentials: 'cred-1' },
+  ]);
+  const listed = await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: task.id }));
+  expect(listed.configs.map((c) => c.id)).toEqual(['mine']);
+  expect((await client.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: 'mine' }))).url).toBe(pushes.url('/a2a'));
+
+  // The recipient reads it (through MCP): pushed as working.
+  const mcp = await mcpClient(base, y.key);
+  await mcp.call('read_message', { messageId: task.history[0]!.messageId });
+  await mcp.close();
+  const [read] = await eventually(async () => (pushedTo('/a2a').length >= 1 ? pushedTo('/a2a') : null));
+  const headers = Object.fromEntries(read!.headers) as Record<string, string>;
+  expect([headers['content-type'], headers['x-a2a-notification-token'], headers.authorization]).toEqual(['application/a2a+json', 'tok-1', 'Bearer cred-1']);
+  const verified = new Webhook(x.signingSecret!).verify(read!.raw, headers) as { statusUpdate: { taskId: string; status: { state: string }; metadata: { step: string } } };
+  expect([verified.statusUpdate.taskId, verified.statusUpdate.status.state, verified.statusUpdate.metadata.step]).toEqual([
+    task.id,
+    'TASK_STATE_WORKING',
+    'fetched',
+  ]);
+
+  // The answer: pushed as completed, without its text (a push is not a read).
+  await h.post(y, task.contextId, 'Read, and here is my answer.');
+  const done = await eventually(async () => pushedTo('/a2a')[1] ?? null);
+  const update = JSON.parse(done.raw).statusUpdate;
+  expect([update.status.state, update.status.message.parts[0].text]).toEqual(['TASK_STATE_COMPLETED', 'push-peer answered in the thread.']);
+  const [answerToX] = await h.db.sql`select d.fetched_at from deliveries d join agents a on a.id = d.recipient_id where a.username = ${x.username}`;
+  expect(answerToX!.fetched_at).toBeNull();
+
+  await client.deleteTaskPushNotificationConfig(DeleteTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: 'mine' }));
+  expect((await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: task.id }))).configs).toEqual([]);
+  const [configs] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from a2a_push_configs`;
+  expect(configs!.n).toBe(0);
+});
+
+test('a push configuration given with the message; a bad one refuses the message and sends nothing; a failed push is retried', async () => {
+  const x = await h.agent('push-sender2');
+  const y = await h.agent('push-peer2');
+  const client = await a2aClient(x, y.username);
+  const refused = await send(client, 'never sent', { taskPushNotificationConfig: { url: 'ftp://example.com/hook' } }).catch((error: Error & { reason?: string }) => [error.reason, error.message]);
+  expect(refused).toEqual(['INVALID_PARAMS', 'url must use https://']);
+  const [none] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where content = 'never sent'`;
+  expect(none!.n).toBe(0);
+
+  pushes.reply((req, i) => (req.path === '/down' && i >= 0 ? new Response('busy', { status: 503 }) : new Response('ok')));
+  const task = await send(client, 'with a push', { taskPushNotificationConfig: { id: 'inline', url: pushes.url('/down') } });
+  expect(task.status!.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+  await h.post(y, task.contextId, 'answered');
+  await eventually(async () => (pushedTo('/down').length >= 1 ? true : null));
+  const job = await eventually(async () => {
+    const [row] = await h.db.sql<{ attempts: number; last_error: string | null }[]>`
+      select attempts, last_error from graphile_worker.jobs where task_identifier = 'a2a_push' and last_error is not null`;
+    return row ?? null;
+  });
+  expect(job.attempts).toBe(1);
+  expect(job.last_error).toContain('the push was not answered with 2xx: HTTP 503');
+  pushes.reply(() => new Response('ok'));
+});

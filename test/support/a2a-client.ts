@@ -1,0 +1,20 @@
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import type { TestAgent } from './harness';
+
+// The official A2A SDK's client as an agent of ours, over real HTTP: its key on every request, the
+// card resolved from the agent's address below `base` (the trailing slash makes the card's
+// `.well-known/agent-card.json` resolve below it).
+export async function a2aClient(base: string, caller: TestAgent, to: string): Promise<Client> {
+  const fetchImpl = ((input: string | URL | Request, init?: RequestInit) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${caller.key}`);
+    return fetch(input, { ...init, headers });
+  }) as typeof fetch;
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
+  return factory.createFromUrl(`${base}/a2a/agents/${to}/`);
+}
