@@ -28,15 +28,16 @@ CREATE TYPE public.thread_state AS ENUM (
 
 -- Functions
 
-CREATE OR REPLACE FUNCTION public.a2a_push_jobs(configs uuid[])
+CREATE OR REPLACE FUNCTION public.a2a_push_jobs(configs uuid[], run_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
 begin
+  if coalesce(array_length(configs, 1), 0) = 0 then return; end if;
   perform graphile_worker.add_jobs(array(
     select json_populate_record(null::graphile_worker.job_spec, json_build_object(
-      'identifier', 'a2a_push', 'payload', json_build_object('configId', c),
-      'max_attempts', 6, 'job_key', 'a2a_push:' || c))
+      'identifier', 'a2a_push', 'payload', json_build_object('configId', c), 'run_at', run_at,
+      'max_attempts', 6, 'priority', 10, 'job_key', 'a2a_push:' || c))
     from unnest(configs) c));
 end $function$;
 
@@ -44,13 +45,17 @@ CREATE OR REPLACE FUNCTION public.a2a_push_on_answer()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+declare
+  configs uuid[];
 begin
-  if exists (select 1 from a2a_push_configs) then
-    perform a2a_push_jobs(array(
-      select c.id from a2a_push_configs c
-      join deliveries d on d.id = c.delivery_id
-      join new_messages m on m.thread_id = d.thread_id and m.sender_agent_id = d.recipient_id and m.id > d.message_id));
-  end if;
+  with answered as (
+    update a2a_push_configs c set answered = true
+    from new_messages m
+    where not c.answered and c.thread_id = m.thread_id and c.recipient_id = m.sender_agent_id and c.message_id < m.id
+    returning c.id
+  )
+  select array_agg(distinct id) into configs from answered;
+  perform a2a_push_jobs(configs);
   return null;
 end $function$;
 
@@ -59,9 +64,7 @@ CREATE OR REPLACE FUNCTION public.a2a_push_on_step()
  LANGUAGE plpgsql
 AS $function$
 begin
-  if exists (select 1 from a2a_push_configs where delivery_id = new.id) then
-    perform a2a_push_jobs(array(select id from a2a_push_configs where delivery_id = new.id));
-  end if;
+  perform a2a_push_jobs(array(select id from a2a_push_configs where delivery_id = new.id));
   return null;
 end $function$;
 
@@ -242,19 +245,24 @@ CREATE TABLE public.a2a_push_configs (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
     delivery_id uuid NOT NULL,
     owner_id uuid NOT NULL,
+    thread_id uuid NOT NULL,
+    recipient_id uuid NOT NULL,
+    message_id uuid NOT NULL,
     name text NOT NULL,
     url text NOT NULL,
     token text DEFAULT ''::text NOT NULL,
     auth_scheme text DEFAULT ''::text NOT NULL,
     auth_credentials text DEFAULT ''::text NOT NULL,
     pushed text,
+    answered boolean DEFAULT false NOT NULL,
+    sending_until timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT a2a_push_configs_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES public.deliveries(id) ON DELETE CASCADE,
     CONSTRAINT a2a_push_configs_delivery_id_name_key UNIQUE (delivery_id, name),
     CONSTRAINT a2a_push_configs_owner_id_fkey FOREIGN KEY (owner_id) REFERENCES public.agents(id) ON DELETE CASCADE,
     CONSTRAINT a2a_push_configs_pkey PRIMARY KEY (id)
 );
-CREATE INDEX a2a_push_configs_owner_idx ON public.a2a_push_configs USING btree (owner_id);
+CREATE INDEX a2a_push_configs_answer_idx ON public.a2a_push_configs USING btree (thread_id, recipient_id) WHERE (NOT answered);
 
 CREATE TABLE public.agent_event_floors (
     agent_id uuid NOT NULL,

@@ -18,6 +18,7 @@ import { mcpClient } from './support/mcp-client';
 import { eventually } from './support/receiver';
 import { setArchived, setCardListed } from '../src/domain/agents/agents';
 import { removeParticipant } from '../src/domain/threads/threads';
+import { claimPush, finishPush } from '../src/domain/deliveries/push-configs';
 
 // The A2A door driven by the official A2A JavaScript SDK's client over real HTTP: an agent of
 // ours reached by another through its card, its messages kept in the mailbox, the task following
@@ -365,6 +366,38 @@ describe('a message and its task', () => {
     ]);
     const [stored] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from a2a_push_configs where delivery_id = ${task.id}`;
     expect(stored!.n).toBe(10);
+  });
+
+  test('a push is queued by the move itself: a step, and the answer once, not every later message; one push per configuration at a time', async () => {
+    const x = await h.agent('queue-sender');
+    const y = await h.agent('queue-recipient');
+    const client = await a2aClient(x, y.username);
+    const task = await send(client, message('Queue me'));
+    await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, id: 'q', url: `${base}/hook` }));
+    const [config] = await h.db.sql<{ id: string }[]>`select id from a2a_push_configs where delivery_id = ${task.id}`;
+    const job = async () =>
+      (await h.db.sql<{ revision: number }[]>`select revision from graphile_worker.jobs where key = ${`a2a_push:${config!.id}`}`)[0]?.revision ?? null;
+    expect(await job()).toBeNull();
+    await h.call('GET', `/api/threads/${task.contextId}/messages`, { key: y.key });
+    expect(await job()).toBe(0);
+    await h.post(y, task.contextId, 'the answer');
+    expect(await job()).toBe(1);
+    await h.post(y, task.contextId, 'and more');
+    expect(await job()).toBe(1);
+    expect((await h.db.sql`select answered from a2a_push_configs where id = ${config!.id}`)[0]!.answered).toBe(true);
+
+    // Held by one push, the configuration turns the next away until then, queued again for that time.
+    await h.db.sql`select graphile_worker.remove_job(${`a2a_push:${config!.id}`})`;
+    const first = await claimPush(h.db.sql, config!.id, 60_000);
+    if (!first || !('config' in first)) throw new Error('expected to hold the configuration');
+    expect(first.config.name).toBe('q');
+    const second = await claimPush(h.db.sql, config!.id, 60_000);
+    if (!second || !('busyUntil' in second)) throw new Error('expected the configuration to be busy');
+    const [requeued] = await h.db.sql<{ run_at: Date }[]>`select run_at from graphile_worker.jobs where key = ${`a2a_push:${config!.id}`}`;
+    expect(requeued!.run_at.getTime()).toBe(second.busyUntil.getTime());
+    await finishPush(h.db.sql, first.config, 'sent');
+    const third = await claimPush(h.db.sql, config!.id, 60_000);
+    expect(third && 'config' in third ? third.config.pushed : null).toBe('sent');
   });
 
   test('archiving cuts A2A at once: an archived caller is refused (401), an archived recipient is not found (404)', async () => {

@@ -30,7 +30,7 @@ import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Agent } from '../domain/agents/actors';
 import { followSentDelivery, sentDeliveries, sentDelivery } from '../domain/deliveries/sent-deliveries';
-import { checkPushConfig, pushConfigs, removePushConfig, savePushConfig, type NewPushConfig, type PushConfig } from '../domain/deliveries/push-configs';
+import { checkPushConfig, noSuchConfig, pushConfigs, removePushConfig, savePushConfig, type NewPushConfig, type PushConfig } from '../domain/deliveries/push-configs';
 import type { WebhookUrlPolicy } from '../domain/agents/webhook-url';
 import { checkIdempotencyKey } from '../domain/messages/idempotency';
 import { postToAgent } from '../domain/messages/messages';
@@ -96,12 +96,12 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       { content: textOf(message), ...summaryOf(message) },
       { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
     );
-    if (checkedPush) await savePushConfig(sql, caller, recipient, posted.deliveryId, checkedPush, ctx.webhookPolicy);
+    if (checkedPush) await savePushConfig(sql, caller, recipient, posted.deliveryId, checkedPush);
     return taskOf(posted.deliveryId, { historyLength: params.configuration?.historyLength, readAnswer: true });
   };
   const configOf = async (taskId: string, name: string) => {
     const config = (await pushConfigs(sql, caller, recipient, taskId).catch(notFoundAs(taskId))).find((c) => c.name === name);
-    if (!config) throw new TaskNotFoundError(`No push-notification configuration ${name} on task ${taskId}.`);
+    if (!config) throw noSuchConfig(name, taskId);
     return config;
   };
 
@@ -178,7 +178,8 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
     createTaskPushNotificationConfig: (params: TaskPushNotificationConfig) =>
       answered(ctx, async () => {
         if (!params.taskId) throw new RequestMalformedError('taskId is required: the task to be told about.');
-        const saved = await savePushConfig(sql, caller, recipient, params.taskId, pushInput(params), ctx.webhookPolicy).catch(notFoundAs(params.taskId));
+        const checked = await checkPushConfig(pushInput(params), ctx.webhookPolicy);
+        const saved = await savePushConfig(sql, caller, recipient, params.taskId, checked).catch(notFoundAs(params.taskId));
         return a2aConfig(saved);
       }),
     getTaskPushNotificationConfig: (params: GetTaskPushNotificationConfigRequest) =>
@@ -220,8 +221,9 @@ const a2aConfig = (config: PushConfig): TaskPushNotificationConfig => ({
   authentication: config.authScheme ? { scheme: config.authScheme, credentials: config.authCredentials } : undefined,
 });
 
-// A2A's final states: a stream ends after the update that reaches one.
-const isFinal = (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED || task.status?.state === TaskState.TASK_STATE_FAILED;
+// A stream ends after the update that completes its task. Not at `failed`: here a failed doorbell
+// leaves the message in the recipient's inbox, where it may still be read and answered.
+const isFinal = (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED;
 
 // A message's text parts are its content, one after another; anything else cannot be carried.
 function textOf(message: Message): string {

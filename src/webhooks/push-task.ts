@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
 import { doorbellHeaders } from '../domain/deliveries/doorbell-signature';
-import { pushToSend, recordPushed, type RenderPush } from '../domain/deliveries/push-configs';
+import { claimPush, finishPush, type RenderPush } from '../domain/deliveries/push-configs';
 import { answeredOk } from '../domain/deliveries/retry-policy';
 import { sentDelivery } from '../domain/deliveries/sent-deliveries';
 import type { Logger } from '../log';
@@ -14,32 +14,40 @@ import { sendDoorbell, type SendOptions } from './send';
 // not read: a push is not a read. Sent as doorbells are (the URL resolved afresh and held to the
 // webhook rules, no redirects, the time limit), with Standard Webhooks signatures under the
 // sender's signing secret when it has a webhook. A failure is retried by the job queue, with its
-// growing delays, up to the job's attempts.
+// growing delays, up to the job's attempts. One push per configuration is sent at a time
+// (claimPush); a push due meanwhile waits for it, then sends the task as it is by then.
 export function pushTask(deps: { sql: Sql; log: Logger; stalledAfterMs: number; send: Omit<SendOptions, 'signal'>; render: RenderPush }): Task {
+  // Held a little longer than a push can take, so that a push cut off (the worker died) frees it.
+  const leaseMs = deps.send.timeoutMs + 5_000;
   return async (payload, helpers) => {
-    const push = await pushToSend(deps.sql, String((payload as { configId?: unknown }).configId));
-    if (!push) return;
+    const push = await claimPush(deps.sql, String((payload as { configId?: unknown }).configId), leaseMs);
+    if (!push || 'busyUntil' in push) return;
     const { config, sender, recipient } = push;
-    const sent = await sentDelivery(deps.sql, sender, recipient, config.deliveryId, { stalledAfterMs: deps.stalledAfterMs, readAnswer: false });
-    const message = deps.render(sent, config);
-    if (message.status === config.pushed) return;
-    // The same push retried keeps its id, as Standard Webhooks asks.
-    const pushId = `${config.id}-${createHash('sha256').update(message.status).digest('hex').slice(0, 16)}`;
-    const signed = push.secret ? doorbellHeaders({ deliveryId: pushId, body: message.body, secret: push.secret, timestamp: new Date() }) : {};
-    const started = performance.now();
-    const outcome = await sendDoorbell(
-      { url: config.url, body: message.body, headers: { ...signed, ...message.headers } },
-      { ...deps.send, signal: helpers.abortSignal },
-    );
-    deps.log.info('push_attempt', {
-      config: config.id,
-      deliveryId: sent.id,
-      agent: sender.username,
-      status: outcome.status,
-      error: outcome.error,
-      durationMs: Math.round(performance.now() - started),
-    });
-    if (!answeredOk(outcome.status)) throw new Error(`the push was not answered with 2xx: ${outcome.error ?? `HTTP ${outcome.status}`}`);
-    await recordPushed(deps.sql, config, message.status);
+    let delivered: string | null = null;
+    try {
+      const sent = await sentDelivery(deps.sql, sender, recipient, config.deliveryId, { stalledAfterMs: deps.stalledAfterMs, readAnswer: false });
+      const message = deps.render(sent, config);
+      if (message.status === config.pushed) return;
+      // The same push retried keeps its id, as Standard Webhooks asks.
+      const pushId = `${config.id}-${createHash('sha256').update(message.status).digest('hex').slice(0, 16)}`;
+      const signed = push.secret ? doorbellHeaders({ deliveryId: pushId, body: message.body, secret: push.secret, timestamp: new Date() }) : {};
+      const started = performance.now();
+      const outcome = await sendDoorbell(
+        { url: config.url, body: message.body, headers: { ...signed, ...message.headers } },
+        { ...deps.send, signal: helpers.abortSignal },
+      );
+      deps.log.info('push_attempt', {
+        config: config.id,
+        deliveryId: sent.id,
+        agent: sender.username,
+        status: outcome.status,
+        error: outcome.error,
+        durationMs: Math.round(performance.now() - started),
+      });
+      if (!answeredOk(outcome.status)) throw new Error(`the push was not answered with 2xx: ${outcome.error ?? `HTTP ${outcome.status}`}`);
+      delivered = message.status;
+    } finally {
+      await finishPush(deps.sql, config, delivered);
+    }
   };
 }

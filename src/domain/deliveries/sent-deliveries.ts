@@ -28,7 +28,12 @@ export type SentDelivery = {
 // A listing's filters: the same conditions the door's states are made of.
 export type SentFilter = { threadId?: string | null; steps?: DeliveryStep[] | null; answered?: boolean | null };
 
-const noSuchDelivery = () => notFound('No such delivery of a message you sent.');
+export const noSuchDelivery = () => notFound('No such delivery of a message you sent.');
+
+// A delivery `d` of a message `m` the sender sent, to `recipient`: all that the sender may see of
+// sent deliveries, and only one recipient's at an address.
+export const sentTo = (sql: Queries, sender: Agent, recipient: Agent) => sql`
+  d.recipient_id = ${recipient.id} and m.sender_agent_id = ${sender.id}`;
 
 type SentRow = ReceiptColumns & {
   id: string;
@@ -53,7 +58,7 @@ const selectSent = (sql: Queries, sender: Agent, recipient: Agent, also: Pending
       and ${agentSeesThread(sql, sql`d.thread_id`, sender.id)}
     order by r.id limit 1
   ) answer on true
-  where d.recipient_id = ${recipient.id} and m.sender_agent_id = ${sender.id} ${also}`;
+  where ${sentTo(sql, sender, recipient)} ${also}`;
 
 const toSent = (r: SentRow, stalledAfterMs: number): SentDelivery => ({
   id: r.id,
@@ -139,7 +144,7 @@ export async function* followSentDelivery(
         last = seen;
         yield sent;
       }
-      if (signal.stopped()) return;
+      if (signal.stopped() || options.abort.aborted) return;
       await settlesWithin(woken.promise, FOLLOW_RECHECK_MS, options.abort);
       if (options.abort.aborted || signal.stopped()) return;
     }
