@@ -18,7 +18,8 @@ import { useWorkerHarness } from './support/webhooks';
 
 // A2A push notifications with the real worker: a task's moves are pushed to the URL its sender
 // configured, with A2A's token and credentials and the sender's Standard Webhooks signature.
-const { h } = useWorkerHarness();
+// One request at a time per URL, so that a push over its URL's cap is easy to make.
+const { h } = useWorkerHarness({ WEBHOOK_ENDPOINT_CONCURRENCY: '1' });
 const pushes = receiver();
 const doorbells = receiver();
 let base: string;
@@ -108,5 +109,35 @@ test('a push configuration given with the message; a bad one refuses the message
   });
   expect(job.attempts).toBe(1);
   expect(job.last_error).toContain('the push was not answered with 2xx: HTTP 503');
+  pushes.reply(() => new Response('ok'));
+});
+
+test("a push over its URL's cap waits, queued again, instead of holding a worker slot; it goes once the URL is free", async () => {
+  const x = await h.agent('cap-sender');
+  const y = await h.agent('cap-peer');
+  const client = await a2aClient(x, y.username);
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  pushes.reply(async (req) => {
+    if (req.path === '/held') await held;
+    return new Response('ok');
+  });
+  const [first, second] = [await send(client, 'first'), await send(client, 'second')];
+  for (const [task, id] of [[first, 'one'], [second, 'two']] as const) {
+    await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, id, url: pushes.url('/held') }));
+  }
+  await h.post(y, first.contextId, 'answer to the first');
+  await eventually(async () => (pushedTo('/held').length === 1 ? true : null));
+  await h.post(y, second.contextId, 'answer to the second');
+  const [two] = await h.db.sql<{ id: string }[]>`select id from a2a_push_configs where name = 'two'`;
+  const postponed = await eventually(async () => {
+    const [job] = await h.db.sql<{ run_at: Date; attempts: number }[]>`
+      select run_at, attempts from graphile_worker.jobs where key = ${`a2a_push:${two!.id}`} and run_at > now() + interval '500 milliseconds'`;
+    return job ?? null;
+  });
+  expect([postponed.attempts, pushedTo('/held').length]).toEqual([0, 1]);
+  release();
+  await eventually(async () => (pushedTo('/held').length === 2 ? true : null));
+  expect(pushedTo('/held').map((r) => JSON.parse(r.raw).statusUpdate.taskId).sort()).toEqual([first.id, second.id].sort());
   pushes.reply(() => new Response('ok'));
 });

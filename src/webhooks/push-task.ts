@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Task } from 'graphile-worker';
 import type { Sql } from '../db/connect';
 import { doorbellHeaders } from '../domain/deliveries/doorbell-signature';
-import { claimPush, finishPush, type RenderPush } from '../domain/deliveries/push-configs';
+import { claimPush, finishPush, postponePush, type RenderPush } from '../domain/deliveries/push-configs';
+import type { EndpointSlots } from './endpoint-slots';
 import { answeredOk } from '../domain/deliveries/retry-policy';
 import { sentDelivery } from '../domain/deliveries/sent-deliveries';
 import type { Logger } from '../log';
@@ -15,14 +16,29 @@ import { sendDoorbell, type SendOptions } from './send';
 // webhook rules, no redirects, the time limit), with Standard Webhooks signatures under the
 // sender's signing secret when it has a webhook. A failure is retried by the job queue, with its
 // growing delays, up to the job's attempts. One push per configuration is sent at a time
-// (claimPush); a push due meanwhile waits for it, then sends the task as it is by then.
-export function pushTask(deps: { sql: Sql; log: Logger; stalledAfterMs: number; send: Omit<SendOptions, 'signal'>; render: RenderPush }): Task {
+// (claimPush); a push due meanwhile waits for it, then sends the task as it is by then. A URL
+// takes as many requests at once as the doorbells' caps allow (endpoint-slots.ts); one more waits.
+// A push over its URL's cap waits this long, queued again, rather than hold a worker slot.
+const OVER_CAP_MS = 1_000;
+
+export function pushTask(deps: {
+  sql: Sql;
+  log: Logger;
+  stalledAfterMs: number;
+  send: Omit<SendOptions, 'signal'>;
+  slots: EndpointSlots;
+  render: RenderPush;
+}): Task {
   // Held a little longer than a push can take, so that a push cut off (the worker died) frees it.
   const leaseMs = deps.send.timeoutMs + 5_000;
   return async (payload, helpers) => {
     const push = await claimPush(deps.sql, String((payload as { configId?: unknown }).configId), leaseMs);
     if (!push || 'busyUntil' in push) return;
     const { config, sender, recipient } = push;
+    // The same caps as doorbells, counted with them: a URL that hangs holds its small share of the
+    // worker's slots, not all of them.
+    const release = deps.slots.take(config.url);
+    if (!release) return postponePush(deps.sql, config, OVER_CAP_MS);
     let delivered: string | null = null;
     try {
       const sent = await sentDelivery(deps.sql, sender, recipient, config.deliveryId, { stalledAfterMs: deps.stalledAfterMs, readAnswer: false });
@@ -47,6 +63,7 @@ export function pushTask(deps: { sql: Sql; log: Logger; stalledAfterMs: number; 
       if (!answeredOk(outcome.status)) throw new Error(`the push was not answered with 2xx: ${outcome.error ?? `HTTP ${outcome.status}`}`);
       delivered = message.status;
     } finally {
+      release();
       await finishPush(deps.sql, config, delivered);
     }
   };

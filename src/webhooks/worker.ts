@@ -123,6 +123,13 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     log.warn('worker_pool_error', { error: error.message }),
   );
   const send = { policy: webhookUrlPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS };
+  // Requests in flight per URL, doorbells and pushes together. An endpoint that answers quickly may
+  // use half the slots; one that is slow or not yet heard from, its small cap (endpoint-slots.ts).
+  const slots = endpointSlots({
+    slowCap: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+    fastCap: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
+    reserve: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
+  });
   const notifier = createNotifier({
     sql,
     log,
@@ -131,13 +138,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     retryPolicy: { delaysMs: retryDelays(config) },
     onRetryScheduled: wakeAfter,
     credentials: rememberWebhooks(),
-    // An endpoint that answers quickly may use half the slots; one that is slow or not yet heard
-    // from, its small cap (endpoint-slots.ts).
-    slots: endpointSlots({
-      slowCap: config.WEBHOOK_ENDPOINT_CONCURRENCY,
-      fastCap: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
-      reserve: Math.ceil(config.WEBHOOK_CONCURRENCY / 2),
-    }),
+    slots,
     parkedForMs: PARKED_BACKSTOP_MS,
     nudge: (count) => pool && !isShuttingDown(pool) && pool.nudge(count),
   });
@@ -146,7 +147,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     [NOTIFY_TASK]: notifier.task,
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
     [TEST_EVENT_TASK]: testEventTask({ sql, log, metrics, send }),
-    ...(renderPush ? { [PUSH_TASK]: pushTask({ sql, log, stalledAfterMs: config.STALLED_AFTER_MS, send, render: renderPush }) } : {}),
+    ...(renderPush ? { [PUSH_TASK]: pushTask({ sql, log, stalledAfterMs: config.STALLED_AFTER_MS, send, slots, render: renderPush }) } : {}),
     [ENDPOINT_HEALTH_TASK]: endpointAlertsTask({
       sql, log, metrics, mailer: createMailer(config, log), rule: endpointHealthRule(config), publicUrl: config.PUBLIC_URL,
     }),

@@ -146,3 +146,11 @@ export async function finishPush(sql: Sql, config: PushConfig, delivered: string
     set sending_until = null, pushed = case when ${delivered}::text is not null and url = ${config.url} then ${delivered} else pushed end
     where id = ${config.id}`;
 }
+
+// A push that may not go now (its URL is at its cap): the configuration is freed and the push
+// queued again for `ms` from now, in one statement.
+export async function postponePush(sql: Sql, config: PushConfig, ms: number): Promise<void> {
+  await sql`
+    with freed as (update a2a_push_configs set sending_until = null where id = ${config.id} returning id)
+    select a2a_push_jobs(array(select id from freed), now() + ${ms} * interval '1 millisecond')`;
+}
