@@ -243,6 +243,20 @@ describe('a message and its task', () => {
     ]);
     const summarised = await send(client, message(long, { metadata: { summary: 'A long one' } }));
     expect(summarised.history[0]!.metadata).toMatchObject({ summary: 'A long one' });
+    // The same refusal, in the same words, through MCP and the HTTP API in that thread.
+    const mcp = await mcpClient(base, x.key);
+    expect((await mcp.call('send_message', { threadId: summarised.contextId, content: long })).error).toBe(
+      'summary is required when content is longer than 200 characters; add one and resend',
+    );
+    await mcp.close();
+    const http = await h.call('POST', `/api/threads/${summarised.contextId}/messages`, { key: x.key, body: { content: long } });
+    expect([http.status, http.body.error]).toEqual([400, 'summary is required when content is longer than 200 characters; add one and resend']);
+    const extended = await h.call('POST', `/a2a/agents/${y.username}`, {
+      key: x.key,
+      headers: { 'a2a-version': '1.0' },
+      body: { jsonrpc: '2.0', id: 3, method: 'GetExtendedAgentCard', params: {} },
+    });
+    expect([extended.body.error.code, extended.body.error.message]).toEqual([-32007, 'This agent has no extended card: its card says all there is.']);
     expect(
       await refusal(
         client.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: 'with-data', role: 'ROLE_USER', parts: [{ data: { a: 1 } }] } })),
