@@ -37,7 +37,7 @@ import { postToAgent } from '../domain/messages/messages';
 import { DomainError } from '../domain/shared/errors';
 import type { Logger } from '../log';
 import { failureOf } from '../web/failure';
-import { stateFilter, toTask } from './tasks';
+import { stateFilter, statusUpdate, toTask } from './tasks';
 
 export type A2AContext = {
   sql: Sql;
@@ -120,7 +120,7 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       const seen = JSON.stringify(next.status);
       if (seen === last) continue;
       last = seen;
-      yield { payload: { $case: 'statusUpdate', value: { taskId: next.id, contextId: next.contextId, status: next.status, metadata: next.metadata } } };
+      yield { payload: { $case: 'statusUpdate', value: statusUpdate(next) } };
       if (isFinal(next)) return;
     }
   }

@@ -1,4 +1,4 @@
-import { Role, TaskState, type Message, type Task } from '@a2a-js/sdk';
+import { Role, TaskState, type Message, type Task, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import type { SentDelivery, SentFilter } from '../domain/deliveries/sent-deliveries';
 import type { MessageRecord } from '../domain/shared/schemas';
 
@@ -98,3 +98,11 @@ export function toTask(sent: SentDelivery, historyLength?: number): Task {
     metadata: { recipient: username, messageId: sent.message.id, ...steps, answerId: sent.answer?.id ?? null },
   };
 }
+
+// A move of a task, as a stream and a push tell it.
+export const statusUpdate = (task: Task): TaskStatusUpdateEvent => ({
+  taskId: task.id,
+  contextId: task.contextId,
+  status: task.status,
+  metadata: task.metadata,
+});
