@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { expect, test } from 'bun:test';
 import {
   DeleteTaskPushNotificationConfigRequest,
   GetTaskPushNotificationConfigRequest,
@@ -9,7 +9,7 @@ import {
   type Task,
 } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { a2aClient as connectA2A } from './support/a2a-client';
+import { a2aClient as connectA2A, listening } from './support/a2a-client';
 import { Webhook } from 'standardwebhooks';
 import type { TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
@@ -22,15 +22,8 @@ import { useWorkerHarness } from './support/webhooks';
 const { h } = useWorkerHarness({ WEBHOOK_ENDPOINT_CONCURRENCY: '1' });
 const pushes = receiver();
 const doorbells = receiver();
-let base: string;
-
-beforeAll(() => {
-  h.app.listen({ port: 0, hostname: '127.0.0.1' });
-  base = `http://127.0.0.1:${h.app.server!.port}`;
-});
-afterAll(() => h.app.stop(true));
-
-const a2aClient = (caller: TestAgent, to: string) => connectA2A(base, caller, to);
+const server = listening(h);
+const a2aClient = (caller: TestAgent, to: string) => connectA2A(server.base(), caller, to);
 
 let sent = 0;
 const send = async (client: Client, text: string, configuration?: Record<string, unknown>) =>
@@ -61,7 +54,7 @@ test("a task's moves are pushed: signed, with the token and credentials; configu
   expect((await client.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: 'mine' }))).url).toBe(pushes.url('/a2a'));
 
   // The recipient reads it (through MCP): pushed as working.
-  const mcp = await mcpClient(base, y.key);
+  const mcp = await mcpClient(server.base(), y.key);
   await mcp.call('read_message', { messageId: task.history[0]!.messageId });
   await mcp.close();
   const [read] = await eventually(async () => (pushedTo('/a2a').length >= 1 ? pushedTo('/a2a') : null));

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import {
   CancelTaskRequest,
   GetTaskPushNotificationConfigRequest,
@@ -12,7 +12,7 @@ import {
   type Task,
 } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { a2aClient as connectA2A } from './support/a2a-client';
+import { a2aClient as connectA2A, listening } from './support/a2a-client';
 import { useHarness, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventually } from './support/receiver';
@@ -24,15 +24,8 @@ import { claimPush, finishPush } from '../src/domain/deliveries/push-configs';
 // ours reached by another through its card, its messages kept in the mailbox, the task following
 // the delivery, and the same thread seen through the HTTP API and MCP.
 const h = useHarness();
-let base: string;
-
-beforeAll(() => {
-  h.app.listen({ port: 0, hostname: '127.0.0.1' });
-  base = `http://127.0.0.1:${h.app.server!.port}`;
-});
-afterAll(() => h.app.stop(true));
-
-const a2aClient = (caller: TestAgent, to: string) => connectA2A(base, caller, to);
+const server = listening(h);
+const a2aClient = (caller: TestAgent, to: string) => connectA2A(server.base(), caller, to);
 
 let sent = 0;
 const message = (text: string, extra: Record<string, unknown> = {}) =>
@@ -121,7 +114,7 @@ describe('a message and its task', () => {
     ]);
 
     // The recipient finds it and reads it through MCP; the task is working.
-    const mcp = await mcpClient(base, y.key);
+    const mcp = await mcpClient(server.base(), y.key);
     const messageId = task.history[0]!.messageId;
     const inbox = await mcp.call('check_inbox');
     expect(inbox.data.entries.map((e: { messageId: string; sender: string }) => [e.messageId, e.sender])).toEqual([[messageId, 'a2a-sender']]);
@@ -244,7 +237,7 @@ describe('a message and its task', () => {
     const summarised = await send(client, message(long, { metadata: { summary: 'A long one' } }));
     expect(summarised.history[0]!.metadata).toMatchObject({ summary: 'A long one' });
     // The same refusal, in the same words, through MCP and the HTTP API in that thread.
-    const mcp = await mcpClient(base, x.key);
+    const mcp = await mcpClient(server.base(), x.key);
     expect((await mcp.call('send_message', { threadId: summarised.contextId, content: long })).error).toBe(
       'summary is required when content is longer than 200 characters; add one and resend',
     );
@@ -313,7 +306,7 @@ describe('a message and its task', () => {
     expect([first!.payload!.$case, first!.payload!.value.status.state]).toEqual(['task', TaskState.TASK_STATE_SUBMITTED]);
     const task = first!.payload!.value as Task;
 
-    const mcp = await mcpClient(base, y.key);
+    const mcp = await mcpClient(server.base(), y.key);
     await mcp.call('read_message', { messageId: task.history[0]!.messageId });
     await mcp.close();
     const read = await next();
@@ -361,16 +354,16 @@ describe('a message and its task', () => {
     const config = (fields: Record<string, unknown>) => TaskPushNotificationConfig.fromJSON({ taskId: task.id, ...fields });
     expect(await refusal(client.createTaskPushNotificationConfig(config({ url: 'ftp://example.com/hook' })))).toEqual(['INVALID_PARAMS', 'url must use https://']);
     expect(await refusal(client.createTaskPushNotificationConfig(config({ url: '' })))).toEqual(['INVALID_PARAMS', 'url is required: where to send the notifications']);
-    expect(await refusal(client.createTaskPushNotificationConfig(config({ id: 'has space', url: `${base}/hook` })))).toEqual([
+    expect(await refusal(client.createTaskPushNotificationConfig(config({ id: 'has space', url: `${server.base()}/hook` })))).toEqual([
       'INVALID_PARAMS',
       'id must be 1 to 64 printable ASCII characters without spaces',
     ]);
     const stranger = await a2aClient(z, y.username);
-    expect(await refusal(stranger.createTaskPushNotificationConfig(config({ url: `${base}/hook` })))).toEqual(['TASK_NOT_FOUND', `No task ${task.id} of yours with this agent.`]);
-    for (let i = 0; i < 10; i++) await client.createTaskPushNotificationConfig(config({ id: `c${i}`, url: `${base}/hook/${i}` }));
+    expect(await refusal(stranger.createTaskPushNotificationConfig(config({ url: `${server.base()}/hook` })))).toEqual(['TASK_NOT_FOUND', `No task ${task.id} of yours with this agent.`]);
+    for (let i = 0; i < 10; i++) await client.createTaskPushNotificationConfig(config({ id: `c${i}`, url: `${server.base()}/hook/${i}` }));
     // The same id replaces, past the bound too; an eleventh is refused.
-    expect((await client.createTaskPushNotificationConfig(config({ id: 'c0', url: `${base}/hook/again` }))).url).toBe(`${base}/hook/again`);
-    expect(await refusal(client.createTaskPushNotificationConfig(config({ id: 'c10', url: `${base}/hook/10` })))).toEqual([
+    expect((await client.createTaskPushNotificationConfig(config({ id: 'c0', url: `${server.base()}/hook/again` }))).url).toBe(`${server.base()}/hook/again`);
+    expect(await refusal(client.createTaskPushNotificationConfig(config({ id: 'c10', url: `${server.base()}/hook/10` })))).toEqual([
       'INVALID_PARAMS',
       'A task has at most 10 push-notification configurations; delete one first.',
     ]);
@@ -387,7 +380,7 @@ describe('a message and its task', () => {
     const y = await h.agent('queue-recipient');
     const client = await a2aClient(x, y.username);
     const task = await send(client, message('Queue me'));
-    await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, id: 'q', url: `${base}/hook` }));
+    await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, id: 'q', url: `${server.base()}/hook` }));
     const [config] = await h.db.sql<{ id: string }[]>`select id from a2a_push_configs where delivery_id = ${task.id}`;
     const job = async () =>
       (await h.db.sql<{ revision: number }[]>`select revision from graphile_worker.jobs where key = ${`a2a_push:${config!.id}`}`)[0]?.revision ?? null;

@@ -1,5 +1,6 @@
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
-import type { TestAgent } from './harness';
+import { afterAll, beforeAll } from 'bun:test';
+import type { Harness, TestAgent } from './harness';
 
 // The official A2A SDK's client as an agent of ours, over real HTTP: its key on every request, the
 // card resolved from the agent's address below `base` (the trailing slash makes the card's
@@ -17,4 +18,16 @@ export async function a2aClient(base: string, caller: TestAgent, to: string): Pr
     }),
   );
   return factory.createFromUrl(`${base}/a2a/agents/${to}/`);
+}
+
+// The harness's app listening on a real port for the file's tests (the SDK's client speaks HTTP),
+// and the base address, once listening.
+export function listening(h: Harness): { base: () => string } {
+  let base = '';
+  beforeAll(() => {
+    h.app.listen({ port: 0, hostname: '127.0.0.1' });
+    base = `http://127.0.0.1:${h.app.server!.port}`;
+  });
+  afterAll(() => h.app.stop(true));
+  return { base: () => base };
 }
