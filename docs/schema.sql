@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 022_a2a_push,
+-- The schema that the migrations in sql/ build, 001_core to 023_oauth_streams_end,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -169,6 +169,15 @@ begin
   return null;
 end
 $function$;
+
+CREATE OR REPLACE FUNCTION public.notify_connection_ended()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('ams_agents', old.agent_id::text);
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.notify_delivery_change()
  RETURNS trigger
@@ -489,6 +498,7 @@ CREATE TABLE public.oauth_connections (
 );
 CREATE INDEX oauth_connections_agent_idx ON public.oauth_connections USING btree (agent_id, approved_at DESC);
 CREATE TRIGGER oauth_connections_changed AFTER INSERT OR DELETE OR UPDATE OF last_used_at ON public.oauth_connections FOR EACH ROW EXECUTE FUNCTION public.oauth_connection_changed();
+CREATE TRIGGER oauth_connections_ended AFTER DELETE ON public.oauth_connections FOR EACH ROW EXECUTE FUNCTION public.notify_connection_ended();
 
 CREATE TABLE public.oauth_keys (
     singleton boolean DEFAULT true NOT NULL,

@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { loadConfig } from '../src/config';
 import { buildApp } from '../src/app';
@@ -10,6 +10,7 @@ import { NO_OAUTH } from '../src/mcp/routes';
 import { useDashboardHarness } from './support/dashboard';
 import { callApp, useHarness } from './support/harness';
 import { oauthClient } from './support/oauth';
+import { eventually } from './support/receiver';
 
 // OAuth 2.1 for MCP clients, through app.handle(): discovery, registration, the authorization
 // code flow with PKCE, a person's decision on the dashboard, tokens bound to /mcp, and every way
@@ -392,6 +393,10 @@ describe('what the authorization server refuses', () => {
 });
 
 describe('a token stops working', () => {
+  // Real HTTP for the GET streams below.
+  beforeAll(() => h.app.listen({ port: 0, hostname: '127.0.0.1' }));
+  afterAll(() => h.app.stop(true));
+
   test('when its audience is not this /mcp, or it has expired: 401 with the challenge', async () => {
     const { session } = await personSession();
     await h.agent('aud-agent');
@@ -441,6 +446,39 @@ describe('a token stops working', () => {
     const again = await h.send('DELETE', `/dashboard/api/connections/${grantId}`, { cookie: session });
     expect(again.status).toBe(404);
     expect(again.body).toEqual({ success: false, error: 'No such connected client; it may have been disconnected already.', code: 'not_found' });
+  });
+
+  test('a GET stream opened with a token ends when the person disconnects the client, and when the token expires', async () => {
+    const { session } = await personSession();
+    await h.agent('stream-token-agent');
+    // The MCP GET stream as a client holds it, over real HTTP, reading until it ends.
+    const openStream = async (accessToken: string) => {
+      const res = await fetch(`http://127.0.0.1:${h.app.server!.port}/mcp`, {
+        headers: { authorization: `Bearer ${accessToken}`, accept: 'text/event-stream' },
+      });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      const ended = (async () => {
+        for (;;) if ((await reader.read()).done) return true;
+      })();
+      return { ended };
+    };
+    const streams = h.inboxSignal.streaming();
+    const first = await o.connect(session, 'stream-token-agent');
+    const disconnected = (await openStream(first.accessToken)).ended;
+    await eventually(async () => h.inboxSignal.streaming() === streams + 1);
+    const grantId = ((await agentListed(session, 'stream-token-agent')).connections as { grantId: string }[])[0]!.grantId;
+    expect((await h.send('DELETE', `/dashboard/api/connections/${grantId}`, { cookie: session })).status).toBe(200);
+    expect(await disconnected).toBe(true);
+    await eventually(async () => h.inboxSignal.streaming() === streams);
+
+    // A token about to expire: its stream ends a moment after, with no change to hear of.
+    const second = await o.connect(session, 'stream-token-agent');
+    await h.db.sql`update oauth_artifacts set expires_at = now() + interval '1 second' where id_hash = ${sha256(second.accessToken)}`;
+    const expired = (await openStream(second.accessToken)).ended;
+    await eventually(async () => h.inboxSignal.streaming() === streams + 1);
+    expect(await expired).toBe(true);
+    await eventually(async () => h.inboxSignal.streaming() === streams);
   });
 
   test('when the agent is archived: at once, and unarchiving does not bring it back', async () => {

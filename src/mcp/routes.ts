@@ -14,6 +14,23 @@ import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp, streamMcp } from './server';
 import { endWhenRevoked } from '../web/held-credential';
+import { credentialExpiresAt } from '../domain/agents/authentication';
+
+// A token's expiry is the database's time; the stream asks a moment after it.
+const EXPIRY_MARGIN_MS = 1_000;
+// The longest delay a timer takes; a later time is waited for in steps.
+const LONGEST_TIMER_MS = 2_147_483_647;
+
+// Runs `run` at the time `when` (ms since 1970), however far; answers how to cancel it.
+function at(when: number, run: () => void): () => void {
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = () => {
+    const left = when - Date.now();
+    timer = setTimeout(left > LONGEST_TIMER_MS ? arm : run, Math.max(0, Math.min(left, LONGEST_TIMER_MS)));
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
 
 export const NO_OAUTH =
   'This deployment offers no OAuth sign-in (it has no PUBLIC_URL): an MCP client sends the agent key as "Authorization: Bearer agt_…". A 401 from /mcp means that key was missing, malformed, unknown or archived.';
@@ -74,20 +91,29 @@ export const mcpRoutes = (
     )
     .get(
       '/mcp',
-      ({ agent, request, server }) => {
+      async ({ agent, request, server }) => {
         // Silent between updates, longer than Bun's idle limit allows by default.
         server?.timeout(request, 0);
         const requestLogger = requestLog(log, request);
         const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
-        return streamMcp(request, ctx, requestLogger, config.EVENT_HEARTBEAT_MS, (changed, end) =>
-          inboxSignal.subscribeEvents(
+        const expiresAt = await credentialExpiresAt(sql, request.headers.get('authorization'), oauth?.resource);
+        return streamMcp(request, ctx, requestLogger, config.EVENT_HEARTBEAT_MS, (changed, end) => {
+          const askAgain = endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource);
+          const unwatch = inboxSignal.subscribeEvents(
             agent.id,
             // Stopping wakes every stream: it ends, with no update to tell.
             () => inboxSignal.stopped() || changed(),
-            endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource),
+            askAgain,
             { receipts: false },
-          ),
-        );
+          );
+          if (!unwatch) return null;
+          // An OAuth token expires without a word from the database: the stream asks again then.
+          const cancelExpiry = expiresAt ? at(expiresAt.getTime() + EXPIRY_MARGIN_MS, askAgain) : () => {};
+          return () => {
+            cancelExpiry();
+            unwatch();
+          };
+        });
       },
       { agent: true, detail: { hide: true } },
     )

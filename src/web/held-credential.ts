@@ -4,12 +4,11 @@ import type { Agent } from '../domain/agents/actors';
 import { credentialStillAnswers } from '../domain/agents/authentication';
 import type { Logger } from '../log';
 
-// What a stream held open for an agent (the event stream, MCP's GET stream) does when the agent
-// changes (ams_agents: archived, another key, another name): asks whether the credential it was
-// opened with still answers for it, and ends if not, or if the question cannot be answered.
-// Disconnecting an OAuth client is not such a change, so a stream opened with its token outlives
-// it (docs/mcp.md says so). Stopping wakes every stream: they end with the process, with no
-// question to ask.
+// What a stream held open for an agent (the event stream, MCP's GET stream, A2A's streams) does
+// when the agent changes (ams_agents: archived, another key, another name, an OAuth client
+// disconnected): asks whether the credential it was opened with still answers for it, and ends if
+// not, or if the question cannot be answered. Stopping wakes every stream: they end with the
+// process, with no question to ask.
 export function endWhenRevoked(
   { sql, inboxSignal, log }: { sql: Sql; inboxSignal: InboxSignal; log: Logger },
   agent: Agent,
@@ -28,3 +27,4 @@ export function endWhenRevoked(
     );
   };
 }
+

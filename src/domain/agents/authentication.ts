@@ -3,7 +3,7 @@ import type { Sql } from '../../db/connect';
 import type { Agent } from './actors';
 import { DomainError, unauthorized } from '../shared/errors';
 import { AGENT_KEY_PATTERN, hashKey } from './keys';
-import { authenticateAccessToken } from '../oauth/oauth-connections';
+import { accessTokenExpiresAt, authenticateAccessToken } from '../oauth/oauth-connections';
 
 // A key answers for its agent while the agent is not archived. A hit in the cache saves the lookup;
 // the database evicts an agent whose answer changes (see src/db/agent-cache.ts). Where OAuth access
@@ -55,4 +55,13 @@ export async function credentialStillAnswers(sql: Sql, agent: Agent, authorizati
   if (!AGENT_KEY_PATTERN.test(key)) return false;
   const [row] = await sql`select 1 from agents where id = ${agent.id} and key_hash = ${hashKey(key)} and archived_at is null`;
   return row !== undefined;
+}
+
+// When the credential a stream was opened with stops answering by itself: an OAuth access token's
+// expiry (where `accessTokenResource` says they are accepted), or null for an agent key, which
+// does not expire. The stream asks credentialStillAnswers again then.
+export async function credentialExpiresAt(sql: Sql, authorization: string | null, accessTokenResource?: string): Promise<Date | null> {
+  const key = bearerToken(authorization);
+  if (!accessTokenResource || key.startsWith('agt_')) return null;
+  return accessTokenExpiresAt(sql, key);
 }

@@ -62,6 +62,14 @@ export async function authenticateAccessToken(sql: Sql, token: string, resource:
   return agent;
 }
 
+// When an access token stops answering by itself, or null for a token not found.
+export async function accessTokenExpiresAt(sql: Sql, token: string): Promise<Date | null> {
+  if (!ACCESS_TOKEN.test(token)) return null;
+  const [row] = await sql<{ expiresAt: Date }[]>`
+    select expires_at as "expiresAt" from oauth_artifacts where model = 'AccessToken' and id_hash = ${hashKey(token)}`;
+  return row?.expiresAt ?? null;
+}
+
 // The agent a person chose on the consent page: it must exist and be active.
 export async function findActiveAgentNamed(sql: Sql, username: unknown): Promise<Agent> {
   if (typeof username !== 'string' || username === '') throw invalid('agent: choose the agent the client will act as.', 'agent');
