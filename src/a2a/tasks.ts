@@ -1,4 +1,4 @@
-import { Role, TaskState, type Message, type Task, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { Role, TaskState, type Message, type Part, type Task, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import type { SentDelivery, SentFilter } from '../domain/deliveries/sent-deliveries';
 import type { MessageRecord } from '../domain/shared/schemas';
 
@@ -36,13 +36,15 @@ export function stateFilter(state: TaskState): Pick<SentFilter, 'steps' | 'answe
   }
 }
 
-export function a2aMessage(message: MessageRecord, role: Role, taskId: string): Message {
+const textPart = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+
+function a2aMessage(message: MessageRecord, role: Role, taskId: string): Message {
   return {
     messageId: message.id,
     contextId: message.threadId,
     taskId,
     role,
-    parts: [{ content: { $case: 'text', value: message.content }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    parts: [textPart(message.content)],
     metadata: { sender: message.sender, createdAt: message.createdAt, ...(message.summary ? { summary: message.summary } : {}) },
     extensions: [],
     referenceTaskIds: [],
@@ -83,10 +85,14 @@ export function toTask(sent: SentDelivery, historyLength?: number): Task {
   const answer = sent.answer?.message ? a2aMessage(sent.answer.message, Role.ROLE_AGENT, sent.id) : undefined;
   const history = answer ? [asked, answer] : [asked];
   const text: Message = {
-    ...a2aMessage(sent.message, Role.ROLE_AGENT, sent.id),
     messageId: `${sent.id}-status`,
-    parts: [{ content: { $case: 'text', value: statusText(sent) }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    contextId: sent.message.threadId,
+    taskId: sent.id,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(statusText(sent))],
     metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
   };
   const { username, ...steps } = sent.status;
   return {
