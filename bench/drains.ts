@@ -141,8 +141,10 @@ try {
     return { key: created.apiKey, actor: asActor({ id: row!.id, username }) };
   };
   const sender = await agent('sender');
-  const hookUrl = `http://127.0.0.1:${receiver.port}/hook`;
-  const hooks = await Promise.all(Array.from({ length: recipients }, (_, i) => agent(`hook${i + 1}`, hookUrl)));
+  // A webhook URL each, as the throughput scenario of bench/load.ts gives them (docs/performance.md).
+  const hooks = await Promise.all(
+    Array.from({ length: recipients }, (_, i) => agent(`hook${i + 1}`, `http://127.0.0.1:${receiver.port}/hook/${i + 1}`)),
+  );
   const keyOf = new Map(hooks.map((h) => [h.actor.id, h.key]));
   const { id: threadId } = await openThread(sql, sender.actor, { title: 'drains', participantUsernames: hooks.map((h) => h.actor.username) });
   // The scenario is about PostgreSQL's CPU: it needs its server on this machine.

@@ -34,8 +34,9 @@ export type LoadSetup = {
   databasePid: number | null;
   runs: number;
   concurrency: number;
-  // The service's worker as configured: jobs at once and the size of its connection pool.
-  worker: { concurrency: number; poolSize: number };
+  // The service's worker as configured: jobs at once, the size of its connection pool, and the
+  // size of the service's query pool its doorbells record their attempts through.
+  worker: { concurrency: number; poolSize: number; queryPoolSize: number };
   metricsToken: string;
 };
 
@@ -156,11 +157,39 @@ const graphileWorker = graphileQueue('noop');
 // (kept connections included), then ends: what a doorbell would cost with nothing of ours around
 // the request (no owed check, no signature, no record of the attempt).
 const graphilePost = graphileQueue('post');
+// A task that POSTs the same bytes and then writes, bare, the rows the contract has a doorbell
+// leave: its attempt logged and its delivery moved to Notified, one statement a job, on a pool the
+// size of the service's query pool, into the service's own tables (their indexes and triggers
+// included). No owed check, signature, batching or endpoint health: the fair baseline for doorbell
+// throughput (docs/performance.md, "Targets a baseline cannot reach by design"). Each run first
+// has 4 000 deliveries accepted for ten polling agents, untimed; job i records the i-th.
+const graphileRecord: NoopQueue = {
+  ...graphileQueue('record'),
+  tidy: async () => {
+    await vacuumJobs(baselineSql);
+    await acceptForBareRecords(THROUGHPUT_BACKLOG);
+  },
+};
+// The backlog each throughput run drains, on every side.
+const THROUGHPUT_BACKLOG = 4000;
+const recordSql = connect(setup.databaseUrl, setup.worker.queryPoolSize);
+let bareRecordDeliveries: string[] = [];
 const baselinePostUrl = new URL(`http://127.0.0.1:${receiver.port}${BASELINE_POST_PATH}`);
 const baselinePostBody = doorbellBody({
   deliveryId: crypto.randomUUID(), messageId: crypto.randomUUID(), threadId: crypto.randomUUID(),
   threadTitle: 'throughput', sender: 'sender', summary: null, content: 'burst 0',
 });
+// The baseline jobs' request: a doorbell's bytes to the receiver, with the service's HTTP client.
+async function postDoorbellBytes() {
+  const answer = await postPinned(
+    baselinePostUrl,
+    { address: '127.0.0.1', family: 4 },
+    { url: baselinePostUrl.href, body: baselinePostBody, headers: { 'content-type': 'application/json' } },
+    { timeoutMs: 10_000 },
+  );
+  if (answer.status !== 204) throw new Error(`baseline post answered ${answer.status ?? answer.error}`);
+  return answer;
+}
 const baselinePool = workerPool(setup.baselineUrl, setup.worker.poolSize, () => {});
 const baselineEvents: WorkerEvents = new EventEmitter();
 const baselineRunner: Runner = await run({
@@ -173,14 +202,25 @@ const baselineRunner: Runner = await run({
   taskList: {
     noop: async (payload) => graphileWorker.ran((payload as { i: number }).i, performance.now()),
     post: async (payload) => {
-      const answer = await postPinned(
-        baselinePostUrl,
-        { address: '127.0.0.1', family: 4 },
-        { url: baselinePostUrl.href, body: baselinePostBody, headers: { 'content-type': 'application/json' } },
-        { timeoutMs: 10_000 },
-      );
-      if (answer.status !== 204) throw new Error(`baseline post answered ${answer.status ?? answer.error}`);
+      await postDoorbellBytes();
       graphilePost.ran((payload as { i: number }).i, performance.now());
+    },
+    record: async (payload) => {
+      const i = (payload as { i: number }).i;
+      const deliveryId = bareRecordDeliveries[i - 1]!;
+      const attemptedAt = new Date();
+      const started = performance.now();
+      const answer = await postDoorbellBytes();
+      await recordSql`
+        with logged as (
+          insert into delivery_attempts (delivery_id, publish, attempt, resend, attempted_at, duration_ms, status, error,
+                                         response_body, request_headers, response_headers, url)
+          values (${deliveryId}, 1, 1, 0, ${attemptedAt}, ${Math.round(performance.now() - started)}, ${answer.status}, null,
+                  ${answer.responseBody ?? null}, ${recordSql.json(answer.requestHeaders ?? {})},
+                  ${recordSql.json(answer.responseHeaders ?? {})}, ${baselinePostUrl.href})
+        )
+        update deliveries set send_attempts = 1, notified_at = now(), step = 'notified' where id = ${deliveryId}`;
+      graphileRecord.ran(i, performance.now());
     },
   },
 });
@@ -232,14 +272,15 @@ const thread = async (title: string, usernames: string[]) =>
   (await openThread(sql, sender.actor, { title, participantUsernames: usernames })).id;
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
 
-for (const name of [...names('poll', 10), 'waiter', 'small', 'big']) await agent(name);
-for (const name of names('hook', 10)) await agent(name, true);
+for (const name of [...names('poll', 10), ...names('bare', 10), 'waiter', 'small', 'big']) await agent(name);
+for (const name of names('hook', 10)) await agent(name, true, `${hookUrl}/${name}`);
 await agent('hanging', true, hangUrl);
 const threads = {
   fanOut1: await thread('fan-out 1', ['poll1']),
   fanOut10: await thread('fan-out 10', names('poll', 10)),
   doorbell: await thread('doorbell latency', ['hook1']),
   throughput: await thread('doorbell throughput', names('hook', 10)),
+  bareRecords: await thread('doorbell rows written bare', names('bare', 10)),
   wake: await thread('bounded wait', ['waiter', 'hook1']),
   healthy: await thread('healthy beside hanging', ['hook2']),
   hanging: await thread('hanging handler', ['hanging']),
@@ -406,9 +447,22 @@ async function headOfLine() {
   results.headOfLine = out;
 }
 
+// Deliveries for the bare-record baseline: `count` accepted for polling agents (no doorbell of
+// the service's own is owed), as 400 posts of ten recipients in one transaction, as the doorbell
+// backlog is made.
+async function acceptForBareRecords(count: number) {
+  await sql.begin(async (tx) => {
+    for (let i = 0; i < count / 10; i++) await postMessage(tx as unknown as Sql, log, sender.actor, threads.bareRecords, { content: `bare ${i}` });
+  });
+  bareRecordDeliveries = (
+    await sql<{ id: string }[]>`select id from deliveries where thread_id = ${threads.bareRecords} and step = 'accepted' order by id`
+  ).map((r) => r.id);
+  if (bareRecordDeliveries.length !== count) throw new Error(`expected ${count} accepted deliveries, found ${bareRecordDeliveries.length}`);
+}
+
 // A backlog committed at once, then drained: count / (commit returned → last arrival).
 async function doorbellThroughput() {
-  const total = 4000;
+  const total = THROUGHPUT_BACKLOG;
   const one = async () => {
     const arrived = new Map<string, number>();
     onDoorbell = (d, at) => arrived.set(d.deliveryId, at);
@@ -421,19 +475,21 @@ async function doorbellThroughput() {
     const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), total);
     return { count: total, perSecond: round((total / (Math.max(...arrived.values()) - committed)) * 1000, 0), cpuUs };
   };
-  const out = { doorbell: [] as unknown[], rawJob: [] as unknown[], rawPost: [] as unknown[], pgBoss: [] as unknown[] };
+  const out = { doorbell: [] as unknown[], rawJob: [] as unknown[], rawPost: [] as unknown[], rawRecord: [] as unknown[], pgBoss: [] as unknown[] };
   for (let run = 0; run < runs; run++) {
     scenario = 'throughput';
     await inTurns(run, [
       async () => void out.rawJob.push(await noopDrain(graphileWorker, total)),
       async () => void out.rawPost.push(await noopDrain(graphilePost, total)),
+      async () => void out.rawRecord.push(await noopDrain(graphileRecord, total)),
       async () => void out.pgBoss.push(await noopDrain(pgBoss, total)),
       async () => void out.doorbell.push(await one()),
     ]);
     scenario = 'idle';
     progress(
       `doorbell throughput run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} graphile-worker ${JSON.stringify(out.rawJob.at(-1))} ` +
-        `posting ${JSON.stringify(out.rawPost.at(-1))} pg-boss ${JSON.stringify(out.pgBoss.at(-1))}`,
+        `posting ${JSON.stringify(out.rawPost.at(-1))} posting and recording ${JSON.stringify(out.rawRecord.at(-1))} ` +
+        `pg-boss ${JSON.stringify(out.pgBoss.at(-1))}`,
     );
   }
   results.doorbellThroughput = out;
@@ -861,6 +917,7 @@ await baselineRunner.stop();
 await baselinePool.end();
 await boss.stop({ graceful: true });
 await baselineSql.end();
+await recordSql.end();
 await sql.end();
 hanging.forEach((release) => release());
 receiver.stop(true);

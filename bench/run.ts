@@ -37,7 +37,7 @@ const serviceEnv = {
 };
 // The baselines run as the service's worker does: as many jobs at once, on a pool as large.
 const serviceConfig = loadConfig(serviceEnv);
-const worker = { concurrency: serviceConfig.WEBHOOK_CONCURRENCY, poolSize: workerPoolSize(serviceConfig) };
+const worker = { concurrency: serviceConfig.WEBHOOK_CONCURRENCY, poolSize: workerPoolSize(serviceConfig), queryPoolSize: serviceConfig.DB_POOL_SIZE };
 
 try {
   const machine = await describeMachine(db.url);

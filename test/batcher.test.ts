@@ -32,6 +32,21 @@ describe('batcher', () => {
     expect(await Promise.all([a, b])).toEqual([10, 20]);
   });
 
+  test('gathering, what arrives in the same turn of the event loop shares the first statement', async () => {
+    const s = statement();
+    const send = batcher(s.run, { maxInFlight: 1, maxBatch: 10, sharedFailure: shared, gather: true });
+    const answers = [1, 2, 3].map((i) => send(i));
+    expect(s.batches).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(s.batches).toEqual([[1, 2, 3]]);
+    const later = send(4);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(s.batches).toEqual([[1, 2, 3]]);
+    await s.answerAll();
+    expect(s.batches).toEqual([[1, 2, 3], [4]]);
+    expect(await Promise.all([...answers, later])).toEqual([10, 20, 30, 40]);
+  });
+
   test('what arrives while every slot is busy goes out together, at most maxBatch at a time, each with its own answer', async () => {
     const s = statement();
     const send = batcher(s.run, { maxInFlight: 1, maxBatch: 3, sharedFailure: shared });

@@ -96,7 +96,7 @@ async function attempt(deliveryId: string, outcome: AttemptOutcome) {
   const { publish, attempt, resend } = owed;
   const next = afterAttempt(outcome, attempt, policy);
   const endpoint = { agentId: owed.recipientId, webhookVersion: owed.webhookVersion, url: owed.url };
-  return recordAttempt(h.db.sql, silentLogger, { deliveryId, endpoint, publish, attempt, resend, attemptedAt: new Date(), durationMs: 3, outcome, next });
+  return recordAttempt(h.db.sql, { deliveryId, endpoint, publish, attempt, resend, attemptedAt: new Date(), durationMs: 3, outcome, next });
 }
 
 // An attempt made as a test's setup, its wake-up heard before the test listens for its own: one

@@ -15,7 +15,7 @@ import { deliveryProgress } from '../src/domain/deliveries/delivery-progress';
 import { parkNotifyJob } from '../src/domain/deliveries/notify-jobs';
 import { afterAttempt, failureKind, type AttemptOutcome } from '../src/domain/deliveries/retry-policy';
 import { loadConfig } from '../src/config';
-import { createLogger, silentLogger } from '../src/log';
+import { createLogger } from '../src/log';
 import { createMailer } from '../src/mailer';
 import { endpointAlertsTask } from '../src/webhooks/endpoint-alerts';
 import { uniqueName, useHarness, type TestAgent } from './support/harness';
@@ -49,7 +49,7 @@ async function attempt(sender: TestAgent, recipient: TestAgent, agoMs: number, d
   const { deliveryId } = await post(h, sender, recipient, { content: 'ring' });
   const owed = (await owedDoorbell(h.db.sql, deliveryId))!;
   const next = afterAttempt(outcome, owed.attempt, { delaysMs: opts.last ? [] : [60_000] });
-  await recordAttempt(h.db.sql, silentLogger, {
+  await recordAttempt(h.db.sql, {
     deliveryId,
     endpoint: { agentId: owed.recipientId, webhookVersion: opts.webhookVersion ?? owed.webhookVersion, url: owed.url },
     publish: owed.publish,

@@ -150,10 +150,13 @@ describe('a wake-up the split worker could not send', () => {
     await refuseWakeUps(h.db.sql);
     const sender = await h.agent('announce-sender');
     const recipient = await h.agent('announce-recipient', { webhookUrl: hook.url('/announce') });
-    const worker = await spawnService('worker', 'worker_started', { DATABASE_URL: publicFirst(h.db.url) });
     const { deliveryId } = await post(h, sender, recipient, { content: 'wake nobody' });
-    await untilStep(h, deliveryId, 'notified');
-    // The attempt is recorded first; its wake-up goes out after that statement commits.
+    // A run of its doorbell job was cut off before this worker started (a killed process): the
+    // worker records that attempt first, and wakes its watchers after that statement commits (an
+    // attempt the worker makes itself wakes them inside its record).
+    await h.db.sql`update graphile_worker._private_jobs set attempts = 1 where key = ${`notify:${deliveryId}`}`;
+    const worker = await spawnService('worker', 'worker_started', { DATABASE_URL: publicFirst(h.db.url) });
+    await eventually(async () => (await attemptRows(h, deliveryId)).some((a) => a.interrupted));
     const failed = await eventually(async () => worker.lines.find((l) => l.event === 'announce_failed'));
     const { time: _, ...line } = failed;
     expect(line).toEqual({ level: 'warn', event: 'announce_failed', error: 'wake-ups refused' });

@@ -107,7 +107,10 @@ export const retiredFirst = (sql: Queries) => sql`(select count(*) from retired)
 // does not own it gets PostgreSQL's warning, not an error, and leaves it to autovacuum. The empty
 // pages at the table's end are kept for the next jobs rather than truncated: truncating takes an
 // ACCESS EXCLUSIVE lock that every job fetch and add queued behind, and doorbells owed after a
-// crash went out 30 s late instead of within a few (test-faults/crash.test.ts).
+// crash went out 30 s late instead of within a few (test-faults/crash.test.ts). A vacuum of the
+// emptied table leaves statistics that say it holds nothing; graphile-worker's fetch is patched to
+// take its batch by key whatever they say, as on them it walked the whole queue for every job it
+// took (patches/graphile-worker@0.18.0.patch, docs/performance.md).
 export async function vacuumJobs(sql: Sql): Promise<void> {
   await sql`vacuum (skip_locked, truncate false) graphile_worker._private_jobs`;
 }

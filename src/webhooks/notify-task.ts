@@ -209,7 +209,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: A
   deps.log.info('doorbell_attempt', {
     deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
-  const retryQueued = await recordAttempt(deps.sql, deps.log, {
+  const retryQueued = await recordAttempt(deps.sql, {
     deliveryId, endpoint: doorbell.endpoint, publish, attempt, resend, attemptedAt, durationMs, outcome, next, job,
   });
   if (next.kind === 'retry' && retryQueued) deps.onRetryScheduled(next.delayMs);

@@ -34,8 +34,13 @@ export async function parkedWait<T>(sql: Sql, start: () => Promise<T>): Promise<
   } finally {
     lock.release();
   }
+  // Asked from the look's own connection (the pool hands out the one idle last), this query would
+  // find itself: active, on that pid, naming the column.
   await eventually(async () => {
-    const running = await sql.unsafe(`select 1 from pg_stat_activity where pid = $1 and state = 'active' and ${isInboxLook}`, [pid]);
+    const running = await sql.unsafe(
+      `select 1 from pg_stat_activity where pid = $1 and pid <> pg_backend_pid() and state = 'active' and ${isInboxLook}`,
+      [pid],
+    );
     return running.length === 0;
   });
   return { answer };

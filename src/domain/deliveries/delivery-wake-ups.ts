@@ -18,19 +18,23 @@ import type { Logger } from '../../log';
 //    an update of a watched column (step, failed_step, error, notified_at, delivered_at,
 //    fetched_at, acknowledged_at, next_attempt_at), whoever makes it: reports, reads, resends,
 //    re-publishes that fail, a retry dropped. Nothing to call.
-// 2. After the commit, in a statement of its own, for the two busiest writers, which the trigger
-//    leaves alone: a post (wakeForNewDeliveries; the trigger fires on updates only) and an
-//    attempt's record (wakeAfterAttempts; it raises send_attempts, which silences the trigger).
-//    A transaction that notifies holds PostgreSQL's cluster-wide notify lock through its commit,
-//    which serialised every post and every attempt behind each other's WAL flush. The cost: a
-//    process that dies between the two statements leaves a waiter to find the message when its
-//    wait ends, and a dashboard to show the change on its next one or on reload.
-// 3. Inside a post's own statement when it queues a doorbell job (wakeWithJobs): add_jobs
-//    notifies the worker anyway, so the lock is taken whatever else is sent, and the wake-ups
-//    ride along for free; the post then skips way 2.
+// 2. After the commit, in a statement of its own, for writers the trigger leaves alone: a post
+//    (wakeForNewDeliveries; the trigger fires on updates only) and an interrupted attempt's record
+//    (wakeAfterAttempts; it raises send_attempts, which silences the trigger). A transaction that
+//    notifies holds PostgreSQL's cluster-wide notify lock through its commit, which serialised
+//    every post behind each other's WAL flush. The cost: a process that dies between the two
+//    statements leaves a waiter to find the message when its wait ends, and a dashboard to show
+//    the change on its next one or on reload.
+// 3. Inside the writer's own statement: a post that queues a doorbell job (wakeWithJobs; add_jobs
+//    notifies the worker anyway, so the lock is taken whatever else is sent, and the wake-ups ride
+//    along for free; the post then skips way 2), and the record of doorbell attempts
+//    (delivery-steps.ts): those run one statement at a time, so holding the lock through their
+//    commit queues no attempt behind another, and a statement of its own per batch cost the
+//    worker more than the lock (docs/performance.md, "Fewer statements per doorbell").
 //
 // A new write to deliveries either changes a watched column without raising send_attempts (way 1),
-// or calls one of the functions below (ways 2 and 3); never both, never neither.
+// or calls one of the functions below or notifies in its own statement (ways 2 and 3); never both,
+// never neither.
 export { DELIVERY_CHANNEL };
 
 // Way 3: a SELECT over `source` (a CTE with `id`, `recipient_id` and `webhook`) that wakes
@@ -49,7 +53,7 @@ const queues = new WeakMap<Sql, Queue>();
 export const wakeForNewDeliveries = (sql: Sql, log: Logger, deliveryIds: string[], recipientIds: string[]) =>
   announce(sql, log, deliveryIds, recipientIds);
 
-// Way 2, for recorded attempts: their deliveries' watchers.
+// Way 2, for an interrupted attempt's record: its delivery's watchers.
 export const wakeAfterAttempts = (sql: Sql, log: Logger, deliveryIds: string[]) => announce(sql, log, deliveryIds, []);
 
 // One announcing statement in flight per pool: what commits meanwhile goes out together in the
