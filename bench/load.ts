@@ -458,7 +458,11 @@ async function acceptForBareRecords(count: number) {
     await sql<{ id: string }[]>`select id from deliveries where thread_id = ${threads.bareRecords} and step = 'accepted' order by id`
   ).map((r) => r.id);
   if (bareRecordDeliveries.length !== count) throw new Error(`expected ${count} accepted deliveries, found ${bareRecordDeliveries.length}`);
+  // Their wake-ups go out after the commit, unawaited (polling recipients: no job carries them); the
+  // timed drain must not pay for sending and hearing them.
+  await Bun.sleep(WAKE_UPS_SETTLE_MS);
 }
+const WAKE_UPS_SETTLE_MS = 250;
 
 // A backlog committed at once, then drained: count / (commit returned → last arrival).
 async function doorbellThroughput() {

@@ -28,9 +28,13 @@ import type { Logger } from '../../log';
 // 3. Inside the writer's own statement: a post that queues a doorbell job (wakeWithJobs; add_jobs
 //    notifies the worker anyway, so the lock is taken whatever else is sent, and the wake-ups ride
 //    along for free; the post then skips way 2), and the record of doorbell attempts
-//    (delivery-steps.ts): those run one statement at a time, so holding the lock through their
-//    commit queues no attempt behind another, and a statement of its own per batch cost the
-//    worker more than the lock (docs/performance.md, "Fewer statements per doorbell").
+//    (delivery-steps.ts): a process sends those one statement at a time, so holding the lock
+//    through their commit queues none of its own attempts behind another (it still shares the lock
+//    with every other notifying commit: posts, other processes), and a statement of its own per
+//    batch cost the worker more than the lock (docs/performance.md, "Fewer statements per
+//    doorbell"). A wake-up refused here (PostgreSQL's notification queue full) refuses the write
+//    with it: a post that queues a doorbell fails, an attempt goes unrecorded and its doorbell is
+//    rung again.
 //
 // A new write to deliveries either changes a watched column without raising send_attempts (way 1),
 // or calls one of the functions below or notifies in its own statement (ways 2 and 3); never both,
