@@ -228,9 +228,8 @@ describe('deploy/kubernetes', () => {
       Number(container.env.find((e) => e.name === key)?.value ?? loadConfig({})[key]);
     const deployment = (role: string) => byKind('Deployment').find((d) => d.spec.template.spec.containers[0].args[0] === role)!.spec;
     const servers = (deployment('serve').replicas + 1) * (setting(server, 'DB_POOL_SIZE') + 1);
-    // graphile-worker's LISTEN and cron, our LISTEN, and the two connections of the doorbell's own statements.
-    const workers = deployment('worker').replicas * (setting(worker, 'DB_POOL_SIZE') + setting(worker, 'WEBHOOK_CONCURRENCY') + 5);
-    expect(servers + workers).toBe(80);
+    const workers = deployment('worker').replicas * (setting(worker, 'DB_POOL_SIZE') + setting(worker, 'WEBHOOK_CONCURRENCY') + 3);
+    expect(servers + workers).toBe(78);
     expect(servers + workers).toBeLessThanOrEqual(97);
   });
 });

@@ -8,14 +8,13 @@ export type TransactionSql = postgres.TransactionSql<Types>;
 // Where a domain function runs its queries: the pool, or the connection of a transaction.
 export type Queries = Sql | TransactionSql;
 
-// `settings` are run-time parameters every connection of the pool starts with.
-export function connect(url: string, max = 20, connectTimeoutSeconds = 5, settings: Record<string, string> = {}): Sql {
+export function connect(url: string, max = 20, connectTimeoutSeconds = 5): Sql {
   return postgres(url, {
     max,
     onnotice: () => {},
     // Keep ids and counters as JS values; bigint counts come back as strings otherwise.
     types: { bigint: postgres.BigInt },
-    connection: { application_name: 'agent-messaging-service', ...settings },
+    connection: { application_name: 'agent-messaging-service' },
     // After a failed connection postgres.js waits before the next try, by default up to 20 s, and
     // a query that arrives meanwhile waits with it. Capped at 1 s, a request made while the
     // database is away is answered (503) within about a second, and the pool is back within a

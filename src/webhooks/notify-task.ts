@@ -14,8 +14,6 @@ import { doorbellHeaders } from '../domain/deliveries/doorbell-signature';
 
 export type NotifyDeps = {
   sql: Sql;
-  // Where the look-up and the record every doorbell sends go (db/worker-pool.ts says why).
-  doorbellSql: Sql;
   log: Logger;
   metrics?: Metrics;
   send: Omit<SendOptions, 'signal'>;
@@ -54,7 +52,7 @@ async function ringable(deps: NotifyDeps, payload: NotifyPayload) {
   const prepared = payload.doorbell;
   const known = prepared && deps.credentials.get(prepared.recipientId, prepared.webhookVersion);
   if (prepared && known && known.url === prepared.url) {
-    const owed = await owedPreparedAttempt(deps.doorbellSql, payload.deliveryId, prepared.webhookVersion);
+    const owed = await owedPreparedAttempt(deps.sql, payload.deliveryId, prepared.webhookVersion);
     if (!owed) return null;
     const { messageId, threadId, threadTitle, sender, summary } = prepared;
     const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '' };
@@ -211,7 +209,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: A
   deps.log.info('doorbell_attempt', {
     deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
-  const retryQueued = await recordAttempt(deps.doorbellSql, {
+  const retryQueued = await recordAttempt(deps.sql, {
     deliveryId, endpoint: doorbell.endpoint, publish, attempt, resend, attemptedAt, durationMs, outcome, next, job,
   });
   if (next.kind === 'retry' && retryQueued) deps.onRetryScheduled(next.delayMs);

@@ -4,7 +4,7 @@ import { endpointHealthRule, retryDelays, webhookUrlPolicy, type Config } from '
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown, vacuumJobs } from '../db/job-queue';
-import { doorbellStatementsPool, workerBatching, workerPool, workerPoolSize } from '../db/worker-pool';
+import { workerBatching, workerPool, workerPoolSize } from '../db/worker-pool';
 import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
@@ -122,7 +122,6 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   const pgPool = workerPool(databaseUrl, workerPoolSize(config), (error) =>
     log.warn('worker_pool_error', { error: error.message }),
   );
-  const doorbellSql = doorbellStatementsPool(databaseUrl, config);
   const send = { policy: webhookUrlPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS };
   // Requests in flight per URL, doorbells and pushes together. An endpoint that answers quickly may
   // use half the slots; one that is slow or not yet heard from, its small cap (endpoint-slots.ts).
@@ -133,7 +132,6 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   });
   const notifier = createNotifier({
     sql,
-    doorbellSql,
     log,
     metrics,
     send,
@@ -176,7 +174,6 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     if (runner && !runnerEnded) await step(stopRunner(runner, log));
     if (heartbeat) await step(heartbeat.stop());
     await step(pgPool.end());
-    await step(doorbellSql.end());
   };
   // One sweep at a time; a sweep that fails on a database error is the next one's to do.
   let sweeping = false;
