@@ -24,6 +24,11 @@ beforeAll(async () => {
 const attemptsLogged = (deliveryId: string) => lines.filter((l) => l.event === 'doorbell_attempt' && l.deliveryId === deliveryId);
 
 describe('a prepared doorbell', () => {
+  test("is looked up and recorded over connections the worker opened to keep their plans", () => {
+    expect(lines.filter((l) => l.event === 'worker_started')).toEqual([expect.objectContaining({ doorbellPlansKept: true })]);
+    expect(lines.filter((l) => l.event === 'plan_keeping_connection_unavailable')).toEqual([]);
+  });
+
   test('rings without loading the delivery once the secret is known, with the bytes and signature a loaded one has', async () => {
     const sender = await h.agent('prep-sender');
     const recipient = await h.agent('prep-hooked', { webhookUrl: hook.url('/prep') });

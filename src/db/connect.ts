@@ -8,9 +8,11 @@ export type TransactionSql = postgres.TransactionSql<Types>;
 // Where a domain function runs its queries: the pool, or the connection of a transaction.
 export type Queries = Sql | TransactionSql;
 
-export function connect(url: string, max = 20, connectTimeoutSeconds = 5): Sql {
+// `onclose` hears of every connection of the pool that closes.
+export function connect(url: string, max = 20, connectTimeoutSeconds = 5, { onclose }: { onclose?: () => void } = {}): Sql {
   return postgres(url, {
     max,
+    onclose,
     onnotice: () => {},
     // Keep ids and counters as JS values; bigint counts come back as strings otherwise.
     types: { bigint: postgres.BigInt },

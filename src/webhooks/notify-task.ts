@@ -14,6 +14,9 @@ import { doorbellHeaders } from '../domain/deliveries/doorbell-signature';
 
 export type NotifyDeps = {
   sql: Sql;
+  // Where the two statements every doorbell sends go: connections that keep their plans
+  // (db/plan-keeping-connection.ts), or the shared pool.
+  doorbellStatements: { owed: () => Sql; record: () => Sql };
   log: Logger;
   metrics?: Metrics;
   send: Omit<SendOptions, 'signal'>;
@@ -52,7 +55,7 @@ async function ringable(deps: NotifyDeps, payload: NotifyPayload) {
   const prepared = payload.doorbell;
   const known = prepared && deps.credentials.get(prepared.recipientId, prepared.webhookVersion);
   if (prepared && known && known.url === prepared.url) {
-    const owed = await owedPreparedAttempt(deps.sql, payload.deliveryId, prepared.webhookVersion);
+    const owed = await owedPreparedAttempt(deps.doorbellStatements.owed(), payload.deliveryId, prepared.webhookVersion);
     if (!owed) return null;
     const { messageId, threadId, threadTitle, sender, summary } = prepared;
     const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '' };
@@ -209,7 +212,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: A
   deps.log.info('doorbell_attempt', {
     deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
-  const retryQueued = await recordAttempt(deps.sql, {
+  const retryQueued = await recordAttempt(deps.doorbellStatements.record(), {
     deliveryId, endpoint: doorbell.endpoint, publish, attempt, resend, attemptedAt, durationMs, outcome, next, job,
   });
   if (next.kind === 'retry' && retryQueued) deps.onRetryScheduled(next.delayMs);

@@ -5,6 +5,7 @@ import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown, vacuumJobs } from '../db/job-queue';
 import { workerBatching, workerPool, workerPoolSize } from '../db/worker-pool';
+import { openPlanKeepingConnection } from '../db/plan-keeping-connection';
 import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
@@ -117,6 +118,10 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     }, delayMs + 10);
     wakeTimers.add(timer);
   };
+  // The two statements every doorbell sends, on connections that keep their plans; should either
+  // not open, it goes to the service's pool.
+  const keepingPlans = (purpose: string) => openPlanKeepingConnection(databaseUrl, config.DB_CONNECT_TIMEOUT_S, sql, log, purpose);
+  const [owedStatement, recordStatement] = await Promise.all([keepingPlans('doorbell owed look-up'), keepingPlans('doorbell attempt record')]);
   // graphile-worker's own connections: its LISTEN and cron, and one per concurrent job to fetch it
   // (the tasks themselves use the service's pool).
   const pgPool = workerPool(databaseUrl, workerPoolSize(config), (error) =>
@@ -132,6 +137,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   });
   const notifier = createNotifier({
     sql,
+    doorbellStatements: { owed: owedStatement.sql, record: recordStatement.sql },
     log,
     metrics,
     send,
@@ -174,6 +180,8 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     if (runner && !runnerEnded) await step(stopRunner(runner, log));
     if (heartbeat) await step(heartbeat.stop());
     await step(pgPool.end());
+    await step(owedStatement.end());
+    await step(recordStatement.end());
   };
   // One sweep at a time; a sweep that fails on a database error is the next one's to do.
   let sweeping = false;
@@ -250,7 +258,12 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     // backstop.
     const woken = await notifier.wakeEveryParked();
     sweep = setInterval(() => void sweepParked(), PARKED_SWEEP_MS);
-    log.info('worker_started', { workerId: pool!.id, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });
+    log.info('worker_started', {
+      workerId: pool!.id,
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      parkedDoorbellsWoken: woken,
+      doorbellPlansKept: owedStatement.kept && recordStatement.kept,
+    });
   } catch (error) {
     // A start that failed (the database out of connections, say) leaves nothing running, so that
     // it can be tried again.
