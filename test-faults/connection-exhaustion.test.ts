@@ -26,16 +26,22 @@ const hook = receiver(async () => {
   return new Response('ok');
 });
 
-test('doorbells owed when PostgreSQL runs out of connections are all rung once it has some again', async () => {
+// The real server, its connections through the gate (open), and a thread to an agent with a webhook.
+async function serverThroughGate(agentName: string, hookPath: string) {
   gate.open();
   const through = new URL(h.db.url);
   through.hostname = '127.0.0.1';
   through.port = String(gate.port);
-  server = await startService({ DATABASE_URL: through.toString(), DB_POOL_SIZE: '4', DB_CONNECT_TIMEOUT_S: '2' });
+  const service = (server = await startService({ DATABASE_URL: through.toString(), DB_POOL_SIZE: '4', DB_CONNECT_TIMEOUT_S: '2' }));
   const sender = await h.agent(uniqueName('sender'));
-  const hooked = await h.agent(uniqueName('hooked'), { webhookUrl: hook.url('/exhausted') });
+  const hooked = await h.agent(uniqueName(agentName), { webhookUrl: hook.url(hookPath) });
   const threadId = await h.thread(sender, [hooked]);
-  const post = (content: string) => call(server!.base, 'POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content } });
+  const post = (content: string) => call(service.base, 'POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content } });
+  return { service, threadId, post };
+}
+
+test('doorbells owed when PostgreSQL runs out of connections are all rung once it has some again', async () => {
+  const { service, threadId, post } = await serverThroughGate('hooked', '/exhausted');
   for (let i = 0; i < 40; i++) expect((await post(`owed ${i}`)).status).toBe(201);
 
   // Every connection the service holds is cut, and PostgreSQL refuses new ones.
@@ -45,9 +51,9 @@ test('doorbells owed when PostgreSQL runs out of connections are all rung once i
   // the server, which stays up (checked below), is what counts.
   let refused = await post('while full');
   for (let i = 0; i < 3 && refused.status === 0; i++) refused = await post('while full');
-  if (refused.status !== 503) console.log('exhaustion: no 503 while cut off\n', lastWords(server));
+  if (refused.status !== 503) console.log('exhaustion: no 503 while cut off\n', lastWords(service));
   expect([refused.status, refused.body]).toEqual([503, { success: false, error: 'The database is unavailable right now; try again in a moment.' }]);
-  expect(server.proc.exitCode).toBeNull();
+  expect(service.proc.exitCode).toBeNull();
   await Bun.sleep(8_000);
   const [waiting] = await h.db.sql`
     select count(*)::int as n from deliveries d join messages m on m.id = d.message_id
@@ -64,17 +70,59 @@ test('doorbells owed when PostgreSQL runs out of connections are all rung once i
     // What CI needs to tell why: the jobs still owed and the server's last words.
     const jobs = await h.db.sql`
       select id::text, attempts, last_error, locked_at, locked_by, run_at from graphile_worker.jobs order by id`;
-    console.log('exhaustion: jobs left', JSON.stringify(jobs), '\n', lastWords(server!));
+    console.log('exhaustion: jobs left', JSON.stringify(jobs), '\n', lastWords(service));
     throw error;
   });
-  expect(server.proc.exitCode).toBeNull();
+  expect(service.proc.exitCode).toBeNull();
   // The outage is logged as warnings; nothing in it is a fault.
-  expect(server.lines.filter((l) => l.level === 'error')).toEqual([]);
-  expect(server.lines.some((l) => l.event === 'database_unavailable')).toBe(true);
+  expect(service.lines.filter((l) => l.level === 'error')).toEqual([]);
+  expect(service.lines.some((l) => l.event === 'database_unavailable')).toBe(true);
   // And it stops cleanly afterwards, before the harness drops its database.
   const stopping = performance.now();
-  expect(await server.stop()).toBe(0);
+  expect(await service.stop()).toBe(0);
   console.log(`exhaustion: stopped in ${Math.round(performance.now() - stopping)} ms`);
-  expect(server.lines.filter((l) => l.level === 'error')).toEqual([]);
+  expect(service.lines.filter((l) => l.level === 'error')).toEqual([]);
   server = undefined;
 }, 120_000);
+
+// The worker's two connections for the doorbell's own statements (db/plan-keeping-connection.ts)
+// are cut while PostgreSQL refuses new ones, and the query pool keeps the connections it has: the
+// statements go over the pool meanwhile, and each doorbell is rung once. Sent to a connection that
+// could not reopen, the record failed, the pool's "is the database back?" answered yes, and the
+// doorbell was sent again, over and over.
+test("doorbells ring once each while the doorbell statements' own connections cannot reopen", async () => {
+  const { service, post: send } = await serverThroughGate('kept-plans', '/kept-plans');
+  const post = async (content: string) => {
+    const posted = await send(content);
+    expect(posted.status).toBe(201);
+    return posted.body.data.id as string;
+  };
+  const ringsOf = (messageId: string) => hook.received.filter((r) => r.path === '/kept-plans' && r.raw.includes(messageId)).length;
+  // Warm: the worker learns the secret, so the next doorbells ring as prepared by their post.
+  const warm = await post('warm');
+  await eventually(async () => ringsOf(warm) === 1, 10_000);
+
+  gate.close();
+  const cut = await h.db.sql<{ pid: number }[]>`
+    select pg_terminate_backend(pid), pid from pg_stat_activity
+    where datname = current_database() and application_name like 'agent-messaging-service: doorbell%'`;
+  expect(cut).toHaveLength(2);
+  const messages: string[] = [];
+  for (let i = 0; i < 5; i++) messages.push(await post(`while cut ${i}`));
+  await eventually(async () => {
+    const [left] = await h.db.sql<{ n: number }[]>`
+      select count(*)::int as n from deliveries where message_id = any(${messages}::uuid[]) and step <> 'notified'`;
+    return left!.n === 0;
+  }, 20_000);
+  await Bun.sleep(1_000);
+  expect(messages.map(ringsOf)).toEqual([1, 1, 1, 1, 1]);
+  const attempts = await h.db.sql<{ n: number }[]>`
+    select count(*)::int as n from delivery_attempts a join deliveries d on d.id = a.delivery_id
+    where d.message_id = any(${messages}::uuid[]) group by d.id`;
+  expect(attempts.map((a) => a.n)).toEqual([1, 1, 1, 1, 1]);
+
+  gate.open();
+  expect(service.lines.filter((l) => l.level === 'error')).toEqual([]);
+  expect(await service.stop()).toBe(0);
+  server = undefined;
+}, 60_000);

@@ -25,11 +25,13 @@ const hook = receiver((req) => {
 });
 
 // Connections a start opens, in order: the query pool's first (the first query and our
-// migrations), graphile-worker's migration (closed after it), the shared LISTEN, then the worker's.
-// Whether the step was reached shows in the connections sitting in LISTEN.
+// migrations), graphile-worker's migration (closed after it), the shared LISTEN, the two for the
+// doorbell's own statements, then the worker's pool. Whether the step was reached shows in the
+// connections sitting in LISTEN.
 const steps = [
   { name: 'the shared LISTEN', admitted: 2, listening: 0 },
-  { name: "the worker's pool", admitted: 3, listening: 1 },
+  { name: "the doorbell statements' connections", admitted: 3, listening: 1 },
+  { name: "the worker's pool", admitted: 5, listening: 1 },
 ];
 const listening = async () =>
   (await h.db.sql<{ n: number }[]>`

@@ -1,11 +1,13 @@
-import { afterEach, expect, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
+import { planKeepingConnection, type PlanKeepingConnection } from '../src/db/plan-keeping-connection';
 import { isDatabaseUnavailable } from '../src/db/unavailable';
-import { openPlanKeepingConnection, type PlanKeepingConnection } from '../src/db/plan-keeping-connection';
 import { owedDoorbell, owedPreparedAttempt, recordAttempt } from '../src/domain/deliveries/delivery-steps';
 import { afterAttempt } from '../src/domain/deliveries/retry-policy';
 import { createLogger } from '../src/log';
 import { uniqueName, useHarness } from './support/harness';
+import { pgGate } from './support/pg-gate';
 import { freePort } from './support/ports';
+import { eventually } from './support/receiver';
 import { post } from './support/webhooks';
 
 // The two statements every doorbell sends run over connections that keep one plan each
@@ -15,17 +17,35 @@ const h = useHarness();
 const hook = 'http://127.0.0.1:9/plans';
 const logLines: Record<string, unknown>[] = [];
 const log = createLogger('info', (line) => logLines.push(JSON.parse(line)));
-const opened: PlanKeepingConnection[] = [];
+const made: PlanKeepingConnection[] = [];
+let gate: ReturnType<typeof pgGate>;
+beforeAll(() => {
+  gate = pgGate({ host: new URL(h.db.url).hostname, port: Number(new URL(h.db.url).port || 5432) });
+});
 afterEach(async () => {
-  await Promise.all(opened.splice(0).map((c) => c.end()));
+  gate.open();
+  await Promise.all(made.splice(0).map((c) => c.end()));
   logLines.length = 0;
 });
+afterAll(() => gate?.stop());
 
-async function open(url = h.db.url) {
-  const connection = await openPlanKeepingConnection(url, 1, h.db.sql, log, 'test statement');
-  opened.push(connection);
+const PURPOSE = 'test statement';
+function make(url = h.db.url) {
+  const connection = planKeepingConnection(url, 1, h.db.sql, log, PURPOSE);
+  made.push(connection);
   return connection;
 }
+async function opened(url?: string) {
+  const connection = make(url);
+  await connection.open();
+  return connection;
+}
+const throughGate = () => {
+  const url = new URL(h.db.url);
+  url.hostname = '127.0.0.1';
+  url.port = String(gate.port);
+  return url.toString();
+};
 
 async function delivery() {
   const sender = await h.agent(uniqueName('plans-sender'));
@@ -42,19 +62,24 @@ async function plans(connection: PlanKeepingConnection, marker: string) {
   ];
 }
 
-test("the doorbell's look-up is planned once on its connection, where the shared pool plans at every call", async () => {
+const backend = (connection: PlanKeepingConnection) =>
+  connection.sql()<{ pid: number; mode: string; name: string }[]>`
+    select pg_backend_pid() as pid, current_setting('plan_cache_mode') as mode, current_setting('application_name') as name`;
+
+test("the doorbell's look-up is planned once on its connection; the shared pool keeps PostgreSQL's own choice", async () => {
   const deliveryId = await delivery();
-  const connection = await open();
+  const connection = await opened();
   // PostgreSQL's own rule makes the first five runs of a statement custom plans; ten show which
   // plan it keeps.
   for (let i = 0; i < 10; i++) expect(await owedPreparedAttempt(connection.sql(), deliveryId, 'another version')).toBeNull();
   expect(await plans(connection, 'with d as materialized (select * from deliveries where id = any')).toEqual([{ generic: 10, custom: 0 }]);
   const [shared] = await h.db.sql<{ mode: string }[]>`select current_setting('plan_cache_mode') as mode`;
   expect(shared!.mode).toBe('auto');
+  expect((await backend(connection))[0]!.name).toBe(`agent-messaging-service: ${PURPOSE}`);
 });
 
 test("the attempt's record is planned once on its connection", async () => {
-  const connection = await open();
+  const connection = await opened();
   for (let i = 0; i < 6; i++) {
     const deliveryId = await delivery();
     const owed = (await owedDoorbell(h.db.sql, deliveryId))!;
@@ -71,43 +96,58 @@ test("the attempt's record is planned once on its connection", async () => {
   expect(await plans(connection, 'insert into delivery_attempts')).toEqual([{ generic: 6, custom: 0 }]);
 });
 
-test('a connection that closed keeps plans again on the one that replaces it', async () => {
-  const connection = await open();
-  const backend = () =>
-    connection.sql()<{ pid: number; mode: string }[]>`select pg_backend_pid() as pid, current_setting('plan_cache_mode') as mode`;
-  const [before] = await backend();
+test('after its connection closes, the statement goes to the shared pool until a new one is set', async () => {
+  const connection = await opened();
+  const [before] = await backend(connection);
   expect(before!.mode).toBe('force_generic_plan');
   await h.db.sql`select pg_terminate_backend(${before!.pid})`;
-  // The statements sent as the connection closes fail with it, the SET before them included (its
-  // answer may be the closing backend's last word), and the first to reach the new connection
-  // may have gone without it; the next one has it.
-  let reached = false;
-  for (let tries = 0; !reached && tries < 50; tries++) {
-    try {
-      reached = (await backend())[0]!.pid !== before!.pid;
-    } catch (error) {
-      expect(isDatabaseUnavailable(error)).toBe(true);
-      await Bun.sleep(20);
-    }
-  }
-  expect(reached).toBe(true);
-  const [after] = await backend();
+  await eventually(async () => connection.sql() === h.db.sql, 5_000);
+  // Asking sets a new connection in the background; until it is set, the answer is the shared pool.
+  await eventually(async () => connection.sql() !== h.db.sql, 5_000);
+  const [after] = await backend(connection);
   expect(after!.pid).not.toBe(before!.pid);
   expect(after!.mode).toBe('force_generic_plan');
   expect(logLines).toEqual([]);
 });
 
-test('a connection that cannot open at the start leaves its statement on the shared pool', async () => {
+test('a connection that cannot open again while the shared pool answers leaves the statement to the shared pool', async () => {
+  gate.admit(1);
+  const connection = await opened(throughGate());
+  const [before] = await backend(connection);
+  expect(before!.name).toBe(`agent-messaging-service: ${PURPOSE}`);
+  // Out of connections from here: the shared pool keeps those it has.
+  await h.db.sql`select pg_terminate_backend(${before!.pid})`;
+  await eventually(async () => connection.sql() === h.db.sql, 5_000);
+  const deliveryId = await delivery();
+  for (let i = 0; i < 5; i++) {
+    expect(connection.sql()).toBe(h.db.sql);
+    expect(await owedPreparedAttempt(connection.sql(), deliveryId, 'another version')).toBeNull();
+    await Bun.sleep(300);
+  }
+  // Refusals are the database being away, not worth a warning: the statements went elsewhere.
+  expect(logLines).toEqual([]);
+  gate.open();
+  await eventually(async () => connection.sql() !== h.db.sql, 5_000);
+  const [after] = await backend(connection);
+  expect([after!.mode, after!.name]).toEqual(['force_generic_plan', `agent-messaging-service: ${PURPOSE}`]);
+});
+
+test('at the start, a connection that cannot open fails the start as the database does', async () => {
   const nobody = `postgres://postgres@127.0.0.1:${await freePort()}/postgres`;
-  const connection = await open(nobody);
+  const connection = make(nobody);
+  const failed = await connection.open().then(
+    () => null,
+    (error: unknown) => error,
+  );
+  expect(isDatabaseUnavailable(failed)).toBe(true);
+  expect((failed as { code?: string }).code).toBe('ECONNREFUSED');
   expect(connection.sql()).toBe(h.db.sql);
-  expect(connection.kept).toBe(false);
-  expect(logLines).toEqual([
-    expect.objectContaining({
-      level: 'warn',
-      event: 'plan_keeping_connection_unavailable',
-      purpose: 'test statement',
-      fallback: 'the shared pool, planning at every call',
-    }),
-  ]);
+
+  gate.admit(0);
+  const busy = make(throughGate());
+  const refused = await busy.open().then(
+    () => null,
+    (error: unknown) => error,
+  );
+  expect((refused as { code?: string }).code).toBe('53300');
 });

@@ -24,11 +24,6 @@ beforeAll(async () => {
 const attemptsLogged = (deliveryId: string) => lines.filter((l) => l.event === 'doorbell_attempt' && l.deliveryId === deliveryId);
 
 describe('a prepared doorbell', () => {
-  test("is looked up and recorded over connections the worker opened to keep their plans", () => {
-    expect(lines.filter((l) => l.event === 'worker_started')).toEqual([expect.objectContaining({ doorbellPlansKept: true })]);
-    expect(lines.filter((l) => l.event === 'plan_keeping_connection_unavailable')).toEqual([]);
-  });
-
   test('rings without loading the delivery once the secret is known, with the bytes and signature a loaded one has', async () => {
     const sender = await h.agent('prep-sender');
     const recipient = await h.agent('prep-hooked', { webhookUrl: hook.url('/prep') });
@@ -63,6 +58,17 @@ describe('a prepared doorbell', () => {
     expect(rung.map((r) => r.raw)).toEqual([expected, expected]);
     expect(rung.map((r) => r.headers.get('x-signature-256'))).toEqual([sign(expected, recipient.signingSecret!), sign(expected, recipient.signingSecret!)]);
     hook.reply(() => new Response('ok'));
+  });
+
+  test("is looked up and recorded over the worker's two connections that keep their plans", async () => {
+    // After the doorbells above: each connection's last statement is the one it is kept for.
+    const rows = await h.db.sql<{ name: string; query: string }[]>`
+      select application_name as name, query from pg_stat_activity
+      where datname = current_database() and application_name like 'agent-messaging-service: doorbell%'
+      order by application_name`;
+    expect(rows.map((r) => r.name)).toEqual(['agent-messaging-service: doorbell attempt record', 'agent-messaging-service: doorbell owed look-up']);
+    expect(rows[0]!.query).toContain('insert into delivery_attempts');
+    expect(rows[1]!.query).toContain('with d as materialized (select * from deliveries where id = any');
   });
 
   test('a webhook saved again is another version: the next doorbell is loaded, signed with the new secret', async () => {

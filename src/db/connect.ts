@@ -8,15 +8,19 @@ export type TransactionSql = postgres.TransactionSql<Types>;
 // Where a domain function runs its queries: the pool, or the connection of a transaction.
 export type Queries = Sql | TransactionSql;
 
-// `onclose` hears of every connection of the pool that closes.
-export function connect(url: string, max = 20, connectTimeoutSeconds = 5, { onclose }: { onclose?: () => void } = {}): Sql {
+export function connect(
+  url: string,
+  max = 20,
+  connectTimeoutSeconds = 5,
+  { onclose, applicationName = 'agent-messaging-service' }: { onclose?: () => void; applicationName?: string } = {},
+): Sql {
   return postgres(url, {
     max,
     onclose,
     onnotice: () => {},
     // Keep ids and counters as JS values; bigint counts come back as strings otherwise.
     types: { bigint: postgres.BigInt },
-    connection: { application_name: 'agent-messaging-service' },
+    connection: { application_name: applicationName },
     // After a failed connection postgres.js waits before the next try, by default up to 20 s, and
     // a query that arrives meanwhile waits with it. Capped at 1 s, a request made while the
     // database is away is answered (503) within about a second, and the pool is back within a

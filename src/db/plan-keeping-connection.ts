@@ -10,65 +10,83 @@ import { isDatabaseUnavailable } from './unavailable';
 // 0.03 and 0.41 ms of work (docs/performance.md, "Plans kept for the doorbell's statements"). Not
 // for the whole pool: the inbox read needs its custom plan (test/inbox-plan.test.ts).
 //
-// The setting goes out as a SET ahead of the first statement of every connection, not as a startup
-// parameter, which PgBouncer refuses. One connection, since the statement has one call in flight:
-// the SET and the statements after it share it. Once it closes, or a SET fails, the next statement
-// is preceded by a SET again; a statement that went without one is planned as on the shared pool.
+// The setting goes out as a SET once the connection opens, not as a startup parameter, which
+// PgBouncer refuses. One connection, since the statement has one call in flight. The statement
+// goes there only once the SET has been answered on it; while the connection is closed, opening
+// again or refused (the database out of connections), it goes to the shared pool, so a connection
+// of its own never makes a statement wait that the shared pool could run, nor fail it again after
+// the shared pool said the database was back.
 export type PlanKeepingConnection = {
-  // The pool to send the statement to now; its plan is kept from here on.
+  // Where to send the statement now.
   sql: () => Sql;
-  // False when it did not open and the statement goes to the shared pool.
-  kept: boolean;
+  // At the start: opens the connection and sets it, failing as the database does, so that a start
+  // waits while the database is out of connections as for its other connections.
+  open: () => Promise<void>;
   end: () => Promise<void>;
 };
 
-// Opened and checked at the start. Should it not open (the database out of connections, say), the
-// statement goes to `shared` with PostgreSQL's usual planning: slower, the same in every other way.
-export async function openPlanKeepingConnection(
+// A SET that failed is tried again no sooner than this.
+const SET_AGAIN_AFTER_MS = 1_000;
+
+export function planKeepingConnection(
   url: string,
   connectTimeoutSeconds: number,
   shared: Sql,
   log: Logger,
   purpose: string,
-): Promise<PlanKeepingConnection> {
+): PlanKeepingConnection {
   // Bumped by every close, so that a SET answered for a connection that is gone settles nothing.
   let generation = 0;
-  let state: 'unset' | 'setting' | 'set' = 'unset';
+  let state: 'unset' | 'setting' | 'set' | 'ended' = 'unset';
+  let setting: Promise<void> | null = null;
+  let notBefore = 0;
   const own = connect(url, 1, connectTimeoutSeconds, {
+    // Seen in pg_stat_activity beside the pool's connections.
+    applicationName: `agent-messaging-service: ${purpose}`,
     onclose: () => {
       generation++;
+      if (state === 'ended') return;
       state = 'unset';
+      setting = null;
     },
   });
-  // Sent ahead of the statement, on the one connection, so it is in force when the statement is
-  // planned. PostgreSQL 13 and later, all this service runs on, let any role set it; one that
-  // failed is sent again before the next statement.
-  const sql = () => {
-    if (state !== 'unset') return own;
+  const set = () => {
     const sent = generation;
+    const current = () => sent === generation && state === 'setting';
     state = 'setting';
-    own`set plan_cache_mode = force_generic_plan`.then(
+    setting = own`set plan_cache_mode = force_generic_plan`.then(
       () => {
-        if (sent === generation) state = 'set';
+        if (current()) state = 'set';
       },
       (error: unknown) => {
-        if (sent !== generation) return;
-        state = 'unset';
-        if (!isDatabaseUnavailable(error)) log.warn('plan_keeping_failed', { purpose, error: (error as Error).message });
+        if (current()) {
+          state = 'unset';
+          setting = null;
+          notBefore = performance.now() + SET_AGAIN_AFTER_MS;
+        }
+        throw error;
       },
     );
-    return own;
+    return setting;
   };
-  try {
-    await sql()`select 1`;
-  } catch (error) {
-    log.warn('plan_keeping_connection_unavailable', {
-      purpose,
-      error: (error as Error).message,
-      fallback: 'the shared pool, planning at every call',
-    });
-    await own.end({ timeout: 0 }).catch(() => {});
-    return { sql: () => shared, kept: false, end: async () => {} };
-  }
-  return { sql, kept: true, end: () => own.end() };
+  return {
+    sql: () => {
+      if (state === 'set') return own;
+      if (state === 'unset' && performance.now() >= notBefore) {
+        set().catch((error: unknown) => {
+          if (!isDatabaseUnavailable(error)) log.warn('plan_keeping_failed', { purpose, error: (error as Error).message });
+        });
+      }
+      return shared;
+    },
+    open: async () => {
+      if (state !== 'set') await (setting ?? set());
+    },
+    // Statements still running then (a stop that gave up waiting for its jobs) go to the shared
+    // pool, which closes last.
+    end: () => {
+      state = 'ended';
+      return own.end({ timeout: 5 });
+    },
+  };
 }

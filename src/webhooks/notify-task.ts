@@ -14,8 +14,8 @@ import { doorbellHeaders } from '../domain/deliveries/doorbell-signature';
 
 export type NotifyDeps = {
   sql: Sql;
-  // Where the two statements every doorbell sends go: connections that keep their plans
-  // (db/plan-keeping-connection.ts), or the shared pool.
+  // Asked at every call: each answers with a connection that keeps the statement's plan, or with
+  // the shared pool while that connection is not open (db/plan-keeping-connection.ts).
   doorbellStatements: { owed: () => Sql; record: () => Sql };
   log: Logger;
   metrics?: Metrics;

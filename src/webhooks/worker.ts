@@ -5,7 +5,7 @@ import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown, vacuumJobs } from '../db/job-queue';
 import { workerBatching, workerPool, workerPoolSize } from '../db/worker-pool';
-import { openPlanKeepingConnection } from '../db/plan-keeping-connection';
+import { planKeepingConnection } from '../db/plan-keeping-connection';
 import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
@@ -118,10 +118,10 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     }, delayMs + 10);
     wakeTimers.add(timer);
   };
-  // The two statements every doorbell sends, on connections that keep their plans; should either
-  // not open, it goes to the service's pool.
-  const keepingPlans = (purpose: string) => openPlanKeepingConnection(databaseUrl, config.DB_CONNECT_TIMEOUT_S, sql, log, purpose);
-  const [owedStatement, recordStatement] = await Promise.all([keepingPlans('doorbell owed look-up'), keepingPlans('doorbell attempt record')]);
+  // Opened at the start, with the rest (db/plan-keeping-connection.ts says why they are apart).
+  const keepingPlans = (purpose: string) => planKeepingConnection(databaseUrl, config.DB_CONNECT_TIMEOUT_S, sql, log, purpose);
+  const owedStatement = keepingPlans('doorbell owed look-up');
+  const recordStatement = keepingPlans('doorbell attempt record');
   // graphile-worker's own connections: its LISTEN and cron, and one per concurrent job to fetch it
   // (the tasks themselves use the service's pool).
   const pgPool = workerPool(databaseUrl, workerPoolSize(config), (error) =>
@@ -179,9 +179,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     await relay?.unlisten().catch(() => {});
     if (runner && !runnerEnded) await step(stopRunner(runner, log));
     if (heartbeat) await step(heartbeat.stop());
-    await step(pgPool.end());
-    await step(owedStatement.end());
-    await step(recordStatement.end());
+    await step(Promise.all([pgPool.end(), owedStatement.end(), recordStatement.end()]));
   };
   // One sweep at a time; a sweep that fails on a database error is the next one's to do.
   let sweeping = false;
@@ -197,6 +195,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     }
   }
   try {
+    await Promise.all([owedStatement.open(), recordStatement.open()]);
     runner = await run({
       pgPool,
       // Jobs are fetched for the whole pool at once, as many as it runs at a time, and those that
@@ -262,7 +261,6 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       workerId: pool!.id,
       concurrency: config.WEBHOOK_CONCURRENCY,
       parkedDoorbellsWoken: woken,
-      doorbellPlansKept: owedStatement.kept && recordStatement.kept,
     });
   } catch (error) {
     // A start that failed (the database out of connections, say) leaves nothing running, so that
