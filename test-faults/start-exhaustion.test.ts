@@ -68,6 +68,12 @@ for (const step of steps) {
     gate.open();
     await eventually(async () => server.lines.some((l) => l.event === 'listening'), 15_000);
     expect((await call(server.base, 'GET', '/health')).body).toEqual({ success: true, data: { status: 'ok' } });
+    // The doorbell statements' two connections, once: a start that failed let go of the ones it
+    // had opened, and none fell back to the query pool.
+    const [own] = await h.db.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and application_name like 'agent-messaging-service: doorbell%'`;
+    expect(own!.n).toBe(2);
     const sender = await h.agent(uniqueName('sender'));
     const hooked = await h.agent(uniqueName('hooked'), { webhookUrl: hook.url('/start') });
     const threadId = await h.thread(sender, [hooked]);

@@ -62,7 +62,7 @@ describe('a doorbell prepared by the post', () => {
     credentials.remember(agent!.id, job!.payload.doorbell.webhookVersion, { url: agent!.webhook_url, secret: agent!.signing_secret });
     const { task } = notifier({
       sql: q.db.sql,
-      doorbellStatements: { owed: () => q.db.sql, record: () => q.db.sql },
+      doorbellStatements: { owed: q.db.sql, record: q.db.sql },
       log: silentLogger,
       send: { policy: { allowLocal: true }, timeoutMs: 300 },
       retryPolicy: { delaysMs: [50, 100, 150] },

@@ -1,4 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
+import { batchedStatement } from '../src/db/batcher';
+import { connect, type Sql } from '../src/db/connect';
 import { planKeepingConnection, type PlanKeepingConnection } from '../src/db/plan-keeping-connection';
 import { isDatabaseUnavailable } from '../src/db/unavailable';
 import { owedDoorbell, owedPreparedAttempt, recordAttempt } from '../src/domain/deliveries/delivery-steps';
@@ -150,4 +152,26 @@ test('at the start, a connection that cannot open fails the start as the databas
     (error: unknown) => error,
   );
   expect((refused as { code?: string }).code).toBe('53300');
+});
+
+test('a batch waiting behind the one in flight goes where the chooser points as it is sent', async () => {
+  const pools = ['a', 'b'].map((name) => connect(h.db.url, 1, 5, { applicationName: `plan-keeping test ${name}` }));
+  let current = pools[0]!;
+  const chooser = { sql: () => current };
+  const named = batchedStatement(
+    async (sql: Sql, items: number[]) => {
+      const [row] = await sql<{ name: string }[]>`select current_setting('application_name') as name, pg_sleep(0.1)::text`;
+      return items.map(() => row!.name);
+    },
+    { maxInFlight: 1 },
+  );
+  try {
+    const first = named(chooser, 1);
+    const queued = [named(chooser, 2), named(chooser, 3)];
+    current = pools[1]!;
+    expect(await first).toBe('plan-keeping test a');
+    expect(await Promise.all(queued)).toEqual(['plan-keeping test b', 'plan-keeping test b']);
+  } finally {
+    await Promise.all(pools.map((pool) => pool.end()));
+  }
 });

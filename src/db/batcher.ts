@@ -75,6 +75,11 @@ export function batcher<I, O>(run: (items: I[]) => Promise<O[]>, options: BatchO
     });
 }
 
+// Where a batched statement goes: a pool, or a chooser asked as each batch is sent, since the pool it
+// answers with may change while items wait (plan-keeping-connection.ts hands its statement to the
+// shared pool while its own connection is away).
+export type StatementPool = Sql | { sql: () => Sql };
+
 // A statement that writes for many callers, batched per connection pool. Two statements in flight
 // (unless `maxInFlight` says otherwise) let one commit's WAL flush overlap the next statement's
 // work and leave the rest of the pool to reads; more in flight made smaller batches and fewer
@@ -82,13 +87,14 @@ export function batcher<I, O>(run: (items: I[]) => Promise<O[]>, options: BatchO
 export function batchedStatement<I, O>(
   run: (sql: Sql, items: I[]) => Promise<O[]>,
   { maxQueued, maxInFlight = 2, gather = false }: { maxQueued?: number; maxInFlight?: number; gather?: boolean } = {},
-): (sql: Sql, item: I) => Promise<O> {
-  const perPool = new WeakMap<Sql, (item: I) => Promise<O>>();
-  return (sql, item) => {
-    let send = perPool.get(sql);
+): (pool: StatementPool, item: I) => Promise<O> {
+  const perPool = new WeakMap<StatementPool, (item: I) => Promise<O>>();
+  return (pool, item) => {
+    let send = perPool.get(pool);
     if (!send) {
-      send = batcher((items: I[]) => run(sql, items), { maxInFlight, maxBatch: 64, maxQueued, sharedFailure: isDatabaseUnavailable, gather });
-      perPool.set(sql, send);
+      const sqlNow = typeof pool === 'function' ? () => pool : pool.sql;
+      send = batcher((items: I[]) => run(sqlNow(), items), { maxInFlight, maxBatch: 64, maxQueued, sharedFailure: isDatabaseUnavailable, gather });
+      perPool.set(pool, send);
     }
     return send(item);
   };

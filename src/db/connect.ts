@@ -12,11 +12,17 @@ export function connect(
   url: string,
   max = 20,
   connectTimeoutSeconds = 5,
-  { onclose, applicationName = 'agent-messaging-service' }: { onclose?: () => void; applicationName?: string } = {},
+  {
+    onclose,
+    applicationName = 'agent-messaging-service',
+    maxLifetime,
+  }: { onclose?: () => void; applicationName?: string; maxLifetime?: null } = {},
 ): Sql {
   return postgres(url, {
     max,
     onclose,
+    // Given at all, even as undefined, the key would replace postgres.js's default lifetime.
+    ...(maxLifetime === null ? { max_lifetime: null } : {}),
     onnotice: () => {},
     // Keep ids and counters as JS values; bigint counts come back as strings otherwise.
     types: { bigint: postgres.BigInt },

@@ -10,14 +10,15 @@ import { isDatabaseUnavailable } from './unavailable';
 // 0.03 and 0.41 ms of work (docs/performance.md, "Plans kept for the doorbell's statements"). Not
 // for the whole pool: the inbox read needs its custom plan (test/inbox-plan.test.ts).
 //
-// The setting goes out as a SET once the connection opens, not as a startup parameter, which
-// PgBouncer refuses. One connection, since the statement has one call in flight. The statement
-// goes there only once the SET has been answered on it; while the connection is closed, opening
-// again or refused (the database out of connections), it goes to the shared pool, so a connection
-// of its own never makes a statement wait that the shared pool could run, nor fail it again after
-// the shared pool said the database was back.
+// The setting goes out as a SET, which also opens the connection, rather than as a startup
+// parameter, which PgBouncer refuses. One connection, since the statement has one call in flight.
+// A batch of the statement goes there only once the SET has been answered on it (the batcher asks
+// as it sends each batch, db/batcher.ts); while the connection is closed, opening again or refused
+// (the database out of connections), batches go to the shared pool. So the connection makes no
+// batch wait for it to reopen, and one whose doorbells the worker runs again after the shared
+// pool said the database was back does not fail on it again.
 export type PlanKeepingConnection = {
-  // Where to send the statement now.
+  // Where to send a batch of the statement now.
   sql: () => Sql;
   // At the start: opens the connection and sets it, failing as the database does, so that a start
   // waits while the database is out of connections as for its other connections.
@@ -25,7 +26,7 @@ export type PlanKeepingConnection = {
   end: () => Promise<void>;
 };
 
-// A SET that failed is tried again no sooner than this.
+// A SET that failed (its connection refused, say) is tried again no sooner than this.
 const SET_AGAIN_AFTER_MS = 1_000;
 
 export function planKeepingConnection(
@@ -43,6 +44,9 @@ export function planKeepingConnection(
   const own = connect(url, 1, connectTimeoutSeconds, {
     // Seen in pg_stat_activity beside the pool's connections.
     applicationName: `agent-messaging-service: ${purpose}`,
+    // Not replaced after a while as the pool's are: a replacement would hold the batches sent
+    // meanwhile until it opened, and run the first of them unset.
+    maxLifetime: null,
     onclose: () => {
       generation++;
       if (state === 'ended') return;
@@ -59,10 +63,11 @@ export function planKeepingConnection(
         if (current()) state = 'set';
       },
       (error: unknown) => {
+        // Even when a close got here first (a connection closed while opening): the next try waits.
+        notBefore = performance.now() + SET_AGAIN_AFTER_MS;
         if (current()) {
           state = 'unset';
           setting = null;
-          notBefore = performance.now() + SET_AGAIN_AFTER_MS;
         }
         throw error;
       },

@@ -1,4 +1,5 @@
 import type { JobHelpers, Task } from 'graphile-worker';
+import type { StatementPool } from '../db/batcher';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordAttempt, recordInterruptedAttempt } from '../domain/deliveries/delivery-steps';
@@ -14,9 +15,9 @@ import { doorbellHeaders } from '../domain/deliveries/doorbell-signature';
 
 export type NotifyDeps = {
   sql: Sql;
-  // Asked at every call: each answers with a connection that keeps the statement's plan, or with
-  // the shared pool while that connection is not open (db/plan-keeping-connection.ts).
-  doorbellStatements: { owed: () => Sql; record: () => Sql };
+  // The two statements every doorbell sends go to connections that keep their plans, or to the
+  // shared pool while those are away (db/plan-keeping-connection.ts).
+  doorbellStatements: { owed: StatementPool; record: StatementPool };
   log: Logger;
   metrics?: Metrics;
   send: Omit<SendOptions, 'signal'>;
@@ -55,7 +56,7 @@ async function ringable(deps: NotifyDeps, payload: NotifyPayload) {
   const prepared = payload.doorbell;
   const known = prepared && deps.credentials.get(prepared.recipientId, prepared.webhookVersion);
   if (prepared && known && known.url === prepared.url) {
-    const owed = await owedPreparedAttempt(deps.doorbellStatements.owed(), payload.deliveryId, prepared.webhookVersion);
+    const owed = await owedPreparedAttempt(deps.doorbellStatements.owed, payload.deliveryId, prepared.webhookVersion);
     if (!owed) return null;
     const { messageId, threadId, threadTitle, sender, summary } = prepared;
     const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '' };
@@ -212,7 +213,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: A
   deps.log.info('doorbell_attempt', {
     deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
-  const retryQueued = await recordAttempt(deps.doorbellStatements.record(), {
+  const retryQueued = await recordAttempt(deps.doorbellStatements.record, {
     deliveryId, endpoint: doorbell.endpoint, publish, attempt, resend, attemptedAt, durationMs, outcome, next, job,
   });
   if (next.kind === 'retry' && retryQueued) deps.onRetryScheduled(next.delayMs);

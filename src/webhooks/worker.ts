@@ -137,7 +137,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   });
   const notifier = createNotifier({
     sql,
-    doorbellStatements: { owed: owedStatement.sql, record: recordStatement.sql },
+    doorbellStatements: { owed: owedStatement, record: recordStatement },
     log,
     metrics,
     send,
@@ -177,9 +177,13 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     clearInterval(sweep);
     for (const timer of wakeTimers) clearTimeout(timer);
     await relay?.unlisten().catch(() => {});
-    if (runner && !runnerEnded) await step(stopRunner(runner, log));
-    if (heartbeat) await step(heartbeat.stop());
-    await step(Promise.all([pgPool.end(), owedStatement.end(), recordStatement.end()]));
+    try {
+      if (runner && !runnerEnded) await step(stopRunner(runner, log));
+      if (heartbeat) await step(heartbeat.stop());
+    } finally {
+      // Whatever the steps above answered, so that no connection outlives the worker.
+      await step(Promise.all([pgPool.end(), owedStatement.end(), recordStatement.end()]));
+    }
   };
   // One sweep at a time; a sweep that fails on a database error is the next one's to do.
   let sweeping = false;

@@ -1,4 +1,4 @@
-import { batchedStatement } from '../../db/batcher';
+import { batchedStatement, type StatementPool } from '../../db/batcher';
 import type { Queries, Sql } from '../../db/connect';
 import type { Logger } from '../../log';
 import { DELIVERY_CHANNEL, wakeAfterAttempts } from './delivery-wake-ups';
@@ -83,8 +83,8 @@ export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDo
 // of 1 104 (two in flight, each sent at once), one of the changes that took a doorbell from 766 to
 // 527 µs of CPU, with no change to doorbell latency at 200/s (docs/performance.md, "Fewer
 // statements per doorbell").
-export const owedPreparedAttempt = (sql: Sql, deliveryId: string, version: string): Promise<AttemptNumbers | null> =>
-  askOwedPrepared(sql, { deliveryId, version });
+export const owedPreparedAttempt = (pool: StatementPool, deliveryId: string, version: string): Promise<AttemptNumbers | null> =>
+  askOwedPrepared(pool, { deliveryId, version });
 
 const askOwedPrepared = batchedStatement(owedPreparedAttempts, { maxInFlight: 1, gather: true });
 
@@ -121,9 +121,9 @@ export type AttemptReport = AttemptNumbers & {
 // The worker's report of an attempt: the delivery moves, the attempt is logged and watchers are
 // woken by the statement below. Answers whether the retry the policy called for was queued (none
 // is while the doorbell is no longer owed).
-export async function recordAttempt(sql: Sql, report: AttemptReport): Promise<boolean> {
+export async function recordAttempt(pool: StatementPool, report: AttemptReport): Promise<boolean> {
   const { outcome, next, job, ...numbers } = report;
-  return recordDoorbellAttempts(sql, {
+  return recordDoorbellAttempts(pool, {
     ...numbers,
     status: outcome.status,
     error: outcome.error,
