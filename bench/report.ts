@@ -76,6 +76,18 @@ export function rows(r: any): Row[] {
       met: met(p50 <= 2 * raw && p99 <= 20),
       drifts: [...drifting('doorbell', d.doorbell), ...drifting('graphile-worker', d.rawJob)],
     });
+    if (d.rawJobBesidePosts) {
+      out.push({
+        scenario: `graphile-worker no-op job at a steady ${d.rate}/s beside as many posts (recipient polling)`,
+        figure: 'add_job returned → no-op task started, while the service takes the posts',
+        measured: latency(d.rawJobBesidePosts),
+        baseline: `the same jobs alone ${latency(d.rawJob)}; our doorbell ${latency(d.doorbell)}`,
+        ratio: `doorbell p50 ${ratio(p50, med(d.rawJobBesidePosts, 'p50'))} this`,
+        target: '— (context)',
+        met: '—',
+        drifts: drifting('graphile-worker beside posts', d.rawJobBesidePosts),
+      });
+    }
     if (d.pgBoss) {
       out.push({
         scenario: `pg-boss (peer queue), no-op job at a steady ${d.rate}/s`,
@@ -311,6 +323,7 @@ function cpuScenarios(r: any): [string, CpuRun[]][] {
     ['Post message, fan-out 10 (per post)', r.post?.fanOut10],
     ['Doorbell at 200/s (per post and its doorbell)', r.doorbellLatency?.doorbell],
     ['graphile-worker add_job at 200/s (per job)', r.doorbellLatency?.rawJob],
+    ['graphile-worker add_job at 200/s beside as many posts (per job and post)', r.doorbellLatency?.rawJobBesidePosts],
     ['pg-boss send at 200/s (per job)', r.doorbellLatency?.pgBoss],
     ['Healthy doorbell beside hanging ones (per post)', r.headOfLine?.beside],
     ['Doorbell backlog drained (per doorbell)', r.doorbellThroughput?.doorbell],
