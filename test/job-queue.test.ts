@@ -214,3 +214,58 @@ describe('fetching jobs after the jobs table was vacuumed empty', () => {
     expect(nodes.reduce((sum, n) => sum + (n['Rows Removed by Join Filter'] ?? 0), 0)).toBe(0);
   });
 });
+
+describe("completing a job its task retired", () => {
+  // A doorbell's run deletes its own job in the statement that records the attempt; graphile-worker's
+  // completion after it was one more statement per doorbell that deleted nothing
+  // (patches/graphile-worker@0.18.0.patch skips it for a job the task marked).
+  test('a job marked retired by its task gets no completion; an unmarked one does', async () => {
+    const { run, Logger } = await import('graphile-worker');
+    const { workerPool, workerBatching, workerPoolSize } = await import('../src/db/worker-pool');
+    const { markRetiredByTask, retireJobs } = await import('../src/db/job-queue');
+    const sent: { text: string; values: unknown[] }[] = [];
+    const config = { WEBHOOK_CONCURRENCY: 4 };
+    const pool = workerPool(h.db.url, workerPoolSize(config), () => {});
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const config = args[0] as string | { text?: string; values?: unknown[] };
+        sent.push(typeof config === 'string' ? { text: config, values: (args[1] as unknown[]) ?? [] } : { text: config.text ?? '', values: config.values ?? [] });
+        return query(...args);
+      };
+    });
+    const ran: string[] = [];
+    const runner = await run({
+      pgPool: pool,
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      noHandleSignals: true,
+      preset: { worker: workerBatching(config) },
+      logger: new Logger(() => () => {}),
+      taskList: {
+        retires_itself: async (_payload, helpers) => {
+          await h.db.sql`with retired as (${retireJobs(h.db.sql, [helpers.job.id])}) select count(*) from retired`;
+          markRetiredByTask(helpers.job);
+          ran.push(helpers.job.id);
+        },
+        left_to_complete: async (_payload, helpers) => void ran.push(helpers.job.id),
+      },
+    });
+    try {
+      const [retiring] = await h.db.sql<{ id: string }[]>`select id::text from graphile_worker.add_job('retires_itself', '{}'::json)`;
+      const [plain] = await h.db.sql<{ id: string }[]>`select id::text from graphile_worker.add_job('left_to_complete', '{}'::json)`;
+      await eventually(async () => ran.length === 2);
+      const completions = () =>
+        sent
+          .filter((s) => /delete from "graphile_worker"\._private_jobs as jobs/.test(s.text))
+          .flatMap((s) => (Array.isArray(s.values[0]) ? (s.values[0] as unknown[]) : [s.values[0]]).map(String));
+      await eventually(async () => completions().includes(plain!.id));
+      await Bun.sleep(200);
+      expect(completions()).toEqual([plain!.id]);
+      const left = await h.db.sql`select id from graphile_worker._private_jobs where id in ${h.db.sql([retiring!.id, plain!.id])}`;
+      expect(left).toHaveLength(0);
+    } finally {
+      await runner.stop();
+      await pool.end();
+    }
+  });
+});
