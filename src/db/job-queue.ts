@@ -1,4 +1,4 @@
-import type { Job, WorkerPool } from 'graphile-worker';
+import type { WorkerPool } from 'graphile-worker';
 import type { JSONValue, PendingQuery, Row } from 'postgres';
 import type { Queries, Sql } from './connect';
 
@@ -93,14 +93,6 @@ export async function releaseLostJobs(sql: Sql, workerId: string, running: strin
 // whether or not the statement reads it.
 export const retireJobs = (sql: Queries, ids: string[]) => sql`
   delete from graphile_worker._private_jobs where id = any(${ids}::bigint[]) returning id`;
-
-// Tells graphile-worker that a task's run retired its own job (retireJobs, in the run's last write),
-// so that its completion is not sent: a statement per job that deletes nothing, one per doorbell
-// at a low rate (patches/graphile-worker@0.18.0.patch reads the mark). Only for a run that
-// succeeded; a failed run is failed by graphile-worker as ever.
-export const markRetiredByTask = (job: Job) => {
-  (job as Job & { retiredByTask?: boolean }).retiredByTask = true;
-};
 
 // A condition that holds only once the `retired` CTE has run to its end: a part of the statement
 // that adds a job under a retired job's key waits on it, or add_jobs would find the old job still

@@ -2,7 +2,6 @@ import type { JobHelpers, Task } from 'graphile-worker';
 import type { StatementPool } from '../db/batcher';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
-import { markRetiredByTask } from '../db/job-queue';
 import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordAttempt, recordInterruptedAttempt } from '../domain/deliveries/delivery-steps';
 import { parkNotifyJob, parkedNotifyEndpoints, wakeParkedNotifyJobs } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
@@ -161,11 +160,7 @@ export const notifier = (deps: NotifyDeps): Notifier => {
     const deadline = Date.now() + DATABASE_WAIT_MS;
     for (;;) {
       try {
-        await runOnce(payload, helpers, interrupted);
-        // Every way a run ends well retires the job in its last write: the attempt's record,
-        // the forgetting of one no longer owed, the parking.
-        markRetiredByTask(helpers.job);
-        return;
+        return await runOnce(payload, helpers, interrupted);
       } catch (error) {
         if (!isDatabaseUnavailable(error) || !(await databaseAnswers(deps.sql, deadline, helpers.abortSignal))) throw error;
         deps.log.warn('doorbell_run_again', { deliveryId: payload.deliveryId, error: (error as Error).message });

@@ -207,10 +207,10 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       // fraction. A batch whose statement fails is tried again, 20 times over several minutes
       // (patches/graphile-worker@0.18.0.patch: unpatched, the first failure shut the pool down;
       // test-faults/batched-drain-restart.test.ts); should all fail, graphile-worker still shuts
-      // the pool down and the process ends to be restarted (onFailed). A doorbell job whose run
-      // ended well is not completed at all (its run retired it: markRetiredByTask); failures,
-      // rare, stay one statement each with graphile-worker's own retries, so that a failure
-      // recorded minutes late cannot unlock a job that has been put back and is running again.
+      // the pool down and the process ends to be restarted (onFailed). A doorbell job's completion
+      // is a formality (its run retired the job already); failures, rare, stay one statement each
+      // with graphile-worker's own retries, so that a failure recorded minutes late cannot unlock
+      // a job that has been put back and is running again.
       preset: {
         plugins: [replaceExitedWorkers],
         worker: workerBatching(config),
