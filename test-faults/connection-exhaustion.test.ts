@@ -29,10 +29,7 @@ const hook = receiver(async () => {
 // The real server, its connections through the gate (open), and a thread to an agent with a webhook.
 async function serverThroughGate(agentName: string, hookPath: string) {
   gate.open();
-  const through = new URL(h.db.url);
-  through.hostname = '127.0.0.1';
-  through.port = String(gate.port);
-  const service = await startService({ DATABASE_URL: through.toString(), DB_POOL_SIZE: '4', DB_CONNECT_TIMEOUT_S: '2' });
+  const service = await startService({ DATABASE_URL: gate.url(h.db.url), DB_POOL_SIZE: '4', DB_CONNECT_TIMEOUT_S: '2' });
   servers.add(service);
   const sender = await h.agent(uniqueName('sender'));
   const hooked = await h.agent(uniqueName(agentName), { webhookUrl: hook.url(hookPath) });

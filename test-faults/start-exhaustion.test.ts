@@ -41,11 +41,8 @@ for (const step of steps) {
   test(`a start that runs out of connections at ${step.name} waits, answers 503 meanwhile, then serves`, async () => {
     const listeningBefore = await listening();
     gate.admit(step.admitted);
-    const through = new URL(h.db.url);
-    through.hostname = '127.0.0.1';
-    through.port = String(gate.port);
     const server = await startService(
-      { DATABASE_URL: through.toString(), DB_POOL_SIZE: '4' },
+      { DATABASE_URL: gate.url(h.db.url), DB_POOL_SIZE: '4' },
       { until: (line) => line.event === 'database_busy' && line.attempt === 2 },
     );
     servers.push(server);

@@ -18,12 +18,9 @@ test('a starting instance waits for PostgreSQL to have a free connection, then s
   const target = new URL(h.db.url);
   const gate = pgGate({ host: target.hostname, port: Number(target.port || 5432) });
   stops.push(gate.stop);
-  const through = new URL(h.db.url);
-  through.hostname = '127.0.0.1';
-  through.port = String(gate.port);
   const lines: Record<string, unknown>[] = [];
   const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
-  const config = loadConfig({ DATABASE_URL: through.toString(), DB_POOL_SIZE: '2' });
+  const config = loadConfig({ DATABASE_URL: gate.url(h.db.url), DB_POOL_SIZE: '2' });
   let started = false;
   const starting = createService(config, { log, http: true, worker: false }).then((service) => {
     started = true;

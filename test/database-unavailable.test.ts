@@ -22,10 +22,7 @@ test('a node-postgres query whose connection is cut under it is the database bei
   const gate = pgGate({ host: target.hostname, port: Number(target.port || 5432) });
   stops.push(gate.stop);
   gate.open();
-  const through = new URL(h.db.url);
-  through.hostname = '127.0.0.1';
-  through.port = String(gate.port);
-  const client = new pg.Client({ connectionString: through.toString() });
+  const client = new pg.Client({ connectionString: gate.url(h.db.url) });
   client.on('error', () => {});
   await client.connect();
   const cutUnder = client.query('select pg_sleep(5)').then(
@@ -50,10 +47,7 @@ function gateFor(url: string) {
   const target = new URL(url);
   const gate = pgGate({ host: target.hostname, port: Number(target.port || 5432) });
   stops.push(gate.stop);
-  const through = new URL(url);
-  through.hostname = '127.0.0.1';
-  through.port = String(gate.port);
-  return { gate, url: through.toString() };
+  return { gate, url: gate.url(url) };
 }
 
 const settled = (query: Promise<unknown>) =>

@@ -136,10 +136,7 @@ test('while the database is away: not ready, with the reason, but alive', async 
   const gate = pgGate({ host: target.hostname, port: Number(target.port || 5432) });
   try {
     gate.open();
-    const through = new URL(h.db.url);
-    through.hostname = '127.0.0.1';
-    through.port = String(gate.port);
-    const server = await start('serve', { WORKER: 'off', DATABASE_URL: through.toString() });
+    const server = await start('serve', { WORKER: 'off', DATABASE_URL: gate.url(h.db.url) });
     expect(await get(`${server.base}/health`)).toMatchObject(OK);
     gate.close();
     gate.cutAll();

@@ -42,12 +42,6 @@ async function opened(url?: string) {
   await connection.open();
   return connection;
 }
-const throughGate = () => {
-  const url = new URL(h.db.url);
-  url.hostname = '127.0.0.1';
-  url.port = String(gate.port);
-  return url.toString();
-};
 
 async function delivery() {
   const sender = await h.agent(uniqueName('plans-sender'));
@@ -114,7 +108,7 @@ test('after its connection closes, the statement goes to the shared pool until a
 
 test('a connection that cannot open again while the shared pool answers leaves the statement to the shared pool', async () => {
   gate.admit(1);
-  const connection = await opened(throughGate());
+  const connection = await opened(gate.url(h.db.url));
   const [before] = await backend(connection);
   expect(before!.name).toBe(`agent-messaging-service: ${PURPOSE}`);
   // Out of connections from here: the shared pool keeps those it has.
@@ -146,7 +140,7 @@ test('at the start, a connection that cannot open fails the start as the databas
   expect(connection.sql()).toBe(h.db.sql);
 
   gate.admit(0);
-  const busy = make(throughGate());
+  const busy = make(gate.url(h.db.url));
   const refused = await busy.open().then(
     () => null,
     (error: unknown) => error,

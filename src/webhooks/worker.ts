@@ -261,11 +261,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     // backstop.
     const woken = await notifier.wakeEveryParked();
     sweep = setInterval(() => void sweepParked(), PARKED_SWEEP_MS);
-    log.info('worker_started', {
-      workerId: pool!.id,
-      concurrency: config.WEBHOOK_CONCURRENCY,
-      parkedDoorbellsWoken: woken,
-    });
+    log.info('worker_started', { workerId: pool!.id, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });
   } catch (error) {
     // A start that failed (the database out of connections, say) leaves nothing running, so that
     // it can be tried again.

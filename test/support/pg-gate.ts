@@ -73,6 +73,13 @@ export function pgGate(target: { host: string; port: number }) {
   });
   return {
     port: server.port,
+    // `databaseUrl` with its host and port turned to the gate's, its user, password and database kept.
+    url: (databaseUrl: string) => {
+      const through = new URL(databaseUrl);
+      through.hostname = '127.0.0.1';
+      through.port = String(server.port);
+      return through.toString();
+    },
     open: () => {
       state.full = false;
       state.admitting = 0;
