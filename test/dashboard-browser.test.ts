@@ -159,6 +159,9 @@ test('a person signs in, runs agents and threads, and watches deliveries move li
   // On a phone-sized screen the same page stays usable: nothing scrolls sideways, and the attempt
   // log keeps its column names, one value per line.
   await page.getByLabel('State').selectOption('');
+  // The page writes the filter into its address after it renders: a reload before that would
+  // bring the Failed filter back.
+  await page.waitForURL(`${base}/dashboard/deliveries`);
   await page.setViewportSize({ width: 390, height: 844 });
   await page.reload();
   await row.waitFor();
