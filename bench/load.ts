@@ -19,7 +19,7 @@ import { openThread } from '../src/domain/threads/threads';
 import { createLogger } from '../src/log';
 import { doorbellBody } from '../src/domain/deliveries/doorbell-body';
 import { postPinned } from '../src/webhooks/send';
-import { cpuPerRequest, cpuSnapshot } from './cpu';
+import { cpuPerRequest, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { latencySummary, round } from './stats';
 import { eachLine } from './json-lines';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
@@ -354,21 +354,38 @@ async function untilAll<T>(map: Map<T, number>, size: number, what: string, keys
   }
 }
 
+// A latency scenario's samples (ms) and the CPU it used (ms per process), over one or more slices.
+type LatencySlices = { samples: number[]; cpuMs: CpuSnapshot };
+const noSlices = (): LatencySlices => ({ samples: [], cpuMs: { server: 0, database: 0, load: 0 } });
+
+// Times `slice`, adding its samples and CPU to `into` (a new tally unless given).
+async function tallied(slice: () => Promise<number[]>, into = noSlices()): Promise<LatencySlices> {
+  const before = cpuNow();
+  into.samples.push(...(await slice()));
+  const after = cpuNow();
+  into.cpuMs.server += after.server - before.server;
+  into.cpuMs.database = into.cpuMs.database === null || before.database === null ? null : into.cpuMs.database + after.database! - before.database;
+  into.cpuMs.load += after.load - before.load;
+  return into;
+}
+
+const summary = ({ samples, cpuMs }: LatencySlices) => ({
+  ...latencySummary(samples),
+  cpuUs: cpuPerRequest({ server: 0, database: 0, load: 0 }, cpuMs, samples.length),
+});
+
 // Jobs added at a steady `rate` for `ms`; each one's latency from its add returning to its
-// handler starting.
-async function noopLatencies(queue: NoopQueue, rate: number, ms: number) {
-  await queue.tidy?.();
+// handler starting. The queue's upkeep (`tidy`) is the caller's.
+async function noopLatencies(queue: NoopQueue, rate: number, ms: number): Promise<number[]> {
   const added = new Map<number, number>();
   const ran = new Map<number, number>();
   queue.ran = (i, at) => ran.set(i, at);
-  const cpuBefore = cpuNow();
   await steady(rate, ms, async (i) => {
     await queue.add(i);
     added.set(i, performance.now());
   });
   await untilAll(ran, added.size, 'no-op jobs');
-  const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), added.size);
-  return { ...latencySummary([...added].map(([i, at]) => ran.get(i)! - at)), cpuUs };
+  return [...added].map(([i, at]) => ran.get(i)! - at);
 }
 
 // A backlog of `total` jobs committed at once, then drained: count / (commit returned → last
@@ -387,24 +404,22 @@ async function noopDrain(queue: NoopQueue, total: number) {
 
 // Posts into `threadId` at a steady `rate` for `ms`; each doorbell's latency from the post's 201
 // to its arrival at the receiver.
-async function doorbellLatencies(threadId: string, rate: number, ms: number) {
+async function doorbellLatencies(threadId: string, rate: number, ms: number): Promise<number[]> {
   const answered = new Map<string, number>();
   const arrived = new Map<string, number>();
   onDoorbell = (d, at) => arrived.set(d.messageId, at);
-  const cpuBefore = cpuNow();
   await steady(rate, ms, async (i) => {
     const { data } = await post(threadId, `doorbell ${i}`);
     answered.set(data.id, performance.now());
   });
   await untilAll(arrived, answered.size, 'doorbells');
-  const cpuUs = cpuPerRequest(cpuBefore, cpuNow(), answered.size);
-  return { ...latencySummary([...answered].map(([id, at]) => arrived.get(id)! - at)), cpuUs };
+  return [...answered].map(([id, at]) => arrived.get(id)! - at);
 }
 
 // The same raw pick-up, measured while the service takes posts at the same rate into a thread
 // whose recipient polls (no doorbell is owed): the machine carries what the doorbell scenario's
 // posts cost it, and the queue's jobs are what it delivers.
-async function noopLatenciesBesidePosts(queue: NoopQueue, rate: number, ms: number) {
+async function noopLatenciesBesidePosts(queue: NoopQueue, rate: number, ms: number): Promise<number[]> {
   const [latencies] = await Promise.all([
     noopLatencies(queue, rate, ms),
     steady(rate, ms, async (i) => void (await post(threads.fanOut1, `beside ${i}`))),
@@ -412,24 +427,49 @@ async function noopLatenciesBesidePosts(queue: NoopQueue, rate: number, ms: numb
   return latencies;
 }
 
+// How the latency scenarios of a run share its time: in slices of a second, each scenario's slices
+// between the others', in a turning order. This machine's pace changes from one second to the next
+// (a neighbour's load, by the event-loop lag of the service and the load process alike), and a
+// scenario timed in one block of four seconds after another's was compared with a different
+// machine: the ratio of the same code moved between 1.9 and 4.4 within the hour.
+const LATENCY_SLICES = 4;
+const LATENCY_SLICE_MS = 1000;
+
+async function inSlices(run: number, sides: ((into: LatencySlices) => Promise<unknown>)[]): Promise<LatencySlices[]> {
+  const tallies = sides.map(() => noSlices());
+  for (let slice = 0; slice < LATENCY_SLICES; slice++) {
+    await inTurns(run * LATENCY_SLICES + slice, sides.map((side, i) => () => side(tallies[i]!).then(() => {})));
+  }
+  return tallies;
+}
+
 async function doorbellLatency() {
   const rate = 200;
-  const ms = 4000;
+  const ms = LATENCY_SLICE_MS;
   // Warm-up at the full rate, so that the pools have opened the connections this rate needs (a
   // quarter of the rate left the first run paying for new connections: p99 150-190 ms, then ~12 ms).
   await steady(rate, 2000, async (i) => void (await post(threads.doorbell, `warm ${i}`)));
-  await noopLatencies(graphileWorker, rate, ms);
-  await noopLatencies(pgBoss, rate, ms);
-  const out = { rate, durationMs: ms, doorbell: [] as unknown[], rawJob: [] as unknown[], rawJobBesidePosts: [] as unknown[], pgBoss: [] as unknown[] };
+  await noopLatencies(graphileWorker, rate, 4000);
+  await noopLatencies(pgBoss, rate, 4000);
+  const out = {
+    rate, durationMs: ms * LATENCY_SLICES, slices: LATENCY_SLICES,
+    doorbell: [] as unknown[], rawJob: [] as unknown[], rawJobBesidePosts: [] as unknown[], pgBoss: [] as unknown[],
+  };
   for (let run = 0; run < runs; run++) {
+    // The queue's upkeep once a run, as before a run of four seconds of one scenario.
+    await graphileWorker.tidy?.();
     scenario = 'doorbell';
-    await inTurns(run, [
-      async () => void out.rawJob.push(await noopLatencies(graphileWorker, rate, ms)),
-      async () => void out.rawJobBesidePosts.push(await noopLatenciesBesidePosts(graphileWorker, rate, ms)),
-      async () => void out.pgBoss.push(await noopLatencies(pgBoss, rate, ms)),
-      async () => void out.doorbell.push(await doorbellLatencies(threads.doorbell, rate, ms)),
+    const [rawJob, rawJobBesidePosts, peer, doorbell] = await inSlices(run, [
+      (into) => tallied(() => noopLatencies(graphileWorker, rate, ms), into),
+      (into) => tallied(() => noopLatenciesBesidePosts(graphileWorker, rate, ms), into),
+      (into) => tallied(() => noopLatencies(pgBoss, rate, ms), into),
+      (into) => tallied(() => doorbellLatencies(threads.doorbell, rate, ms), into),
     ]);
     scenario = 'idle';
+    out.rawJob.push(summary(rawJob!));
+    out.rawJobBesidePosts.push(summary(rawJobBesidePosts!));
+    out.pgBoss.push(summary(peer!));
+    out.doorbell.push(summary(doorbell!));
     progress(`doorbell latency run ${run + 1}: ${JSON.stringify(out.doorbell.at(-1))} graphile-worker ${JSON.stringify(out.rawJob.at(-1))} beside posts ${JSON.stringify(out.rawJobBesidePosts.at(-1))} pg-boss ${JSON.stringify(out.pgBoss.at(-1))}`);
   }
   results.doorbellLatency = out;
@@ -441,7 +481,7 @@ async function doorbellLatency() {
 async function headOfLine() {
   const rate = 50;
   const ms = 3000;
-  const healthy = () => doorbellLatencies(threads.healthy, rate, ms);
+  const healthy = async () => summary(await tallied(() => doorbellLatencies(threads.healthy, rate, ms)));
   await steady(rate, 1000, async (i) => void (await post(threads.healthy, `warm ${i}`)));
   const out = { rate, durationMs: ms, hanging: 100, alone: [] as unknown[], beside: [] as unknown[] };
   for (let run = 0; run < runs; run++) {
