@@ -413,7 +413,23 @@ async function doorbellLatencies(threadId: string, rate: number, ms: number): Pr
     answered.set(data.id, performance.now());
   });
   await untilAll(arrived, answered.size, 'doorbells');
+  await untilRecorded([...answered.keys()]);
   return [...answered].map(([id, at]) => arrived.get(id)! - at);
+}
+
+// Until every delivery of these messages has left Accepted: a doorbell's attempt is recorded after
+// it arrives, and that work is its own, not the next scenario's (its CPU, and its load on the
+// first jobs timed after it).
+async function untilRecorded(messageIds: string[]) {
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    const [row] = await sql<{ waiting: number }[]>`
+      select count(*)::int as waiting from deliveries where message_id = any(${messageIds}::uuid[]) and step = 'accepted'`;
+    const waiting = row!.waiting;
+    if (waiting === 0) return;
+    if (performance.now() > deadline) throw new Error(`doorbells: ${waiting} attempts not recorded`);
+    await Bun.sleep(5);
+  }
 }
 
 // The same raw pick-up, measured while the service takes posts at the same rate into a thread
@@ -428,17 +444,26 @@ async function noopLatenciesBesidePosts(queue: NoopQueue, rate: number, ms: numb
 }
 
 // How the latency scenarios of a run share its time: in slices of a second, each scenario's slices
-// between the others', in a turning order. This machine's pace changes from one second to the next
-// (a neighbour's load, by the event-loop lag of the service and the load process alike), and a
-// scenario timed in one block of four seconds after another's was compared with a different
-// machine: the ratio of the same code moved between 1.9 and 4.4 within the hour.
+// between the others'. This machine's pace changes from one second to the next (a neighbour's load,
+// by the event-loop lag of the service and the load process alike), and a scenario timed in one
+// block of four seconds after another's was compared with a different machine: the ratio of the
+// same code moved between 1.9 and 4.4 within the hour. The order of each run's four rounds is a
+// balanced Latin square (each side first once, and right after each other side once), started at a
+// different round each run, with a pause between slices, so that no side always inherits what the
+// same other one leaves behind.
 const LATENCY_SLICES = 4;
 const LATENCY_SLICE_MS = 1000;
+const BETWEEN_SLICES_MS = 200;
+const ROUNDS = [[0, 1, 3, 2], [1, 2, 0, 3], [2, 3, 1, 0], [3, 0, 2, 1]];
 
 async function inSlices(run: number, sides: ((into: LatencySlices) => Promise<unknown>)[]): Promise<LatencySlices[]> {
+  if (sides.length !== ROUNDS.length) throw new Error(`inSlices orders ${ROUNDS.length} sides, was given ${sides.length}`);
   const tallies = sides.map(() => noSlices());
   for (let slice = 0; slice < LATENCY_SLICES; slice++) {
-    await inTurns(run * LATENCY_SLICES + slice, sides.map((side, i) => () => side(tallies[i]!).then(() => {})));
+    for (const side of ROUNDS[(run + slice) % ROUNDS.length]!) {
+      await sides[side]!(tallies[side]!);
+      await Bun.sleep(BETWEEN_SLICES_MS);
+    }
   }
   return tallies;
 }
@@ -456,7 +481,7 @@ async function doorbellLatency() {
     doorbell: [] as unknown[], rawJob: [] as unknown[], rawJobBesidePosts: [] as unknown[], pgBoss: [] as unknown[],
   };
   for (let run = 0; run < runs; run++) {
-    // The queue's upkeep once a run, as before a run of four seconds of one scenario.
+    // The queue's upkeep once a run (1 600 of its jobs: the service vacuums its own every 5 000).
     await graphileWorker.tidy?.();
     scenario = 'doorbell';
     const [rawJob, rawJobBesidePosts, peer, doorbell] = await inSlices(run, [
