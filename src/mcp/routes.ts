@@ -12,7 +12,7 @@ import { countEarlyAnswer } from '../web/metrics';
 import { requestLog } from '../web/request-id';
 import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
-import { answerMcp, streamMcp } from './server';
+import { answerMcp, MCP_STREAM_BACKLOG_BYTES, streamMcp } from './server';
 import { endWhenRevoked } from '../web/held-credential';
 import { credentialExpiresAt } from '../domain/agents/authentication';
 
@@ -97,7 +97,7 @@ export const mcpRoutes = (
         const requestLogger = requestLog(log, request);
         const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
         const expiresAt = await credentialExpiresAt(sql, request.headers.get('authorization'), oauth?.resource);
-        return streamMcp(request, ctx, requestLogger, config.EVENT_HEARTBEAT_MS, (changed, end) => {
+        return streamMcp(request, ctx, requestLogger, { heartbeatMs: config.EVENT_HEARTBEAT_MS, backlogBytes: MCP_STREAM_BACKLOG_BYTES }, (changed, end) => {
           const askAgain = endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource);
           const unwatch = inboxSignal.subscribeEvents(
             agent.id,

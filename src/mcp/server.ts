@@ -107,15 +107,24 @@ export async function answerMcp(request: Request, rawBody: string, ctx: ToolCont
   }
 }
 
+// Bytes of the GET stream a client may leave unread before it is cut. Its updates are small (an
+// inbox changed, a keep-alive) and each says only "read again", so this is thousands of them; cut,
+// the client opens the stream again and reads its inbox.
+export const MCP_STREAM_BACKLOG_BYTES = 256 * 1024;
+// How much of the stream may wait in memory before the connection is asked for more, and from
+// which the backlog is measured.
+const HIGH_WATER_BYTES = 16 * 1024;
+
 // The GET stream (server-sent events) a client opens to hear the server speak first: here, that
 // the inbox resource changed. `watch` calls its argument whenever mail is accepted for the agent
 // and answers how to stop watching (null when the process is stopping). The stream ends when the
-// client goes (however it goes), or when `end` is called; either way everything is released once.
+// client goes (however it goes), when it leaves more than `backlogBytes` unread, or when `end` is
+// called; either way everything is released once.
 export async function streamMcp(
   request: Request,
   ctx: ToolContext,
   log: Logger,
-  heartbeatMs: number,
+  { heartbeatMs, backlogBytes }: { heartbeatMs: number; backlogBytes: number },
   watch: (changed: () => void, end: () => void) => (() => void) | null,
 ): Promise<Response> {
   const server = mcpServer(ctx, log, request);
@@ -140,20 +149,32 @@ export async function streamMcp(
   request.signal.addEventListener('abort', close, { once: true });
   if (!unwatch || request.signal.aborted) close();
   // A comment at once, so that the answer's head goes out before the first update (a streamed
-  // body's head waits for its first bytes); then the transport's own stream, read as the client
-  // reads, so that a cancelled answer releases the server whether or not the request aborts.
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(new TextEncoder().encode(': open\n\n'));
+  // body's head waits for its first bytes). Then what the transport writes is taken as it comes
+  // and queued here, where its size is known: the transport's own queue takes whatever it is
+  // given, and a client that stopped reading would have every later update held for it.
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(': open\n\n'));
+        void (async () => {
+          for (;;) {
+            const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }));
+            if (done || closed) break;
+            if (HIGH_WATER_BYTES - (controller.desiredSize ?? 0) > backlogBytes) {
+              log.warn('mcp_stream_dropped', { reason: 'the client stopped reading', backlogBytes });
+              break;
+            }
+            controller.enqueue(value);
+          }
+          close();
+          try {
+            controller.close();
+          } catch {}
+        })();
+      },
+      cancel: close,
     },
-    async pull(controller) {
-      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }));
-      if (done) {
-        close();
-        controller.close();
-      } else controller.enqueue(value);
-    },
-    cancel: close,
-  });
+    new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_BYTES }),
+  );
   return new Response(body, { status: response.status, headers: response.headers });
 }
