@@ -18,12 +18,14 @@ async function openStream(backlogBytes: number) {
   const request = new Request('http://localhost/mcp', { headers: { accept: 'text/event-stream' } });
   const ctx = { sql: h.db.sql, log, inboxSignal: h.inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: 60_000, stalledAfterMs: 60_000 };
   let changed = () => {};
+  let end = () => {};
   let unwatched = 0;
-  const response = await streamMcp(request, ctx, log, { heartbeatMs: 60_000, backlogBytes }, (onChange) => {
+  const response = await streamMcp(request, ctx, log, { heartbeatMs: 60_000, backlogBytes }, (onChange, onEnd) => {
     changed = onChange;
+    end = onEnd;
     return () => void unwatched++;
   });
-  return { response, lines, changed: () => changed(), unwatched: () => unwatched };
+  return { response, lines, changed: () => changed(), end: () => end(), unwatched: () => unwatched };
 }
 
 async function readToEnd(reader: { read: () => Promise<{ done: boolean; value?: Uint8Array }> }) {
@@ -74,4 +76,23 @@ test('a GET stream that is read keeps every update, well past the bound, and is 
   expect([stream.lines, stream.unwatched()]).toEqual([[], 0]);
   await reader.cancel();
   expect(stream.unwatched()).toBe(1);
+  // Updates after the client left go nowhere, release nothing twice and log nothing.
+  for (let i = 0; i < 5; i++) stream.changed();
+  await Bun.sleep(50);
+  expect([stream.lines, stream.unwatched()]).toEqual([[], 1]);
+});
+
+test('a GET stream ended by the service while its client is stalled releases its watch once, and what was queued still reads to the end', async () => {
+  const stream = await openStream(64 * 1024);
+  for (let i = 0; i < 5; i++) stream.changed();
+  await Bun.sleep(50);
+  stream.end();
+  expect(stream.unwatched()).toBe(1);
+  const text = await readToEnd(stream.response.body!.getReader());
+  expect(text.startsWith(': open\n\n')).toBe(true);
+  expect(text.split(UPDATE).length - 1).toBe(5);
+  stream.end();
+  stream.changed();
+  await Bun.sleep(50);
+  expect([stream.lines, stream.unwatched()]).toEqual([[], 1]);
 });

@@ -157,19 +157,27 @@ export async function streamMcp(
       start(controller) {
         controller.enqueue(new TextEncoder().encode(': open\n\n'));
         void (async () => {
-          for (;;) {
-            const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }));
-            if (done || closed) break;
-            if (HIGH_WATER_BYTES - (controller.desiredSize ?? 0) > backlogBytes) {
-              log.warn('mcp_stream_dropped', { reason: 'the client stopped reading', backlogBytes });
-              break;
-            }
-            controller.enqueue(value);
-          }
-          close();
           try {
-            controller.close();
-          } catch {}
+            for (;;) {
+              const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }));
+              if (done || closed) break;
+              const room = controller.desiredSize;
+              // Errored, or taken down by the server under this loop: nobody to send to.
+              if (room === null) break;
+              if (HIGH_WATER_BYTES - room > backlogBytes) {
+                log.warn('mcp_stream_dropped', { reason: 'the client stopped reading', backlogBytes });
+                break;
+              }
+              controller.enqueue(value);
+            }
+          } catch {
+            // The body was torn down between the read and the enqueue: this stream only is over.
+          } finally {
+            close();
+            try {
+              controller.close();
+            } catch {}
+          }
         })();
       },
       cancel: close,
