@@ -14,6 +14,7 @@ import { failureOf } from '../web/failure';
 import { requestIdOf } from '../web/request-id';
 import type { Logger } from '../log';
 import { protocolError } from './protocol-error';
+import { byteQueuing, queuedBytes } from '../web/event-stream';
 import { inboxResource, INBOX_URI, readResource, resourceList } from './resources';
 import { toolList, tools, type ToolContext } from './tools';
 
@@ -111,9 +112,6 @@ export async function answerMcp(request: Request, rawBody: string, ctx: ToolCont
 // inbox changed, a keep-alive) and each says only "read again", so this is thousands of them; cut,
 // the client opens the stream again and reads its inbox.
 export const MCP_STREAM_BACKLOG_BYTES = 256 * 1024;
-// How much of the stream may wait in memory before the connection is asked for more, and from
-// which the backlog is measured.
-const HIGH_WATER_BYTES = 16 * 1024;
 
 // The GET stream (server-sent events) a client opens to hear the server speak first: here, that
 // the inbox resource changed. `watch` calls its argument whenever mail is accepted for the agent
@@ -161,10 +159,10 @@ export async function streamMcp(
             for (;;) {
               const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }));
               if (done || closed) break;
-              const room = controller.desiredSize;
+              const queued = queuedBytes(controller);
               // Errored, or taken down by the server under this loop: nobody to send to.
-              if (room === null) break;
-              if (HIGH_WATER_BYTES - room > backlogBytes) {
+              if (queued === null) break;
+              if (queued > backlogBytes) {
                 log.warn('mcp_stream_dropped', { reason: 'the client stopped reading', backlogBytes });
                 break;
               }
@@ -182,7 +180,7 @@ export async function streamMcp(
       },
       cancel: close,
     },
-    new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_BYTES }),
+    byteQueuing(),
   );
   return new Response(body, { status: response.status, headers: response.headers });
 }

@@ -4,7 +4,14 @@ import type { Logger } from '../log';
 export const sseEvent = (name: string, data: unknown, id?: string) =>
   `${id === undefined ? '' : `id: ${id}\n`}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 
+// How much of a stream may wait in memory before the connection is asked for more.
 const HIGH_WATER_BYTES = 16 * 1024;
+// The queuing a bounded stream is made with, so that queuedBytes below measures it.
+export const byteQueuing = () => new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_BYTES });
+// Bytes queued on a stream made with byteQueuing and not yet taken by the connection; null once the
+// stream has errored.
+export const queuedBytes = (controller: ReadableStreamDefaultController<Uint8Array>): number | null =>
+  controller.desiredSize === null ? null : HIGH_WATER_BYTES - controller.desiredSize;
 
 // One timer per heartbeat interval for every stream open with it, rather than one per stream: ten
 // thousand open streams would otherwise hold ten thousand timers.
@@ -80,7 +87,7 @@ export function eventStreamResponse({ request, backlogBytes, heartbeatMs, log, c
   const stream = new ReadableStream<Uint8Array>(
     {
       async start(controller) {
-        const backlog = () => HIGH_WATER_BYTES - (controller.desiredSize ?? 0);
+        const backlog = () => queuedBytes(controller) ?? HIGH_WATER_BYTES;
         const finish = () => {
           end();
           try {
@@ -125,7 +132,7 @@ export function eventStreamResponse({ request, backlogBytes, heartbeatMs, log, c
         end();
       },
     },
-    new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_BYTES }),
+    byteQueuing(),
   );
   return new Response(stream, {
     headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' },
