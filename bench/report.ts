@@ -16,6 +16,10 @@ const pick = (runs: Run[], key: 'p50' | 'p99' | 'perSecond') => runs.map((r) => 
 const med = (runs: Run[], key: 'p50' | 'p99' | 'perSecond') => median(pick(runs, key));
 const latency = (runs: Run[]) => `p50 ${figure(pick(runs, 'p50'), 'ms')} · p99 ${figure(pick(runs, 'p99'), 'ms')}`;
 const rate = (runs: Run[]) => figure(pick(runs, 'perSecond'), 'rate');
+// A doorbell's time from its post's 201 received, beside the figure from the post sent (context: the
+// doorbell of a post is rung at the commit, and usually arrives before the 201 does).
+const afterAnswer = (runs: (Run & { afterAnswer?: Run })[]) =>
+  runs.every((r) => r.afterAnswer) ? `; from the post’s 201 received p50 ${figure(runs.map((r) => r.afterAnswer!.p50), 'ms')}` : '';
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)} ×`;
 const met = (ok: boolean) => (ok ? 'met' : '**missed**');
 // A stretch target is one a baseline makes unreachable by design (docs/performance.md says why
@@ -68,9 +72,9 @@ export function rows(r: any): Row[] {
     const [p50, p99, raw] = [med(d.doorbell, 'p50'), med(d.doorbell, 'p99'), med(d.rawJob, 'p50')];
     out.push({
       scenario: `Doorbell latency at a steady ${d.rate} msg/s`,
-      figure: 'post’s 201 received → doorbell at the local receiver',
-      measured: latency(d.doorbell),
-      baseline: `graphile-worker, add_job returned → no-op task started ${latency(d.rawJob)}`,
+      figure: 'post sent → doorbell at the local receiver',
+      measured: `${latency(d.doorbell)}${afterAnswer(d.doorbell)}`,
+      baseline: `graphile-worker, add_job called → no-op task started ${latency(d.rawJob)}`,
       ratio: `p50 ${ratio(p50, raw)}`,
       target: 'p50 ≤ 2 ×, p99 ≤ 20 ms',
       met: met(p50 <= 2 * raw && p99 <= 20),
@@ -79,7 +83,7 @@ export function rows(r: any): Row[] {
     if (d.rawJobBesidePosts) {
       out.push({
         scenario: `graphile-worker no-op job at a steady ${d.rate}/s beside as many posts (recipient polling)`,
-        figure: 'add_job returned → no-op task started, while the service takes the posts',
+        figure: 'add_job called → no-op task started, while the service takes the posts',
         measured: latency(d.rawJobBesidePosts),
         baseline: `the same jobs alone ${latency(d.rawJob)}; our doorbell ${latency(d.doorbell)}`,
         ratio: `doorbell p50 ${ratio(p50, med(d.rawJobBesidePosts, 'p50'))} this`,
@@ -91,7 +95,7 @@ export function rows(r: any): Row[] {
     if (d.pgBoss) {
       out.push({
         scenario: `pg-boss (peer queue), no-op job at a steady ${d.rate}/s`,
-        figure: 'send() returned → no-op handler started',
+        figure: 'send() called → no-op handler started',
         measured: latency(d.pgBoss),
         baseline: `graphile-worker ${latency(d.rawJob)}; our doorbell ${latency(d.doorbell)}`,
         ratio: `doorbell p50 ${ratio(p50, med(d.pgBoss, 'p50'))} pg-boss`,
@@ -106,7 +110,7 @@ export function rows(r: any): Row[] {
     const [beside, alone] = [med(d.beside, 'p50'), med(d.alone, 'p50')];
     out.push({
       scenario: `Healthy doorbell beside ${d.hanging} hanging deliveries, ${d.rate} msg/s`,
-      figure: 'post’s 201 received → doorbell at the local receiver',
+      figure: 'post sent → doorbell at the local receiver',
       measured: latency(d.beside),
       baseline: `the same agent alone ${latency(d.alone)}`,
       ratio: `p50 ${ratio(beside, alone)}`,

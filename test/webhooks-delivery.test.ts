@@ -1,4 +1,7 @@
-import { describe, expect, test } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { silentLogger } from '../src/log';
+import { createService, type HttpService } from '../src/service';
+import { callApp, type Harness } from './support/harness';
 import { eventually, receiver, sleep } from './support/receiver';
 import { attemptRows, post, rewind, untilStep, useWorkerHarness, sign } from './support/webhooks';
 
@@ -236,6 +239,19 @@ describe('many doorbells at once', () => {
 // its new job, or the timer the worker sets for a retry when it falls due.
 describe('woken, not found by the 2 s poll', () => {
   const { h: one } = useWorkerHarness({ WEBHOOK_CONCURRENCY: '1', WEBHOOK_RETRY_DELAYS_MS: '300,300,300' });
+  // Posts through a process of their own that runs no worker (WORKER=off beside an `ams worker`):
+  // their doorbells are the queue's at once, announced by the NOTIFY of their jobs. (A process that
+  // runs a worker rings its own posts' doorbells itself; see 'rung at once' below.)
+  let front: HttpService;
+  const frontDoor = (): Harness => ({
+    ...one,
+    call: (method, path, opts = {}) =>
+      callApp(front.app, method, path, { headers: { ...opts.headers, authorization: `Bearer ${opts.key}` }, body: opts.body, raw: opts.raw }),
+  });
+  beforeAll(async () => {
+    front = await createService(one.config, { log: silentLogger, http: true, worker: false });
+  });
+  afterAll(() => front?.stop());
   const RETRY_MS = 300;
   // Well short of the poll's 2 s, with a second of slack for a busy machine.
   const WOKEN_WITHIN_MS = 1_500;
@@ -270,9 +286,9 @@ describe('woken, not found by the 2 s poll', () => {
     const recipient = await one.agent('woken-notify', { webhookUrl: hook.url('/woken-notify') });
     const mine = () => hook.received.filter((r) => r.path === '/woken-notify');
     const idle = idleAfterNextJob();
-    await post(one, sender, recipient, { content: 'settle the slot' });
+    await post(frontDoor(), sender, recipient, { content: 'settle the slot' });
     const idleAt = await idle;
-    await post(one, sender, recipient, { content: 'ring now' });
+    await post(frontDoor(), sender, recipient, { content: 'ring now' });
     await eventually(async () => mine().length === 2);
     expect(mine()[1]!.at - idleAt).toBeLessThan(WOKEN_WITHIN_MS);
   });

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { setWebhook } from '../src/domain/agents/agents';
-import { createLogger } from '../src/log';
+import { createLogger, silentLogger } from '../src/log';
+import { createService } from '../src/service';
 import { startWorker, type RunningWorker } from '../src/webhooks/worker';
-import { useHarness } from './support/harness';
+import { callApp, useHarness, type Harness } from './support/harness';
 import { receiver } from './support/receiver';
 import { FAST_WEBHOOKS, post, sign, untilStep } from './support/webhooks';
 
@@ -61,7 +62,22 @@ describe('a prepared doorbell', () => {
   });
 
   test("is looked up and recorded over the worker's two connections that keep their plans", async () => {
-    // After the doorbells above: each connection's last statement is the one it is kept for.
+    const sender = await h.agent('kept-plans-sender');
+    const recipient = await h.agent('kept-plans', { webhookUrl: hook.url('/kept-plans') });
+    const first = await post(h, sender, recipient, { content: 'teach the worker the secret' });
+    await untilStep(h, first.deliveryId, 'notified');
+    // Posted by a process that runs no worker, the next doorbell is the queue's, and a doorbell the
+    // queue hands over is asked whether it is still owed (a post's own process rings it at once,
+    // owed as of its commit).
+    const front = await createService(h.config, { log: silentLogger, http: true, worker: false });
+    const viaFront: Harness = {
+      ...h,
+      call: (method, path, opts = {}) => callApp(front.app, method, path, { headers: { authorization: `Bearer ${opts.key}` }, body: opts.body }),
+    };
+    const second = await post(viaFront, sender, recipient, { content: 'from the queue' }).finally(() => front.stop());
+    await untilStep(h, second.deliveryId, 'notified');
+    expect(attemptsLogged(second.deliveryId)).toMatchObject([{ attempt: 1, prepared: true, pickedUp: 'queue', status: 200 }]);
+    // Each connection's last statement is the one it is kept for.
     const rows = await h.db.sql<{ name: string; query: string }[]>`
       select application_name as name, query from pg_stat_activity
       where datname = current_database() and application_name like 'agent-messaging-service: doorbell%'

@@ -85,6 +85,40 @@ export async function releaseLostJobs(sql: Sql, workerId: string, running: strin
   return released.count;
 }
 
+// Takes the unlocked jobs `ids` for the pool `workerId`, as graphile-worker's fetch takes a job
+// (locked by the pool, one attempt counted), whether or not they are due yet; a job already
+// retired is gone, and one a worker took first is left to it. Answers the ids taken, and those
+// still there that were not (a worker's).
+export async function claimJobs(sql: Sql, workerId: string, ids: string[]): Promise<{ taken: string[]; notTaken: string[] }> {
+  const rows = await sql<{ id: string; taken: boolean }[]>`
+    with taken as (
+      update graphile_worker._private_jobs set locked_by = ${workerId}, locked_at = now(), attempts = attempts + 1
+      where id = any(${ids}::bigint[]) and locked_at is null and attempts < max_attempts
+      returning id
+    )
+    select j.id::text, exists (select 1 from taken t where t.id = j.id) as taken
+    from graphile_worker._private_jobs j where j.id = any(${ids}::bigint[])`;
+  return { taken: rows.filter((r) => r.taken).map((r) => r.id), notTaken: rows.filter((r) => !r.taken).map((r) => r.id) };
+}
+
+// Makes the unlocked jobs `ids` due now, for the queue's workers to take, without the payload
+// field `drop` (a mark for whoever was to run them instead).
+export async function makeJobsDue(sql: Sql, ids: string[], drop: string): Promise<void> {
+  await sql`
+    update graphile_worker._private_jobs set run_at = least(run_at, now()), payload = (payload::jsonb - ${drop}::text)::json
+    where id = any(${ids}::bigint[]) and locked_at is null`;
+}
+
+// Gives back a job claimed by `workerId` whose run failed, as graphile-worker fails a job: the
+// error kept for its next run, due again after graphile-worker's back-off for its attempts.
+export async function failClaimedJob(sql: Sql, workerId: string, id: string, error: string): Promise<void> {
+  await sql`
+    update graphile_worker._private_jobs
+    set last_error = ${error}, run_at = greatest(now(), run_at) + exp(least(attempts, 10)) * interval '1 second',
+        locked_by = null, locked_at = null
+    where id = ${id} and locked_by = ${workerId}`;
+}
+
 // Deletes the jobs `ids`, as graphile-worker completes a job (none of ours is in a named queue,
 // which would also need unlocking). A task whose last write retires its own job in that same
 // statement is never run again once the write has committed, whether or not graphile-worker's own

@@ -1,8 +1,8 @@
-import type { JobHelpers, Task } from 'graphile-worker';
+import type { Task } from 'graphile-worker';
 import type { StatementPool } from '../db/batcher';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
-import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordAttempt, recordInterruptedAttempt } from '../domain/deliveries/delivery-steps';
+import { owedDoorbell, owedPreparedAttempt, forgetNextAttempt, recordAttempt, recordInterruptedAttempt, type AttemptNumbers } from '../domain/deliveries/delivery-steps';
 import { parkNotifyJob, parkedNotifyEndpoints, wakeParkedNotifyJobs } from '../domain/deliveries/notify-jobs';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
@@ -36,27 +36,40 @@ export type NotifyDeps = {
 // What a post puts in its doorbell jobs (domain/messages/messages.ts): the notification as it stood then.
 type PreparedDoorbell = Omit<DoorbellFields, 'deliveryId' | 'content'> & { recipientId: string; url: string; webhookVersion: string };
 // A parked job carries the endpoint it waits for, so that whoever frees a slot there can wake it.
-type NotifyPayload = { deliveryId: string; doorbell?: PreparedDoorbell; parked?: boolean; endpoint?: string };
+// `atOnce`: the post's own process was to ring it (ring-at-once.ts), so a queue's run of it is not
+// its first (domain/deliveries/doorbells-at-once.ts).
+export type NotifyPayload = { deliveryId: string; doorbell?: PreparedDoorbell; parked?: boolean; endpoint?: string; atOnce?: boolean };
+
+// The job a run is for, as the queue's fetch took it (the ringer's, not taken by anyone yet, has no
+// attempt counted).
+export type TakenJob = { id: string; attempts: number; last_error: string | null };
+// Who took the job: a worker from the queue, or the ringer of the process that posted it
+// (ring-at-once.ts).
+type PickedUp = 'queue' | 'at once';
 
 // The error a run throws when the worker shuts down while its doorbell is on the wire.
 const SHUT_DOWN_MID_SEND = 'Worker shut down while the doorbell was in flight.';
+export const cutOnTheWire = (error: Error) => error.message === SHUT_DOWN_MID_SEND;
 
 // A run before this one was cut off mid-attempt: it was taken and never finished (the process was
 // killed, so graphile-worker recorded no error) or it was cancelled on the wire by a shutdown. A
-// run that failed on a database error before sending has its error recorded and is no attempt.
-const previousRunCutOff = (job: { attempts: number; last_error: string | null }) =>
-  job.attempts > 1 && (job.last_error === null || job.last_error.includes(SHUT_DOWN_MID_SEND));
+// run that failed on a database error before sending has its error recorded and is no attempt. A
+// doorbell its post's process was to ring at once may have gone out before any attempt was
+// counted on its job: the queue's first run of one counts as a second.
+const previousRunCutOff = (job: TakenJob, payload: NotifyPayload) =>
+  job.attempts > (payload.atOnce ? 0 : 1) && (job.last_error === null || job.last_error.includes(SHUT_DOWN_MID_SEND));
 
 // A doorbell prepared by the post rings without loading the message and the secret when this
 // worker already holds the secret of the webhook it was prepared for; whether it is still owed is
-// asked all the same (one indexed look-up), so it never rings for a recipient who has left.
-// Anything else (a retry, a re-publish, a webhook changed since, a secret not yet known) is loaded
-// whole, the question included.
-async function ringable(deps: NotifyDeps, payload: NotifyPayload) {
+// asked all the same (one indexed look-up), so it never rings for a recipient who has left, unless
+// the post's own commit answered that a moment ago (`owedAtCommit`: rung at once by the process that
+// posted it, ring-at-once.ts). Anything else (a retry, a re-publish, a webhook changed since, a
+// secret not yet known) is loaded whole, the question included.
+async function ringable(deps: NotifyDeps, payload: NotifyPayload, owedAtCommit: AttemptNumbers | undefined) {
   const prepared = payload.doorbell;
   const known = prepared && deps.credentials.get(prepared.recipientId, prepared.webhookVersion);
   if (prepared && known && known.url === prepared.url) {
-    const owed = await owedPreparedAttempt(deps.doorbellStatements.owed, payload.deliveryId, prepared.webhookVersion);
+    const owed = owedAtCommit ?? (await owedPreparedAttempt(deps.doorbellStatements.owed, payload.deliveryId, prepared.webhookVersion));
     if (!owed) return null;
     const { messageId, threadId, threadTitle, sender, summary } = prepared;
     const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '' };
@@ -72,6 +85,9 @@ async function ringable(deps: NotifyDeps, payload: NotifyPayload) {
 
 export type Notifier = {
   task: Task;
+  // A run of the job outside the queue's worker (the ringer's, for a doorbell owed when its post
+  // committed), which throws what the task would.
+  run: (payload: NotifyPayload, job: TakenJob, signal: AbortSignal, owedAtCommit?: AttemptNumbers) => Promise<void>;
   // Wakes, for every endpoint with doorbells parked in the queue (by any process, a dead one
   // included), as many as this process has free slots for there. Run when the worker starts,
   // after a dead worker's jobs are given back, and every PARKED_SWEEP_MS.
@@ -119,14 +135,21 @@ export const notifier = (deps: NotifyDeps): Notifier => {
   };
 
   // One run of the job. `interrupted` records, once, an attempt a previous run was cut off in.
-  const runOnce = async (payload: NotifyPayload, helpers: JobHelpers, interrupted: { recorded: boolean }) => {
-    if (!interrupted.recorded && previousRunCutOff(helpers.job)) {
+  const runOnce = async (
+    payload: NotifyPayload,
+    job: TakenJob,
+    signal: AbortSignal | undefined,
+    pickedUp: PickedUp,
+    owedAtCommit: AttemptNumbers | undefined,
+    interrupted: { recorded: boolean },
+  ) => {
+    if (!interrupted.recorded && previousRunCutOff(job, payload)) {
       await recordInterruptedAttempt(deps.sql, deps.log, deps.retryPolicy, payload.deliveryId);
     }
     interrupted.recorded = true;
-    const doorbell = await ringable(deps, payload);
+    const doorbell = await ringable(deps, payload, owedAtCommit);
     if (!doorbell) {
-      await forgetNextAttempt(deps.sql, payload.deliveryId, helpers.job.id);
+      await forgetNextAttempt(deps.sql, payload.deliveryId, job.id);
       // Woken to take a slot it no longer needs: the wake-up passes on to the next parked one.
       if (payload.endpoint) await wakeParked(payload.endpoint, 1);
       return;
@@ -134,14 +157,14 @@ export const notifier = (deps: NotifyDeps): Notifier => {
     const endpoint = endpointOf(doorbell.url);
     const release = deps.slots.take(doorbell.url) ?? (await deps.slots.waitForSlot(doorbell.url, WAIT_FOR_QUICK_SLOT_MS));
     if (!release) {
-      await parkNotifyJob(deps.sql, { deliveryId: payload.deliveryId, doorbell: payload.doorbell }, endpoint, deps.parkedForMs, helpers.job.id);
+      await parkNotifyJob(deps.sql, { deliveryId: payload.deliveryId, doorbell: payload.doorbell }, endpoint, deps.parkedForMs, job.id);
       noteParked(endpoint);
       // Slots may have freed while it was being parked, with nothing left to wake it.
       await wakeParked(endpoint, deps.slots.free(doorbell.url));
       return;
     }
     try {
-      await ring(deps, doorbell, helpers.job.id, helpers.abortSignal);
+      await ring(deps, doorbell, job.id, signal, pickedUp);
     } finally {
       release();
       void wakeParked(endpoint, deps.slots.free(doorbell.url));
@@ -153,21 +176,24 @@ export const notifier = (deps: NotifyDeps): Notifier => {
   // instead, the job would lose an attempt and wait e^attempts seconds for the next (20 s after the
   // third, 55 s after the fourth), and after the fifth be left to the re-publish sweep. A doorbell
   // sent before the record of it failed is sent once more, as after a crash.
-  const task: Task = async (rawPayload, helpers) => {
-    const payload = rawPayload as NotifyPayload;
+  const run = async (payload: NotifyPayload, job: TakenJob, signal: AbortSignal | undefined, owedAtCommit?: AttemptNumbers) => {
     if (payload.endpoint) noteParked(payload.endpoint);
+    const pickedUp = owedAtCommit ? 'at once' : 'queue';
     const interrupted = { recorded: false };
     const deadline = Date.now() + DATABASE_WAIT_MS;
     for (;;) {
       try {
-        return await runOnce(payload, helpers, interrupted);
+        return await runOnce(payload, job, signal, pickedUp, owedAtCommit, interrupted);
       } catch (error) {
-        if (!isDatabaseUnavailable(error) || !(await databaseAnswers(deps.sql, deadline, helpers.abortSignal))) throw error;
+        if (!isDatabaseUnavailable(error) || !(await databaseAnswers(deps.sql, deadline, signal))) throw error;
         deps.log.warn('doorbell_run_again', { deliveryId: payload.deliveryId, error: (error as Error).message });
+        // After an outage the commit's answer is old news: the run asks again.
+        owedAtCommit = undefined;
       }
     }
   };
-  return { task, wakeEveryParked };
+  const task: Task = (payload, helpers) => run(payload as NotifyPayload, helpers.job, helpers.abortSignal);
+  return { task, run, wakeEveryParked };
 };
 
 // How long a run waits for the database to come back before it fails its job.
@@ -194,7 +220,7 @@ const WAIT_FOR_QUICK_SLOT_MS = 250;
 
 type Ringable = NonNullable<Awaited<ReturnType<typeof ringable>>>;
 
-async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: AbortSignal | undefined) {
+async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: AbortSignal | undefined, pickedUp: PickedUp) {
   const { deliveryId } = doorbell.fields;
   const body = doorbellBody(doorbell.fields);
   const attemptedAt = new Date();
@@ -211,7 +237,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: A
   const next = afterAttempt(outcome, attempt, deps.retryPolicy);
   deps.metrics?.doorbellAttempt(next.kind, outcome.status, (performance.now() - started) / 1000);
   deps.log.info('doorbell_attempt', {
-    deliveryId, publish, attempt, resend, prepared: doorbell.prepared, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
+    deliveryId, publish, attempt, resend, prepared: doorbell.prepared, pickedUp, status: outcome.status, error: outcome.error, durationMs, next: next.kind,
   });
   const retryQueued = await recordAttempt(deps.doorbellStatements.record, {
     deliveryId, endpoint: doorbell.endpoint, publish, attempt, resend, attemptedAt, durationMs, outcome, next, job,

@@ -7,12 +7,14 @@ import { isShuttingDown, vacuumJobs } from '../db/job-queue';
 import { workerBatching, workerPool, workerPoolSize } from '../db/worker-pool';
 import { planKeepingConnection } from '../db/plan-keeping-connection';
 import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
+import { ringHere } from '../domain/deliveries/doorbells-at-once';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { startHeartbeat } from './heartbeat';
 import { rememberWebhooks } from './credentials';
 import { endpointSlots } from './endpoint-slots';
 import { notifier as createNotifier } from './notify-task';
+import { ringAtOnce, type Ringer } from './ring-at-once';
 import { REPUBLISH_TASK, republishTask } from './republish';
 import { sweeps } from '../sweeps';
 import { TEST_EVENT_TASK } from '../domain/agents/test-events';
@@ -61,7 +63,7 @@ export type RunningWorker = {
 };
 
 // graphile-worker in this process: doorbells are picked up through LISTEN/NOTIFY the moment the
-// message commits, retries are woken on time, the re-publish sweep runs from its crontab, and a
+// message commits (those of this process's own posts rung at once instead, ring-at-once.ts), retries are woken on time, the re-publish sweep runs from its crontab, and a
 // heartbeat lets any live worker release the jobs of a dead one. Tasks are a list, not a
 // directory, so the compiled executable carries them.
 export async function startWorker({ sql, databaseUrl, config, log, onFailed, metrics, renderPush }: WorkerDeps): Promise<RunningWorker> {
@@ -106,7 +108,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       if (at >= since) break;
       finished.delete(id);
     }
-    return [...fetched, ...running, ...finished.keys()];
+    return [...fetched, ...running, ...finished.keys(), ...(ringer?.held() ?? [])];
   };
   const wakeTimers = new Set<ReturnType<typeof setTimeout>>();
   // A retry is due in the future, where LISTEN/NOTIFY cannot announce it; rather than wait for the
@@ -168,6 +170,8 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
   let relay: { unlisten: () => Promise<void> } | undefined;
   let heartbeat: ReturnType<typeof startHeartbeat> | undefined;
   let sweep: ReturnType<typeof setInterval> | undefined;
+  let ringer: Ringer | undefined;
+  let unring: (() => void) | undefined;
   // Running doorbells finish; one still waiting when graphile-worker's grace period ends is
   // cancelled and its job released for another worker. After a failed start every part is taken
   // down whatever the others answer.
@@ -177,8 +181,9 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     clearInterval(sweep);
     for (const timer of wakeTimers) clearTimeout(timer);
     await relay?.unlisten().catch(() => {});
+    unring?.();
     try {
-      if (runner && !runnerEnded) await step(stopRunner(runner, log));
+      await Promise.all([ringer?.stop(RING_STOP_GRACE_MS), runner && !runnerEnded ? step(stopRunner(runner, log)) : undefined]);
       if (heartbeat) await step(heartbeat.stop());
     } finally {
       // Whatever the steps above answered, so that no connection outlives the worker.
@@ -261,6 +266,18 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     // backstop.
     const woken = await notifier.wakeEveryParked();
     sweep = setInterval(() => void sweepParked(), PARKED_SWEEP_MS);
+    // Last, once the heartbeat vouches for this pool's id, which the jobs it claims are locked by.
+    ringer = ringAtOnce({
+      sql,
+      workerId: pool!.id,
+      log,
+      run: notifier.run,
+      cap: config.WEBHOOK_CONCURRENCY,
+      queueHolds: () => running.size + fetched.size,
+      slots,
+      nudge: (count) => pool && !isShuttingDown(pool) && pool.nudge(count),
+    });
+    unring = ringHere(sql, ringer.ring);
     log.info('worker_started', { workerId: pool!.id, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });
   } catch (error) {
     // A start that failed (the database out of connections, say) leaves nothing running, so that
@@ -293,6 +310,10 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
 // running jobs' grace (graphile-worker's 5 s) plus a little holds up only the completion of jobs
 // another pool puts back once this one's heartbeat is gone.
 const RUNNER_STOP_GRACE_MS = 10_000;
+
+// How long doorbells rung at once may finish when the worker stops, as graphile-worker allows its
+// running jobs, before they are cut on the wire and their jobs go back to the queue.
+const RING_STOP_GRACE_MS = 5_000;
 
 async function stopRunner(runner: Runner, log: Logger) {
   let timer: ReturnType<typeof setTimeout> | undefined;

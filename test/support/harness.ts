@@ -4,7 +4,7 @@ import type { AgentCacheListener } from '../../src/db/agent-cache';
 import type { InboxListener } from '../../src/db/inbox-signal';
 import { createAgent } from '../../src/domain/agents/agents';
 import type { App } from '../../src/app';
-import { silentLogger } from '../../src/log';
+import { silentLogger, type Logger } from '../../src/log';
 import { createService, type HttpService } from '../../src/service';
 import { createTestDatabase, type TestDatabase } from './database';
 
@@ -57,14 +57,14 @@ let counter = 0;
 export const uniqueName = (base: string) => `${base}-${++counter}`;
 
 // A fresh database and service for one test file; torn down after the file's tests. The webhook
-// worker runs in it only when a test asks for it.
-export function useHarness(env: Record<string, string> = {}, { worker = false } = {}): Harness {
+// worker runs in it only when a test asks for it; its log goes nowhere unless one is given.
+export function useHarness(env: Record<string, string> = {}, { worker = false, log = silentLogger as Logger } = {}): Harness {
   const h = {} as Harness;
   let database: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
   beforeAll(async () => {
     database = await createTestDatabase();
     h.config = loadConfig({ WEBHOOK_ALLOW_LOCAL: 'true', DATABASE_URL: database.url, DB_POOL_SIZE: '10', ...env });
-    h.service = await createService(h.config, { log: silentLogger, http: true, worker });
+    h.service = await createService(h.config, { log, http: true, worker });
     h.db = { sql: h.service.sql, url: database.url, drop: database.drop };
     ({ app: h.app, inboxSignal: h.inboxSignal, agentCache: h.agentCache } = h.service);
     h.call = async (method, path, opts = {}) => {

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import type { Logger } from '../../src/log';
 import { useHarness, type Harness } from './harness';
 import { eventually } from './receiver';
 
@@ -11,8 +12,8 @@ export const FAST_WEBHOOKS = {
 };
 
 // A harness with the real worker running in this process against its database.
-export function useWorkerHarness(env: Record<string, string> = {}) {
-  return { h: useHarness({ ...FAST_WEBHOOKS, ...env }, { worker: true }) };
+export function useWorkerHarness(env: Record<string, string> = {}, { log }: { log?: Logger } = {}) {
+  return { h: useHarness({ ...FAST_WEBHOOKS, ...env }, { worker: true, log }) };
 }
 
 // Opens a thread from `from` with `to` in it and posts one message; returns the delivery to `to`.

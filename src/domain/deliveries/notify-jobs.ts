@@ -12,18 +12,24 @@ export const notifyJobKey = (deliveryId: string) => `notify:${deliveryId}`;
 
 // A SELECT that queues one job per row of `source` (a CTE or table with `id` and `webhook`
 // columns) whose webhook is true: due at once, or each row's `delayColumn` milliseconds from now by
-// the database's clock (the one the queue goes by). With `doorbell`, the source's `doorbell` column
-// rides in the payload: the notification as it stood when the job was added, so that the worker
-// can ring at once (see webhooks/notify-task). With no such row, add_jobs is not called at all: it
+// the database's clock (the one the queue goes by; a null delay is due at once). With `doorbell`,
+// the source's `doorbell` column rides in the payload: the notification as it stood when the job
+// was added, so that the worker can ring at once (see webhooks/notify-task). With
+// `ringWindowColumn`, a post's: each row's window for its own process's ringer (a null window: due
+// at once), and `atOnce` in the payload where it has one (doorbells-at-once.ts). With no such row,
+// add_jobs is not called at all: it
 // would still NOTIFY every worker, and a notifying transaction holds PostgreSQL's cluster-wide
 // notify lock through its commit.
-export function addNotifyJobs(sql: Queries, source: string, { delayColumn = '', doorbell = false } = {}) {
+export function addNotifyJobs(sql: Queries, source: string, { delayColumn = '', doorbell = false, ringWindowColumn = '' } = {}) {
+  const delay = ringWindowColumn || delayColumn;
+  const fields = doorbell ? sql`jsonb_build_object('deliveryId', s.id, 'doorbell', s.doorbell)` : sql`jsonb_build_object('deliveryId', s.id)`;
+  const atOnce = ringWindowColumn
+    ? sql` || case when ${sql('s.' + ringWindowColumn)} is not null then '{"atOnce": true}'::jsonb else '{}'::jsonb end`
+    : sql``;
   const spec = {
     task: NOTIFY_TASK,
-    payload: doorbell
-      ? sql`json_build_object('deliveryId', s.id, 'doorbell', s.doorbell)`
-      : sql`json_build_object('deliveryId', s.id)`,
-    runAt: delayColumn ? sql`now() + ${sql('s.' + delayColumn)} * interval '1 millisecond'` : sql`null::timestamptz`,
+    payload: sql`(${fields}${atOnce})::json`,
+    runAt: delay ? sql`now() + ${sql('s.' + delay)} * interval '1 millisecond'` : sql`null::timestamptz`,
     maxAttempts: NOTIFY_JOB_MAX_ATTEMPTS,
     key: sql`${notifyJobKey('')} || s.id`,
   };

@@ -8,6 +8,7 @@ import { wakeForNewDeliveries, wakeWithJobs } from '../deliveries/delivery-wake-
 import { oneLine } from './summary-line';
 import { inIdOrder, toFetched } from '../deliveries/delivery-steps';
 import { addNotifyJobs, webhookVersion } from '../deliveries/notify-jobs';
+import { ringAfterCommit, ringWindowFor, type CommittedDoorbell } from '../deliveries/doorbells-at-once';
 import { webhookActive } from '../agents/endpoint-health';
 import { isId } from '../shared/ids';
 import { LIMITS, NewMessage, type MessageRecord, type PostedMessage } from '../shared/schemas';
@@ -26,6 +27,8 @@ type NewPost = {
   summary: string | null;
   // The doorbell's one-line summary, made here so that the job can carry it (notify-jobs.ts).
   doorbellSummary: string;
+  // How long its doorbell jobs wait for this process's ringer; null: due at once (notify-jobs.ts).
+  ringWindowMs: number | null;
 };
 type PostOutcome = {
   state: string | null;
@@ -36,6 +39,8 @@ type PostOutcome = {
   recipientIds: string[];
   // Whether the statement woke the recipients' waiters itself (see delivery-wake-ups.ts).
   announced: boolean;
+  // The doorbell jobs it queued, for the ringer once it has committed.
+  doorbells: CommittedDoorbell[];
 };
 
 // A message and one delivery per active participant other than the sender, plus the doorbell job
@@ -44,7 +49,8 @@ type PostOutcome = {
 // Concurrent posts share the statement (db/batcher.ts): each post is still whole or absent, and
 // under load the database does one statement's fixed work for many posts. The wake-ups of waiting
 // inboxes and dashboards follow the commit, unless a doorbell job already makes the statement
-// notify (see delivery-wake-ups.ts); a wake-up that fails is reported to `log`.
+// notify (see delivery-wake-ups.ts); a wake-up that fails is reported to `log`. The doorbells go to
+// this process's ringer, if it has one, once committed.
 export async function postMessage(
   sql: Sql,
   log: Logger,
@@ -55,10 +61,10 @@ export async function postMessage(
 ): Promise<PostedMessage> {
   const { body, into } = draft(actor, input);
   if (!isId(threadId)) throw threadNotFound();
-  const post = into(threadId);
+  const post = into(threadId, ringWindowFor(sql));
   if (!idempotency) {
     const row = await posts(sql, post);
-    if (!row.announced) wakeForNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
+    afterCommit(sql, log, row);
     return accepted(row, actor, threadId);
   }
   // Written in the key's own transaction rather than a shared statement, so that the message and
@@ -68,8 +74,15 @@ export async function postMessage(
     [written] = await insertPosts(tx, [post]);
     return accepted(written!, actor, threadId);
   });
-  if (!answer.replayed && !written!.announced) wakeForNewDeliveries(sql, log, written!.deliveryIds, written!.recipientIds);
+  if (!answer.replayed) afterCommit(sql, log, written!);
   return answer.data;
+}
+
+// What follows a post's commit: the doorbells it owes rung by this process, and the wake-ups its
+// statement did not send.
+function afterCommit(sql: Sql, log: Logger, row: PostOutcome) {
+  ringAfterCommit(sql, row.doorbells);
+  if (!row.announced) wakeForNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
 }
 
 // A post's body, validated and with the summary rule applied, ready to go into a thread.
@@ -82,13 +95,14 @@ function draft(actor: Actor, input: unknown) {
       'summary',
     );
   }
-  const into = (threadId: string): NewPost => ({
+  const into = (threadId: string, ringWindowMs: number | null): NewPost => ({
     threadId,
     senderAgentId: actor.kind === 'agent' ? actor.id : null,
     sender: actor.username,
     content: body.content,
     summary,
     doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
+    ringWindowMs,
   });
   return { body, summary, into };
 }
@@ -117,13 +131,13 @@ export async function postToAgent(
   const request = { recipient: recipient.username, threadId, content: body.content, summary: body.summary };
   const answer = await once(sql, sender.id, idempotency, 'post_to_agent', request, async (tx) => {
     const into = threadId ?? (await createThread(tx, actor, { title, participantUsernames: [recipient.username] })).id;
-    [written] = await insertPosts(tx, [post(into)]);
+    [written] = await insertPosts(tx, [post(into, ringWindowFor(sql))]);
     const posted = accepted(written!, actor, into);
     const at = written!.recipientIds.indexOf(recipient.id);
     if (at < 0) throw invalid(`${recipient.username} does not take part in this thread, or is archived; nothing was sent.`);
     return { ...posted, deliveryId: written!.deliveryIds[at]! };
   });
-  if (!answer.replayed && !written!.announced) wakeForNewDeliveries(sql, log, written!.deliveryIds, written!.recipientIds);
+  if (!answer.replayed) afterCommit(sql, log, written!);
   return answer.data;
 }
 
@@ -153,10 +167,12 @@ async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[
   const column = <K extends keyof NewPost>(key: K) => posts.map((p) => p[key]);
   return sql<PostOutcome[]>`
     with input as (
-      select i.n, uuid_v7() as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary, i.doorbell_summary
+      select i.n, uuid_v7() as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary, i.doorbell_summary,
+             i.ring_window_ms
       from unnest(${column('threadId')}::uuid[], ${column('senderAgentId')}::uuid[], ${column('sender')}::text[],
-                  ${column('content')}::text[], ${column('summary')}::text[], ${column('doorbellSummary')}::text[])
-           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, n)
+                  ${column('content')}::text[], ${column('summary')}::text[], ${column('doorbellSummary')}::text[],
+                  ${column('ringWindowMs')}::int[])
+           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, ring_window_ms, n)
     ), thread as (
       select i.n, t.state, t.title,
              i.sender_agent_id is null or exists (
@@ -179,9 +195,9 @@ async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[
       select i.message_id, i.thread_id, r.id, r.webhook, case when r.webhook then 1 else 0 end
       from message join input i on i.message_id = message.id join recipients r on r.n = i.n
       order by i.n
-      returning id, message_id, recipient_id, webhook
+      returning id, message_id, recipient_id, webhook, publish_attempts, send_attempts, resends
     ), doorbell as (
-      select d.id, d.webhook, json_build_object(
+      select d.id, d.webhook, i.ring_window_ms, json_build_object(
                'messageId', d.message_id, 'threadId', i.thread_id, 'threadTitle', thread.title, 'sender', i.sender,
                'summary', i.doorbell_summary, 'recipientId', r.id, 'url', r.webhook_url, 'webhookVersion', r.webhook_version
              ) as doorbell
@@ -189,19 +205,31 @@ async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[
       join recipients r on r.n = i.n and r.id = d.recipient_id
       where d.webhook
     ), active as (${markActive(sql, sql`select i.thread_id from message join input i on i.message_id = message.id`)}
-    ), job as (${addNotifyJobs(sql, 'doorbell', { doorbell: true })}
+    ), job as (
+      select (j).id::text as id, (j).payload from (${addNotifyJobs(sql, 'doorbell', { doorbell: true, ringWindowColumn: 'ring_window_ms' })}) as queued(j)
     ), wake as (${wakeWithJobs(sql, 'delivery')}
     ), delivered as (
       select message_id, array_agg(id) as ids, array_agg(recipient_id) as recipients from delivery group by message_id
+    ), rung as (
+      select d.message_id, json_agg(json_build_object(
+               'id', job.id, 'payload', job.payload,
+               'owed', json_build_object('publish', d.publish_attempts, 'attempt', d.send_attempts + 1, 'resend', d.resends)
+             )) as jobs
+      from job join delivery d on d.id::text = job.payload ->> 'deliveryId'
+      -- Only those that wait for this process's ringer: one due at once is the queue's.
+      join doorbell on doorbell.id = d.id and doorbell.ring_window_ms is not null
+      group by d.message_id
     )
     -- job and wake are plain SELECTs, which PostgreSQL runs only when referenced: hence the counts.
     select thread.state, coalesce(thread.member, false) as member, message.id, message.created_at as "createdAt",
            coalesce(delivered.ids, '{}') as "deliveryIds", coalesce(delivered.recipients, '{}') as "recipientIds",
-           (select count(*) from job) + (select count(*) from wake) > 0 as announced
+           (select count(*) from job) + (select count(*) from wake) > 0 as announced,
+           coalesce(rung.jobs, '[]') as doorbells
     from input i
     left join thread on thread.n = i.n
     left join message on message.id = i.message_id
     left join delivered on delivered.message_id = i.message_id
+    left join rung on rung.message_id = i.message_id
     order by i.n`;
 }
 
