@@ -376,17 +376,21 @@ const summary = ({ samples, cpuMs }: LatencySlices) => ({
 
 // Jobs added at a steady `rate` for `ms`; each one's latency from the call that adds it to its
 // handler starting: the add's own round trip and commit included, as a post's are in a doorbell's.
+// From the add returned (committed) instead, when `afterAnswer` is given, its times go there.
 // The queue's upkeep (`tidy`) is the caller's.
-async function noopLatencies(queue: NoopQueue, rate: number, ms: number): Promise<number[]> {
+async function noopLatencies(queue: NoopQueue, rate: number, ms: number, afterAnswer?: number[]): Promise<number[]> {
   const added = new Map<number, number>();
+  const returned = new Map<number, number>();
   const ran = new Map<number, number>();
   queue.ran = (i, at) => ran.set(i, at);
   await steady(rate, ms, async (i) => {
     const calledAt = performance.now();
     await queue.add(i);
+    returned.set(i, performance.now());
     added.set(i, calledAt);
   });
   await untilAll(ran, added.size, 'no-op jobs');
+  for (const [i, at] of returned) afterAnswer?.push(ran.get(i)! - at);
   return [...added].map(([i, at]) => ran.get(i)! - at);
 }
 
@@ -493,14 +497,15 @@ async function doorbellLatency() {
     await graphileWorker.tidy?.();
     scenario = 'doorbell';
     const afterAnswer: number[] = [];
+    const rawAfterAnswer: number[] = [];
     const [rawJob, rawJobBesidePosts, peer, doorbell] = await inSlices(run, [
-      (into) => tallied(() => noopLatencies(graphileWorker, rate, ms), into),
+      (into) => tallied(() => noopLatencies(graphileWorker, rate, ms, rawAfterAnswer), into),
       (into) => tallied(() => noopLatenciesBesidePosts(graphileWorker, rate, ms), into),
       (into) => tallied(() => noopLatencies(pgBoss, rate, ms), into),
       (into) => tallied(() => doorbellLatencies(threads.doorbell, rate, ms, afterAnswer), into),
     ]);
     scenario = 'idle';
-    out.rawJob.push(summary(rawJob!));
+    out.rawJob.push({ ...summary(rawJob!), afterAnswer: latencySummary(rawAfterAnswer) });
     out.rawJobBesidePosts.push(summary(rawJobBesidePosts!));
     out.pgBoss.push(summary(peer!));
     out.doorbell.push({ ...summary(doorbell!), afterAnswer: latencySummary(afterAnswer) });

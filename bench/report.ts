@@ -16,10 +16,9 @@ const pick = (runs: Run[], key: 'p50' | 'p99' | 'perSecond') => runs.map((r) => 
 const med = (runs: Run[], key: 'p50' | 'p99' | 'perSecond') => median(pick(runs, key));
 const latency = (runs: Run[]) => `p50 ${figure(pick(runs, 'p50'), 'ms')} · p99 ${figure(pick(runs, 'p99'), 'ms')}`;
 const rate = (runs: Run[]) => figure(pick(runs, 'perSecond'), 'rate');
-// A doorbell's time from its post's 201 received, beside the figure from the post sent (context: the
-// doorbell of a post is rung at the commit, and usually arrives before the 201 does).
-const afterAnswer = (runs: (Run & { afterAnswer?: Run })[]) =>
-  runs.every((r) => r.afterAnswer) ? `; from the post’s 201 received p50 ${figure(runs.map((r) => r.afterAnswer!.p50), 'ms')}` : '';
+// The same runs timed from the write's answer (the post's 201, add_job returned) rather than from
+// its call.
+const fromAnswer = (runs: (Run & { afterAnswer?: Run })[]): Run[] => runs.map((r) => r.afterAnswer!);
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)} ×`;
 const met = (ok: boolean) => (ok ? 'met' : '**missed**');
 // A stretch target is one a baseline makes unreachable by design (docs/performance.md says why
@@ -69,15 +68,29 @@ export function rows(r: any): Row[] {
   }
   if (r.doorbellLatency) {
     const d = r.doorbellLatency;
-    const [p50, p99, raw] = [med(d.doorbell, 'p50'), med(d.doorbell, 'p99'), med(d.rawJob, 'p50')];
+    const [p50, raw] = [med(d.doorbell, 'p50'), med(d.rawJob, 'p50')];
+    // The target's figure: from the write's answer, as the issue set it. A post's doorbell is rung
+    // at its commit and usually arrives before the 201 does, so the row after it times both sides
+    // from their calls too, each write's own round trip included.
+    const [answeredP50, answeredP99, rawAnswered] = [med(fromAnswer(d.doorbell), 'p50'), med(fromAnswer(d.doorbell), 'p99'), med(fromAnswer(d.rawJob), 'p50')];
     out.push({
       scenario: `Doorbell latency at a steady ${d.rate} msg/s`,
-      figure: 'post sent → doorbell at the local receiver',
-      measured: `${latency(d.doorbell)}${afterAnswer(d.doorbell)}`,
-      baseline: `graphile-worker, add_job called → no-op task started ${latency(d.rawJob)}`,
-      ratio: `p50 ${ratio(p50, raw)}`,
+      figure: 'post’s 201 received (committed before it was sent) → doorbell at the local receiver',
+      measured: latency(fromAnswer(d.doorbell)),
+      baseline: `graphile-worker, add_job returned (committed) → no-op task started ${latency(fromAnswer(d.rawJob))}`,
+      ratio: answeredP50 < 0 ? 'p50: the doorbell arrives before the 201' : `p50 ${ratio(answeredP50, rawAnswered)}`,
       target: 'p50 ≤ 2 ×, p99 ≤ 20 ms',
-      met: met(p50 <= 2 * raw && p99 <= 20),
+      met: met(answeredP50 <= 2 * rawAnswered && answeredP99 <= 20),
+      drifts: [...drifting('doorbell', fromAnswer(d.doorbell)), ...drifting('graphile-worker', fromAnswer(d.rawJob))],
+    });
+    out.push({
+      scenario: `Doorbell latency at a steady ${d.rate} msg/s, from the call`,
+      figure: 'post sent → doorbell at the local receiver (the post’s round trip and commit included)',
+      measured: latency(d.doorbell),
+      baseline: `graphile-worker, add_job called → no-op task started (its round trip and commit included) ${latency(d.rawJob)}`,
+      ratio: `p50 ${ratio(p50, raw)}`,
+      target: '— (context)',
+      met: '—',
       drifts: [...drifting('doorbell', d.doorbell), ...drifting('graphile-worker', d.rawJob)],
     });
     if (d.rawJobBesidePosts) {
