@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { ringHere, RING_AT_ONCE_WINDOW_MS } from '../src/domain/deliveries/doorbells-at-once';
+import { ringAfterCommit, ringHere, RING_AT_ONCE_WINDOW_MS } from '../src/domain/deliveries/doorbells-at-once';
 import { createLogger } from '../src/log';
 import { createService, type HttpService } from '../src/service';
 import { callApp, type Harness } from './support/harness';
@@ -98,7 +98,21 @@ describe('a post in a process that runs a worker', () => {
     expect(requestsTo('/cut-at-once')).toHaveLength(2);
   }, 30_000);
 
-  // Last in this block: it takes this process's ringer away.
+  // The last two in this block take this process's ringer away.
+  test('a doorbell whose ringer went away before its post committed is handed to the queue at once, as never rung', async () => {
+    const gone = ringHere(h.db.sql, (jobs) => {
+      gone();
+      ringAfterCommit(h.db.sql, log, jobs);
+    });
+    const sender = await h.agent('ringer-gone-sender');
+    const recipient = await h.agent('ringer-gone', { webhookUrl: hook.url('/ringer-gone') });
+    const { deliveryId } = await post(h, sender, recipient, { content: 'nobody rings me here' });
+    await untilStep(h, deliveryId, 'notified');
+    expect((await attemptRows(h, deliveryId)).map((a) => [a.attempt, a.status, a.interrupted])).toEqual([[1, 200, false]]);
+    expect(attempts(deliveryId).map((l) => l.pickedUp)).toEqual(['queue']);
+    expect(requestsTo('/ringer-gone')).toHaveLength(1);
+  });
+
   test('a doorbell its process never claimed (it died while ringing) is rung by the queue once the window ends, the ring it may have made recorded as cut off', async () => {
     ringHere(h.db.sql, () => {});
     const sender = await h.agent('unclaimed-sender');

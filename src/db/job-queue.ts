@@ -89,24 +89,35 @@ export async function releaseLostJobs(sql: Sql, workerId: string, running: strin
 // (locked by the pool, one attempt counted), whether or not they are due yet; a job already
 // retired is gone, and one a worker took first is left to it. Answers the ids taken, and those
 // still there that were not (a worker's).
+// The rows are locked first, in id order: one deleted meanwhile (retired by its record) is then
+// not seen at all, rather than seen in the statement's snapshot and taken for a worker's.
 export async function claimJobs(sql: Sql, workerId: string, ids: string[]): Promise<{ taken: string[]; notTaken: string[] }> {
-  const rows = await sql<{ id: string; taken: boolean }[]>`
-    with taken as (
-      update graphile_worker._private_jobs set locked_by = ${workerId}, locked_at = now(), attempts = attempts + 1
-      where id = any(${ids}::bigint[]) and locked_at is null and attempts < max_attempts
-      returning id
+  const rows = await sql<{ id: string; free: boolean }[]>`
+    with found as (
+      select id, locked_at is null and attempts < max_attempts as free
+      from graphile_worker._private_jobs where id = any(${ids}::bigint[])
+      order by id for update
+    ), taken as (
+      update graphile_worker._private_jobs j set locked_by = ${workerId}, locked_at = now(), attempts = j.attempts + 1
+      from found where j.id = found.id and found.free
     )
-    select j.id::text, exists (select 1 from taken t where t.id = j.id) as taken
-    from graphile_worker._private_jobs j where j.id = any(${ids}::bigint[])`;
-  return { taken: rows.filter((r) => r.taken).map((r) => r.id), notTaken: rows.filter((r) => !r.taken).map((r) => r.id) };
+    select id::text, free from found`;
+  return { taken: rows.filter((r) => r.free).map((r) => r.id), notTaken: rows.filter((r) => !r.free).map((r) => r.id) };
 }
 
+// Where graphile-worker's add_jobs announces new jobs, and its workers listen.
+export const JOBS_CHANNEL = 'jobs:insert';
+
 // Makes the unlocked jobs `ids` due now, for the queue's workers to take, without the payload
-// field `drop` (a mark for whoever was to run them instead).
+// field `drop` (a mark for whoever was to run them instead), and announces them as add_jobs does.
 export async function makeJobsDue(sql: Sql, ids: string[], drop: string): Promise<void> {
   await sql`
-    update graphile_worker._private_jobs set run_at = least(run_at, now()), payload = (payload::jsonb - ${drop}::text)::json
-    where id = any(${ids}::bigint[]) and locked_at is null`;
+    with due as (
+      update graphile_worker._private_jobs set run_at = least(run_at, now()), payload = (payload::jsonb - ${drop}::text)::json
+      where id = any(${ids}::bigint[]) and locked_at is null
+      returning id
+    )
+    select pg_notify(${JOBS_CHANNEL}, json_build_object('count', count(*))::text) from due having count(*) > 0`;
 }
 
 // Gives back a job claimed by `workerId` whose run failed, as graphile-worker fails a job: the

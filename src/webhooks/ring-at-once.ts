@@ -1,7 +1,7 @@
 import { batchedStatement } from '../db/batcher';
 import type { Sql } from '../db/connect';
-import { claimJobs, failClaimedJob, makeJobsDue } from '../db/job-queue';
-import type { CommittedDoorbell } from '../domain/deliveries/doorbells-at-once';
+import { claimJobs, failClaimedJob } from '../db/job-queue';
+import { handToTheQueue, type CommittedDoorbell } from '../domain/deliveries/doorbells-at-once';
 import type { Logger } from '../log';
 import type { EndpointSlots } from './endpoint-slots';
 import { cutOnTheWire, type Notifier, type NotifyPayload } from './notify-task';
@@ -19,8 +19,6 @@ export type RingAtOnceDeps = {
   queueHolds: () => number;
   // The worker's slots per endpoint: a doorbell whose endpoint has none free now is the queue's.
   slots: EndpointSlots;
-  // Tells the pool that jobs fell due now.
-  nudge: (count: number) => void;
 };
 
 export type Ringer = {
@@ -38,16 +36,18 @@ export type Ringer = {
 export const CLAIM_AFTER_MS = 250;
 const CLAIM_SWEEP_MS = 100;
 
-// The payload's mark of a job its post's process was to ring (notify-task.ts).
-const AT_ONCE_MARK = 'atOnce';
-
-type InFlight = { job: CommittedDoorbell; startedAt: number; claimed: boolean };
+// `settling`: its run failed and its job is being given back; no claim may take it meanwhile.
+type InFlight = { job: CommittedDoorbell; startedAt: number; claimed: boolean; settling: boolean };
 
 // Jobs handed to the queue together share a statement.
 const handOver = batchedStatement(async (sql: Sql, ids: string[]) => {
-  await makeJobsDue(sql, ids, AT_ONCE_MARK);
+  await handToTheQueue(sql, ids);
   return ids.map(() => undefined);
 });
+
+// How long a stop waits, after cutting what was on the wire, for the runs to end (a run held up
+// in a database statement), before it gives up on them.
+const STOP_AFTER_CUT_MS = 10_000;
 
 // Rings the doorbells of posts this process committed, straight after the commit, as the queue's
 // worker runs a doorbell job (notify-task.ts) and with the same rules, but without waiting for a
@@ -71,7 +71,7 @@ export function ringAtOnce(deps: RingAtOnceDeps): Ringer {
   // and a kill in the middle of a burst left its doorbells unrung for 5–12 s instead of 4
   // (test-faults/crash.test.ts).
   const ring = (jobs: CommittedDoorbell[]) => {
-    if (stopped) return;
+    if (stopped) return jobs.forEach(toTheQueue);
     // Slots are taken as the runs start, a moment later: those promised here count already.
     const promised = new Map<string, number>();
     for (const job of jobs) {
@@ -84,14 +84,15 @@ export function ringAtOnce(deps: RingAtOnceDeps): Ringer {
     }
   };
 
+  // Announced on the queue's channel as they are made due (db/job-queue.ts), so that whichever
+  // worker pool is free takes them.
   const toTheQueue = (job: CommittedDoorbell) =>
-    void handOver(deps.sql, job.id).then(
-      () => deps.nudge(1),
-      (error: Error) => deps.log.warn('doorbell_hand_over_failed', { deliveryId: job.payload.deliveryId, error: error.message }),
+    void handOver(deps.sql, job.id).catch((error: Error) =>
+      deps.log.warn('doorbell_hand_over_failed', { deliveryId: job.payload.deliveryId, error: error.message }),
     );
 
   const start = (job: CommittedDoorbell) => {
-    const entry: InFlight = { job, startedAt: performance.now(), claimed: false };
+    const entry: InFlight = { job, startedAt: performance.now(), claimed: false, settling: false };
     inFlight.set(job.id, entry);
     // Not taken from the queue: no attempt is counted on the job until it is claimed.
     const run = deps
@@ -112,6 +113,7 @@ export function ringAtOnce(deps: RingAtOnceDeps): Ringer {
   // it records the attempt that may have reached the handler (or it falls due when its window
   // ends, should the hand-over fail).
   const giveBack = async (entry: InFlight, error: Error) => {
+    entry.settling = true;
     const { deliveryId } = entry.job.payload;
     deps.log.warn('doorbell_run_failed', { deliveryId, pickedUp: 'at once', error: error.message });
     await claiming;
@@ -130,7 +132,7 @@ export function ringAtOnce(deps: RingAtOnceDeps): Ringer {
   const claimSlow = (olderThanMs: number) => {
     claiming = claiming.then(async () => {
       const since = performance.now() - olderThanMs;
-      const slow = [...inFlight.values()].filter((entry) => !entry.claimed && entry.startedAt <= since);
+      const slow = [...inFlight.values()].filter((entry) => !entry.claimed && !entry.settling && entry.startedAt <= since);
       if (slow.length === 0) return;
       try {
         const { taken, notTaken } = await claimJobs(deps.sql, deps.workerId, slow.map((entry) => entry.job.id));
@@ -159,7 +161,11 @@ export function ringAtOnce(deps: RingAtOnceDeps): Ringer {
     const graceOver = new Promise((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([Promise.allSettled(runs), graceOver]).finally(() => clearTimeout(timer));
     cut.abort();
-    await Promise.allSettled(runs);
+    const ended = Promise.allSettled(runs).then(() => true);
+    const gaveUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STOP_AFTER_CUT_MS)));
+    if (!(await Promise.race([ended, gaveUp]).finally(() => clearTimeout(timer)))) {
+      deps.log.warn('doorbell_ringer_stop_incomplete', { running: runs.size, waitedMs: STOP_AFTER_CUT_MS });
+    }
   };
 
   const held = () => [...inFlight.values()].filter((entry) => entry.claimed).map((entry) => entry.job.id);

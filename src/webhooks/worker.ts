@@ -3,7 +3,7 @@ import { Logger as WorkerLogger, run, type Runner, type WorkerEvents, type Worke
 import { endpointHealthRule, retryDelays, webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
-import { isShuttingDown, vacuumJobs } from '../db/job-queue';
+import { isShuttingDown, JOBS_CHANNEL, vacuumJobs } from '../db/job-queue';
 import { workerBatching, workerPool, workerPoolSize } from '../db/worker-pool';
 import { planKeepingConnection } from '../db/plan-keeping-connection';
 import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
@@ -35,9 +35,6 @@ const PARKED_SWEEP_MS = 1_000;
 // about 10 000 dead row versions (two a job) at most for a job fetch to walk past, whatever
 // autovacuum does.
 const VACUUM_JOBS_AFTER = 5_000;
-
-// Where graphile-worker's add_jobs announces new jobs.
-const JOBS_CHANNEL = 'jobs:insert';
 
 export type WorkerDeps = {
   sql: Sql;
@@ -183,7 +180,10 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     await relay?.unlisten().catch(() => {});
     unring?.();
     try {
-      await Promise.all([ringer?.stop(RING_STOP_GRACE_MS), runner && !runnerEnded ? step(stopRunner(runner, log)) : undefined]);
+      // Together, and both to their end before the connections close, whatever either answers.
+      const stopped = await Promise.allSettled([ringer?.stop(RING_STOP_GRACE_MS), runner && !runnerEnded ? stopRunner(runner, log) : undefined]);
+      const failed = stopped.find((outcome) => outcome.status === 'rejected');
+      if (failed && !afterFailedStart) throw failed.reason;
       if (heartbeat) await step(heartbeat.stop());
     } finally {
       // Whatever the steps above answered, so that no connection outlives the worker.
@@ -275,7 +275,6 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       cap: config.WEBHOOK_CONCURRENCY,
       queueHolds: () => running.size + fetched.size,
       slots,
-      nudge: (count) => pool && !isShuttingDown(pool) && pool.nudge(count),
     });
     unring = ringHere(sql, ringer.ring);
     log.info('worker_started', { workerId: pool!.id, concurrency: config.WEBHOOK_CONCURRENCY, parkedDoorbellsWoken: woken });

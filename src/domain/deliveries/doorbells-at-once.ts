@@ -1,6 +1,9 @@
 import type { JSONValue } from 'postgres';
 import type { Sql } from '../../db/connect';
+import { makeJobsDue } from '../../db/job-queue';
+import type { Logger } from '../../log';
 import type { AttemptNumbers } from './delivery-steps';
+import { AT_ONCE_MARK } from './notify-jobs';
 
 // A post's doorbell is rung at once by the process that wrote it, when that process runs a worker
 // (webhooks/ring-at-once.ts): picked up from the queue, it would wait for the commit's NOTIFY to
@@ -28,12 +31,21 @@ export function ringHere(sql: Sql, ring: RingAtOnce): () => void {
   };
 }
 
+// Makes jobs that were to be rung at once due now, for the queue, as never rung.
+export const handToTheQueue = (sql: Sql, ids: string[]) => makeJobsDue(sql, ids, AT_ONCE_MARK);
+
 // How long the doorbell jobs of a post written through `sql` wait for its ringer: null (due at
 // once) when this process has none.
 export const ringWindowFor = (sql: Sql) => (ringers.has(sql) ? RING_AT_ONCE_WINDOW_MS : null);
 
 // Hands a committed post's doorbell jobs to the ringer. A ringer gone since the post was written
-// (the worker stopping) leaves them to the queue, which rings them when the window ends.
-export function ringAfterCommit(sql: Sql, jobs: CommittedDoorbell[]): void {
-  if (jobs.length > 0) ringers.get(sql)?.(jobs);
+// (the worker stopping) hands them to the queue instead, or, should that fail, leaves them to it
+// when the window ends.
+export function ringAfterCommit(sql: Sql, log: Logger, jobs: CommittedDoorbell[]): void {
+  if (jobs.length === 0) return;
+  const ring = ringers.get(sql);
+  if (ring) return ring(jobs);
+  handToTheQueue(sql, jobs.map((job) => job.id)).catch((error: Error) =>
+    log.warn('doorbell_hand_over_failed', { jobs: jobs.length, error: error.message }),
+  );
 }

@@ -10,6 +10,11 @@ export const NOTIFY_TASK = 'notify';
 export const NOTIFY_JOB_MAX_ATTEMPTS = 5;
 export const notifyJobKey = (deliveryId: string) => `notify:${deliveryId}`;
 
+// The payload's mark of a job its post's process was to ring (doorbells-at-once.ts): the queue's
+// first run of a marked job counts as a second, since the ring may have gone out before any
+// attempt was counted on the job (webhooks/notify-task.ts). A job handed to the queue unrung loses it.
+export const AT_ONCE_MARK = 'atOnce';
+
 // A SELECT that queues one job per row of `source` (a CTE or table with `id` and `webhook`
 // columns) whose webhook is true: due at once, or each row's `delayColumn` milliseconds from now by
 // the database's clock (the one the queue goes by; a null delay is due at once). With `doorbell`,
@@ -24,7 +29,7 @@ export function addNotifyJobs(sql: Queries, source: string, { delayColumn = '', 
   const delay = ringWindowColumn || delayColumn;
   const fields = doorbell ? sql`jsonb_build_object('deliveryId', s.id, 'doorbell', s.doorbell)` : sql`jsonb_build_object('deliveryId', s.id)`;
   const atOnce = ringWindowColumn
-    ? sql` || case when ${sql('s.' + ringWindowColumn)} is not null then '{"atOnce": true}'::jsonb else '{}'::jsonb end`
+    ? sql` || case when ${sql('s.' + ringWindowColumn)} is not null then jsonb_build_object(${AT_ONCE_MARK}::text, true) else '{}'::jsonb end`
     : sql``;
   const spec = {
     task: NOTIFY_TASK,

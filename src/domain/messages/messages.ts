@@ -81,7 +81,7 @@ export async function postMessage(
 // What follows a post's commit: the doorbells it owes rung by this process, and the wake-ups its
 // statement did not send.
 function afterCommit(sql: Sql, log: Logger, row: PostOutcome) {
-  ringAfterCommit(sql, row.doorbells);
+  ringAfterCommit(sql, log, row.doorbells);
   if (!row.announced) wakeForNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
 }
 
