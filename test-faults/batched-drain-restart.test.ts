@@ -127,6 +127,16 @@ async function explainStall(service: Service) {
       select t.identifier as task, j.locked_by is not null as locked, j.attempts, left(j.last_error, 160) as error, count(*)::int as n
       from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
       group by 1, 2, 3, 4`,
+    // Jobs fetched for the pool's local queue and not started are listed in its heartbeat: locked
+    // jobs counted there wait in graphile-worker's queue; the others are runs under way.
+    heartbeats: await sql`
+      select worker_id, cardinality(queued) as "fetchedNotStarted", round(extract(epoch from now() - beat_at))::int as "beatSecondsAgo"
+      from worker_heartbeats`,
+    lockedBy: await sql`
+      select locked_by, count(*)::int as n, round(extract(epoch from now() - min(locked_at)))::int as "oldestSecondsAgo",
+             round(extract(epoch from now() - max(locked_at)))::int as "newestSecondsAgo"
+      from graphile_worker._private_jobs where locked_by is not null group by 1`,
+    dueUnlocked: await sql`select count(*)::int as n from graphile_worker._private_jobs where locked_by is null and run_at <= now()`,
     connections: await sql`
       select application_name, state, wait_event, left(query, 100) as query
       from pg_stat_activity where datname is not null and pid <> pg_backend_pid()`,
