@@ -148,6 +148,37 @@ test('at the start, a connection that cannot open fails the start as the databas
   expect((refused as { code?: string }).code).toBe('53300');
 });
 
+test('a batch that gets no answer in time fails as on a dropped connection, and a new connection replaces the lost one', async () => {
+  const connection = planKeepingConnection(h.db.url, 1, h.db.sql, log, PURPOSE, 300);
+  made.push(connection);
+  await connection.open();
+  const [before] = await backend(connection);
+  const slept = batchedStatement(
+    async (sql: Sql, seconds: number[]) => {
+      const [row] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid, pg_sleep(${seconds[0]!})::text`;
+      return seconds.map(() => row!.pid);
+    },
+    { maxInFlight: 1 },
+  );
+  const never = slept(connection, 3);
+  // Queued behind the one in flight, as every doorbell's look-up was behind a lost one.
+  const next = slept(connection, 0);
+  const failed = await never.then(
+    () => null,
+    (error: unknown) => error,
+  );
+  expect((failed as { code?: string }).code).toBe('STATEMENT_LOST');
+  expect(isDatabaseUnavailable(failed)).toBe(true);
+  expect(logLines).toEqual([expect.objectContaining({ level: 'warn', event: 'plan_keeping_connection_lost', purpose: PURPOSE, waitedMs: 300 })]);
+  // The batch behind it went out at once, to the shared pool while a new connection is set.
+  expect(await next).not.toBe(before!.pid);
+  await eventually(async () => connection.sql() !== h.db.sql, 5_000);
+  const [after] = await backend(connection);
+  expect(after!.pid).not.toBe(before!.pid);
+  expect(after!.mode).toBe('force_generic_plan');
+  expect(await slept(connection, 0)).toBe(after!.pid);
+});
+
 test('a batch waiting behind the one in flight goes where the chooser points as it is sent', async () => {
   const pools = ['a', 'b'].map((name) => connect(h.db.url, 1, 5, { applicationName: `plan-keeping test ${name}` }));
   let current = pools[0]!;

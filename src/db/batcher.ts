@@ -77,8 +77,32 @@ export function batcher<I, O>(run: (items: I[]) => Promise<O[]>, options: BatchO
 
 // Where a batched statement goes: a pool, or a chooser asked as each batch is sent, since the pool it
 // answers with may change while items wait (plan-keeping-connection.ts hands its statement to the
-// shared pool while its own connection is away).
-export type StatementPool = Sql | { sql: () => Sql };
+// shared pool while its own connection is away). A chooser may also bound how long a batch waits
+// for its answer (`answerWithinMs`): past it, the batch fails as if its connection had dropped,
+// and the chooser is told the connection it went to is lost (`lost`).
+export type StatementPool = Sql | { sql: () => Sql; answerWithinMs?: number; lost?: (sql: Sql) => void };
+
+// A batch that never answered: its callers treat it as a dropped connection (unavailable.ts).
+export class StatementLost extends Error {
+  readonly code = 'STATEMENT_LOST';
+  constructor(ms: number) {
+    super(`A statement got no answer within ${ms} ms; its connection is taken for lost.`);
+  }
+}
+
+// `sent`, or StatementLost once `ms` pass without an answer (then `onLost`). An answer that comes
+// after is dropped.
+function answeredWithin<T>(sent: Promise<T>, ms: number, onLost: () => void): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const lost = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onLost();
+      reject(new StatementLost(ms));
+    }, ms);
+  });
+  sent.catch(() => {});
+  return Promise.race([sent, lost]).finally(() => clearTimeout(timer));
+}
 
 // A statement that writes for many callers, batched per connection pool. Two statements in flight
 // (unless `maxInFlight` says otherwise) let one commit's WAL flush overlap the next statement's
@@ -93,7 +117,14 @@ export function batchedStatement<I, O>(
     let send = perPool.get(pool);
     if (!send) {
       const sqlNow = typeof pool === 'function' ? () => pool : pool.sql;
-      send = batcher((items: I[]) => run(sqlNow(), items), { maxInFlight, maxBatch: 64, maxQueued, sharedFailure: isDatabaseUnavailable, gather });
+      const within = typeof pool === 'function' ? undefined : pool.answerWithinMs;
+      const statement = (items: I[]) => {
+        const target = sqlNow();
+        const sent = run(target, items);
+        if (within === undefined || typeof pool === 'function') return sent;
+        return answeredWithin(sent, within, () => pool.lost?.(target));
+      };
+      send = batcher(statement, { maxInFlight, maxBatch: 64, maxQueued, sharedFailure: isDatabaseUnavailable, gather });
       perPool.set(pool, send);
     }
     return send(item);

@@ -17,9 +17,18 @@ import { isDatabaseUnavailable } from './unavailable';
 // (the database out of connections), batches go to the shared pool. So the connection makes no
 // batch wait for it to reopen, and one whose doorbells the worker runs again after the shared
 // pool said the database was back does not fail on it again.
+//
+// A batch that gets no answer within ANSWER_WITHIN_MS takes the connection for lost: a statement
+// sent on it as the database restarted once never settled, though the connection was gone, and
+// the statement's one batch in flight held every later doorbell (test-faults/
+// batched-drain-restart.test.ts). The batch fails as on a dropped connection (its doorbells run
+// again), and a fresh connection replaces the lost one, the shared pool serving meanwhile.
 export type PlanKeepingConnection = {
   // Where to send a batch of the statement now.
   sql: () => Sql;
+  answerWithinMs: number;
+  // The connection `sql` answered with never answered: replaced.
+  lost: (sql: Sql) => void;
   // At the start: opens the connection and sets it, failing as the database does, so that a start
   // waits while the database is out of connections as for its other connections.
   open: () => Promise<void>;
@@ -29,31 +38,43 @@ export type PlanKeepingConnection = {
 // A SET that failed (its connection refused, say) is tried again no sooner than this.
 const SET_AGAIN_AFTER_MS = 1_000;
 
+// Far beyond what the doorbell statements take (milliseconds; a large batch under load, well under
+// a second), and short of graphile-worker's and the test's patience.
+const ANSWER_WITHIN_MS = 20_000;
+
 export function planKeepingConnection(
   url: string,
   connectTimeoutSeconds: number,
   shared: Sql,
   log: Logger,
   purpose: string,
+  answerWithinMs = ANSWER_WITHIN_MS,
 ): PlanKeepingConnection {
   // Bumped by every close, so that a SET answered for a connection that is gone settles nothing.
   let generation = 0;
   let state: 'unset' | 'setting' | 'set' | 'ended' = 'unset';
   let setting: Promise<void> | null = null;
   let notBefore = 0;
-  const own = connect(url, 1, connectTimeoutSeconds, {
-    // Seen in pg_stat_activity beside the pool's connections.
-    applicationName: `agent-messaging-service: ${purpose}`,
-    // Not replaced after a while as the pool's are: a replacement would hold the batches sent
-    // meanwhile until it opened, and run the first of them unset.
-    maxLifetime: null,
-    onclose: () => {
-      generation++;
-      if (state === 'ended') return;
-      state = 'unset';
-      setting = null;
-    },
-  });
+  const forget = () => {
+    generation++;
+    if (state === 'ended') return;
+    state = 'unset';
+    setting = null;
+  };
+  const open = (): Sql => {
+    const opened: Sql = connect(url, 1, connectTimeoutSeconds, {
+      // Seen in pg_stat_activity beside the pool's connections.
+      applicationName: `agent-messaging-service: ${purpose}`,
+      // Not replaced after a while as the pool's are: a replacement would hold the batches sent
+      // meanwhile until it opened, and run the first of them unset.
+      maxLifetime: null,
+      onclose: () => {
+        if (opened === own) forget();
+      },
+    });
+    return opened;
+  };
+  let own = open();
   const set = () => {
     const sent = generation;
     const current = () => sent === generation && state === 'setting';
@@ -83,6 +104,15 @@ export function planKeepingConnection(
         });
       }
       return shared;
+    },
+    answerWithinMs,
+    lost: (sql) => {
+      if (sql !== own || state === 'ended') return;
+      log.warn('plan_keeping_connection_lost', { purpose, waitedMs: answerWithinMs });
+      const gone = own;
+      own = open();
+      forget();
+      gone.end({ timeout: 0 }).catch(() => {});
     },
     open: async () => {
       if (state !== 'set') await (setting ?? set());

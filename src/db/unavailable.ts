@@ -14,6 +14,8 @@ const CONNECTION_CODES = new Set([
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
   'CONNECT_TIMEOUT',
+  // Ours: a batched statement that never answered (batcher.ts).
+  'STATEMENT_LOST',
   // PostgreSQL: admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.
   '57P01',
   '57P02',
