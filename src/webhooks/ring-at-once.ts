@@ -5,6 +5,7 @@ import { handToTheQueue, type CommittedDoorbell } from '../domain/deliveries/doo
 import type { Logger } from '../log';
 import type { EndpointSlots } from './endpoint-slots';
 import { cutOnTheWire, type Notifier, type NotifyPayload } from './notify-task';
+import { settlesWithin } from './settles-within';
 
 export type RingAtOnceDeps = {
   sql: Sql;
@@ -157,13 +158,9 @@ export function ringAtOnce(deps: RingAtOnceDeps): Ringer {
     stopped = true;
     clearInterval(sweep);
     await claimSlow(0);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const graceOver = new Promise((resolve) => (timer = setTimeout(resolve, graceMs)));
-    await Promise.race([Promise.allSettled(runs), graceOver]).finally(() => clearTimeout(timer));
+    await settlesWithin(Promise.allSettled(runs), graceMs);
     cut.abort();
-    const ended = Promise.allSettled(runs).then(() => true);
-    const gaveUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STOP_AFTER_CUT_MS)));
-    if (!(await Promise.race([ended, gaveUp]).finally(() => clearTimeout(timer)))) {
+    if (!(await settlesWithin(Promise.allSettled(runs), STOP_AFTER_CUT_MS))) {
       deps.log.warn('doorbell_ringer_stop_incomplete', { running: runs.size, waitedMs: STOP_AFTER_CUT_MS });
     }
   };

@@ -15,6 +15,7 @@ import { rememberWebhooks } from './credentials';
 import { endpointSlots } from './endpoint-slots';
 import { notifier as createNotifier } from './notify-task';
 import { ringAtOnce, type Ringer } from './ring-at-once';
+import { settlesWithin } from './settles-within';
 import { REPUBLISH_TASK, republishTask } from './republish';
 import { sweeps } from '../sweeps';
 import { TEST_EVENT_TASK } from '../domain/agents/test-events';
@@ -315,12 +316,7 @@ const RUNNER_STOP_GRACE_MS = 10_000;
 const RING_STOP_GRACE_MS = 5_000;
 
 async function stopRunner(runner: Runner, log: Logger) {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const gaveUp = new Promise<'gave up'>((resolve) => (timer = setTimeout(() => resolve('gave up'), RUNNER_STOP_GRACE_MS)));
-  const stopped = runner.stop().then(() => 'stopped' as const);
-  const outcome = await Promise.race([stopped, gaveUp]).finally(() => clearTimeout(timer));
-  if (outcome === 'gave up') {
-    stopped.catch(() => {});
+  if (!(await settlesWithin(runner.stop(), RUNNER_STOP_GRACE_MS))) {
     log.warn('worker_stop_incomplete', { waitedMs: RUNNER_STOP_GRACE_MS, reason: 'job completions still waiting for the database' });
   }
 }
