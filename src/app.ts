@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia';
-import type { Config } from './config';
+import { searchBounds, type Config } from './config';
+import { searchGate } from './domain/shared/search-gate';
 import type { AgentCache } from './db/agent-cache';
 import type { Sql } from './db/connect';
 import type { InboxSignal } from './db/inbox-signal';
@@ -40,6 +41,8 @@ export type AppDeps = {
 
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
 export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null }: AppDeps) {
+  // One per process: the bound on searches holds across every door that searches.
+  const searches = searchGate(sql, searchBounds(config));
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
@@ -51,13 +54,13 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
     .use(threadRoutes(sql, agentCache, log, config))
-    .use(searchRoutes(sql, agentCache))
+    .use(searchRoutes(sql, agentCache, searches))
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
     .use(eventRoutes(sql, inboxSignal, agentCache, log, config))
-    .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth))
+    .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth, searches))
     .use(a2aRoutes(sql, inboxSignal, agentCache, log, config))
     .use(consentRoutes(sql, config, log, oauth))
-    .use(dashboard({ sql, config, log, metrics }));
+    .use(dashboard({ sql, config, log, metrics, searches }));
 }
 
 export type App = ReturnType<typeof buildApp>;

@@ -2,11 +2,15 @@ import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { WebhookUrlPolicy } from './domain/agents/webhook-url';
 import type { HealthRule } from './domain/agents/endpoint-health';
+import type { SearchBounds } from './domain/shared/search-gate';
 
 // The one place that reads the environment. Defaults are the contract's values; tests and
 // deployments override them through the same variables.
 const Int = (defaultValue: number, minimum = 0) => T.Integer({ default: defaultValue, minimum });
 const Port = (defaultValue: number, minimum: number) => T.Integer({ default: defaultValue, minimum, maximum: 65_535 });
+
+// Named because the API's document quotes the sentence a search stopped at this bound answers.
+export const DEFAULT_SEARCH_TIMEOUT_MS = 5_000;
 
 export const ConfigSchema = T.Object({
   PORT: Port(3000, 0),
@@ -43,6 +47,11 @@ export const ConfigSchema = T.Object({
   EVENT_STREAM_STALL_MS: Int(60_000, 10),
   // How long an Idempotency-Key is remembered: a repeat within it answers the first answer.
   IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
+  // Searches (domain/shared/search-gate.ts): how long a search's statement may run before it is
+  // stopped, and how many may hold a database connection at once in a process (never more than
+  // half of DB_POOL_SIZE, so that searches leave the inbox and posting connections of their own).
+  SEARCH_TIMEOUT_MS: Int(DEFAULT_SEARCH_TIMEOUT_MS, 10),
+  SEARCH_CONCURRENCY: Int(4, 1),
   // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.
   METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
   // The loss audit (domain/deliveries/loss-audit.ts): how often it runs, how old an owed doorbell must be to
@@ -122,6 +131,10 @@ function expected(schema: TSchema): string {
       : `a whole number from ${schema.minimum} to ${schema.maximum}`;
   }
   return 'a value that is not empty';
+}
+
+export function searchBounds(config: Config): SearchBounds {
+  return { timeoutMs: config.SEARCH_TIMEOUT_MS, concurrency: Math.max(1, Math.min(config.SEARCH_CONCURRENCY, Math.floor(config.DB_POOL_SIZE / 2))) };
 }
 
 export function retryDelays(config: Config): number[] {

@@ -1,5 +1,7 @@
 import { expect, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
+import { searchBounds } from '../src/config';
+import { searchGate } from '../src/domain/shared/search-gate';
 import { streamMcp } from '../src/mcp/server';
 import { createLogger } from '../src/log';
 import { useHarness } from './support/harness';
@@ -16,7 +18,7 @@ async function openStream(backlogBytes: number) {
   const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
   const agent = { id: randomUUID(), username: 'stream-reader' };
   const request = new Request('http://localhost/mcp', { headers: { accept: 'text/event-stream' } });
-  const ctx = { sql: h.db.sql, log, inboxSignal: h.inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: 60_000, stalledAfterMs: 60_000 };
+  const ctx = { sql: h.db.sql, searches: searchGate(h.db.sql, searchBounds(h.config)), log, inboxSignal: h.inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: 60_000, stalledAfterMs: 60_000 };
   let changed = () => {};
   let end = () => {};
   let unwatched = 0;

@@ -244,6 +244,26 @@ describe('odd input', () => {
     expect((await search(bob.key, { q: 'no such words anywhere' })).body).toEqual({ success: true, data: { results: [], next: null } });
   });
 
+  test('a cursor whose rank underflows a real (reads back as zero or a denormal) is a 400 over HTTP and MCP, not a database error', async () => {
+    const badCursor = 'after must be the next value of the previous page';
+    for (const rank of ['1e-999', '1e-40', '0.0000000000000000000000000000000000000000001', '5e-39']) {
+      const after = `${rank}_01a1ff80-d963-77fb-8efa-675ab5c7dfaa`;
+      const res = await search(bob.key, { q: 'okapi', after });
+      expect([rank, res.status, res.body]).toEqual([rank, 400, { success: false, error: badCursor }]);
+    }
+    const client = await mcpClient(at.base, bob.key);
+    try {
+      expect(await client.call('search_messages', { q: 'okapi', after: '1e-999_01a1ff80-d963-77fb-8efa-675ab5c7dfaa' })).toEqual({ error: badCursor });
+    } finally {
+      await client.close();
+    }
+    // A rank of zero, and the smallest normal real, are ranks PostgreSQL can answer.
+    for (const rank of ['0', '0.0', '1.1754944e-38']) {
+      const res = await search(bob.key, { q: 'okapi', after: `${rank}_01a1ff80-d963-77fb-8efa-675ab5c7dfaa` });
+      expect([rank, res.status]).toEqual([rank, 200]);
+    }
+  });
+
   test('the MCP tool answers the same sentences, and its annotations say it only reads', async () => {
     const client = await mcpClient(at.base, bob.key);
     try {

@@ -176,6 +176,36 @@ test('a post beyond the queue of posts waiting for the database is 503 with Retr
   }
 });
 
+test('searches past their bounds: stopped at SEARCH_TIMEOUT_MS (400), a third of one agent (429), past the queue (503 with Retry-After)', async () => {
+  const path = pathOf('/api/messages/search');
+  const searchers = await Promise.all(Array.from({ length: 19 }, () => h.agent(uniqueName('searcher'))));
+  const lock = await h.db.sql.reserve();
+  const asked: Promise<Reply>[] = [];
+  try {
+    await lock`begin`;
+    await lock`lock table message_search in access exclusive mode`;
+    const waitingForTheIndex = async () =>
+      (await h.db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%message_search ms%'`)[0]!.n;
+    const [first, ...others] = searchers;
+    asked.push(call('GET', path, { key: first!.key }), call('GET', path, { key: first!.key }));
+    await eventually(async () => (await waitingForTheIndex()) === 2 || null);
+    const third = await call('GET', path, { key: first!.key });
+    expect(third.status).toBe(429);
+    // Two more hold a connection and wait for the index; 32 wait for a turn; the rest are refused at once.
+    asked.push(...others.flatMap((s) => [call('GET', path, { key: s.key }), call('GET', path, { key: s.key })]));
+    const answered: Reply[] = [];
+    for (const reply of asked) void reply.then((r) => answered.push(r));
+    await eventually(async () => answered.filter((r) => r.status === 400).length === 4 || null, 15_000);
+  } finally {
+    await lock`rollback`;
+    lock.release();
+  }
+  const statuses = (await Promise.all(asked)).map((r) => r.status);
+  expect(statuses.filter((s) => s === 400)).toHaveLength(4);
+  expect(statuses.filter((s) => s === 503).length).toBeGreaterThanOrEqual(2);
+  expect(statuses.filter((s) => ![200, 400, 503].includes(s))).toEqual([]);
+});
+
 test('every route answers 503 in the envelope while the database is away', async () => {
   const sql = connect(h.db.url, 1);
   await sql.end();

@@ -181,7 +181,7 @@ export interface paths {
         };
         /**
          * Search messages
-         * @description Full-text search over the messages of every thread the caller can see (a participant, the thread not closed), or of one with `threadId`. Words are matched whole, case and accents aside, in the thread title, the summary and the content; the syntax is PostgreSQL's websearch: `invoice format` (both words), `"invoice format"` (the phrase), `-draft` (without), `pdf or csv`. Best match first, the newer first among equals; page with `after`. Each result has a short excerpt, not the body: read a message with the MCP tool read_message or the thread listing. Searching records no read.
+         * @description Full-text search over the messages of every thread the caller can see (a participant, the thread not closed), or of one with `threadId`. Words are matched whole, case and accents aside, in the thread title, the summary and the content; the syntax is PostgreSQL's websearch: `invoice format` (both words), `"invoice format"` (the phrase), `-draft` (without), `pdf or csv`. Best match first, the newer first among equals; page with `after`. Each result has a short excerpt, not the body: read a message with the MCP tool read_message or the thread listing. Searching records no read. A search is bounded: it is stopped after `SEARCH_TIMEOUT_MS` (5 s by default; 400: narrow it), an agent may have 2 under way at once (429), and a process runs a few at a time, the rest waiting their turn up to that bound (503 with `Retry-After` when none comes).
          */
         get: operations["searchMessages"];
         put?: never;
@@ -1496,6 +1496,16 @@ export interface operations {
             };
             /** @description No such record, or it is not visible to the caller. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller has as many of these under way as it may; wait for one to answer, then retry. */
+            429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

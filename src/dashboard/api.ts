@@ -15,6 +15,7 @@ import { postMessage } from '../domain/messages/messages';
 import { disconnectClient } from '../domain/oauth/oauth-connections';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people/people';
 import { searchText } from '../domain/shared/search';
+import { searchingIf, type SearchGate } from '../domain/shared/search-gate';
 import { listThreadsPage, threadFilter, threadMessages } from '../domain/threads/thread-overview';
 import { confirmClose, declineClose, getThread, removeParticipant } from '../domain/threads/threads';
 import { DASHBOARD_API, STREAM_PATH } from '../web/dashboard-protocol';
@@ -26,11 +27,20 @@ import { deliveryEvents, type DeliveryFeed } from './feed';
 import { clearedSessionCookie, clientAddress, dashboardGuard, sessionCookie, sessionToken } from '../web/person-session';
 import type { SessionStreams } from './session-streams';
 
-export type DashboardDeps = { sql: Sql; config: Config; log: Logger; metrics: Metrics; sendCode: CodeSender; feed: DeliveryFeed; streams: SessionStreams };
+export type DashboardDeps = {
+  sql: Sql;
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  searches: SearchGate;
+  sendCode: CodeSender;
+  feed: DeliveryFeed;
+  streams: SessionStreams;
+};
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
-export const dashboardApi = ({ sql, config, log, metrics, sendCode, feed, streams }: DashboardDeps) => {
+export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, feed, streams }: DashboardDeps) => {
   const policy = webhookUrlPolicy(config);
   return new Elysia({ name: 'dashboard-api', prefix: DASHBOARD_API })
     .use(dashboardGuard(sql, config))
@@ -123,7 +133,15 @@ export const dashboardApi = ({ sql, config, log, metrics, sendCode, feed, stream
     .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
       person: true,
     })
-    .get('/threads', async ({ query }) => ok(await listThreadsPage(sql, threadFilter(query), timeKeyedPageQuery(query))), { person: true })
+    .get(
+      '/threads',
+      async ({ person, query, request }) => {
+        const filter = threadFilter(query);
+        const page = timeKeyedPageQuery(query);
+        return ok(await searchingIf(searches, filter.search, person.id, request.signal, (db) => listThreadsPage(db, filter, page)));
+      },
+      { person: true },
+    )
     .get('/threads/:threadId', async ({ person, params }) => ok(await getThread(sql, personActor(person), params.threadId)), { person: true })
     .get(
       '/threads/:threadId/messages',
@@ -148,12 +166,21 @@ export const dashboardApi = ({ sql, config, log, metrics, sendCode, feed, stream
     )
     .get(
       '/deliveries',
-      async ({ query }) => ok(await listDeliveries(sql, deliveryFilter(query), pageQuery(query), config.STALLED_AFTER_MS)),
+      async ({ person, query, request }) => {
+        const filter = deliveryFilter(query);
+        const page = pageQuery(query);
+        return ok(await searchingIf(searches, filter.search, person.id, request.signal, (db) => listDeliveries(db, filter, page, config.STALLED_AFTER_MS)));
+      },
       { person: true },
     )
-    .get('/deliveries/failed-in-view', async ({ query }) => ok(await failedInView(sql, deliveryFilter(query), config.STALLED_AFTER_MS)), {
-      person: true,
-    })
+    .get(
+      '/deliveries/failed-in-view',
+      async ({ person, query, request }) => {
+        const filter = deliveryFilter(query);
+        return ok(await searchingIf(searches, filter.search, person.id, request.signal, (db) => failedInView(db, filter, config.STALLED_AFTER_MS)));
+      },
+      { person: true },
+    )
     .post(
       '/deliveries/resend-failed',
       async ({ body }) => {

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Config } from '../config';
 import type { Sql } from '../db/connect';
+import type { SearchGate } from '../domain/shared/search-gate';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { dashboardApi } from './api';
@@ -10,7 +11,7 @@ import { dashboardPages } from './pages';
 import { sessionStreams } from './session-streams';
 
 // Everything under /dashboard: the pages people use and the private JSON API behind them.
-export const dashboard = ({ sql, config, log, metrics }: { sql: Sql; config: Config; log: Logger; metrics: Metrics }) =>
+export const dashboard = ({ sql, config, log, metrics, searches }: { sql: Sql; config: Config; log: Logger; metrics: Metrics; searches: SearchGate }) =>
   new Elysia({ name: 'dashboard' })
     .use(dashboardPages(sql))
     .use(
@@ -19,6 +20,7 @@ export const dashboard = ({ sql, config, log, metrics }: { sql: Sql; config: Con
         config,
         log,
         metrics,
+        searches,
         sendCode: codeSender(config, log),
         feed: deliveryFeed(sql, config.STALLED_AFTER_MS, log),
         streams: sessionStreams(sql, config.SESSION_CHECK_MS, log),

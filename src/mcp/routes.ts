@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
+import type { SearchGate } from '../domain/shared/search-gate';
 import { LIMITS } from '../domain/shared/schemas';
 import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
@@ -53,6 +54,7 @@ export const mcpRoutes = (
   config: Config,
   // Where a client learns how to get an access token (the OAuth server's metadata), when OAuth is on.
   oauth: { resource: string; resourceMetadataUrl: string } | null,
+  searches: SearchGate,
 ) => {
   const refuseForeign = mcpOriginGuard(config);
   const app = new Elysia({ name: 'mcp-routes' })
@@ -84,7 +86,7 @@ export const mcpRoutes = (
       ({ agent, body, request, server }) => {
         holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+        const ctx = { sql, searches, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
         return answerMcp(request, body as string, ctx, requestLogger);
       },
       { agentWithRawBody: true, detail: { hide: true } },
@@ -95,7 +97,7 @@ export const mcpRoutes = (
         // Silent between updates, longer than Bun's idle limit allows by default.
         server?.timeout(request, 0);
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+        const ctx = { sql, searches, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
         const expiresAt = await credentialExpiresAt(sql, request.headers.get('authorization'), oauth?.resource);
         return streamMcp(request, ctx, requestLogger, { heartbeatMs: config.EVENT_HEARTBEAT_MS, backlogBytes: MCP_STREAM_BACKLOG_BYTES }, (changed, end) => {
           const askAgain = endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource);

@@ -25,9 +25,11 @@ import {
 import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads/threads';
 import { validate } from '../domain/shared/validate';
 import type { Logger } from '../log';
+import type { SearchGate } from '../domain/shared/search-gate';
 
 export type ToolContext = {
   sql: Sql;
+  searches: SearchGate;
   log: Logger;
   inboxSignal: InboxSignal;
   agent: Agent;
@@ -201,7 +203,7 @@ export const tools: Record<string, Tool> = {
     }),
     output: MessageSearchResults,
     hints: reads,
-    run: (ctx, args) => searchMessages(ctx.sql, asActor(ctx.agent), messageSearch(args)),
+    run: (ctx, args) => searchMessages(ctx.searches, asActor(ctx.agent), messageSearch(args), ctx.abort),
   },
   list_messages: {
     title: 'List messages',

@@ -29,10 +29,11 @@ export const REFUSAL_CODES = [
   'no_session',
   'agent_key',
   'cross_site',
-  // The request or the service: a body over the limit, no such route, the database too busy or away,
-  // a fault of ours.
+  // The request or the service: a body over the limit, no such route, a client that left before its
+  // answer, the database too busy or away, a fault of ours.
   'too_large',
   'no_route',
+  'client_left',
   'busy',
   'unavailable',
   'internal',

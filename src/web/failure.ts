@@ -1,6 +1,7 @@
 import { Overloaded } from '../db/batcher';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
-import { DomainError, type ErrorKind } from '../domain/shared/errors';
+import { ClientLeft, DomainError, type ErrorKind } from '../domain/shared/errors';
+import { SearchesBusy } from '../domain/shared/search-gate';
 import { BodyTooLarge } from './body';
 import type { RefusalCode } from './dashboard-protocol';
 import { internalError, statusOf, type Refusal } from './envelope';
@@ -28,7 +29,9 @@ export function failureOf(error: unknown, requestId: string): FailureAnswer {
     return { status: statusOf[error.kind], sentence: error.message, code, field: error.field, retryAfter: false, log: null };
   }
   if (error instanceof BodyTooLarge) return { status: 413, sentence: error.message, code: 'too_large', retryAfter: false, log: null };
-  if (error instanceof Overloaded) return { status: 503, sentence: error.message, code: 'busy', retryAfter: true, log: null };
+  if (error instanceof Overloaded || error instanceof SearchesBusy) return { status: 503, sentence: error.message, code: 'busy', retryAfter: true, log: null };
+  // Nobody reads this answer; 499 is what proxies record for a client that closed the request.
+  if (error instanceof ClientLeft) return { status: 499, sentence: error.message, code: 'client_left', retryAfter: false, log: null };
   if (isDatabaseUnavailable(error)) {
     return { status: 503, sentence: DATABASE_UNAVAILABLE, code: 'unavailable', retryAfter: false, log: 'database_unavailable' };
   }

@@ -5,7 +5,7 @@ import { handToTheQueue, type CommittedDoorbell } from '../domain/deliveries/doo
 import type { Logger } from '../log';
 import type { EndpointSlots } from './endpoint-slots';
 import { cutOnTheWire, type Notifier, type NotifyPayload } from './notify-task';
-import { settlesWithin } from './settles-within';
+import { settlesWithin } from '../settles-within';
 
 export type RingAtOnceDeps = {
   sql: Sql;

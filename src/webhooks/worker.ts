@@ -15,7 +15,7 @@ import { rememberWebhooks } from './credentials';
 import { endpointSlots } from './endpoint-slots';
 import { notifier as createNotifier } from './notify-task';
 import { ringAtOnce, type Ringer } from './ring-at-once';
-import { settlesWithin } from './settles-within';
+import { settlesWithin } from '../settles-within';
 import { REPUBLISH_TASK, republishTask } from './republish';
 import { sweeps } from '../sweeps';
 import { TEST_EVENT_TASK } from '../domain/agents/test-events';

@@ -94,7 +94,7 @@ type ProgressRow = {
 };
 
 // The select of ProgressRow, for a where clause to follow.
-const selectProgress = (sql: Sql) => sql`
+const selectProgress = (sql: Queries) => sql`
   select d.id, d.message_id as "messageId", d.thread_id as "threadId", t.title as thread, m.sender, m.summary,
          m.content, m.created_at as "messageCreatedAt", a.username as recipient, d.step, d.failed_step as "failedStep",
          d.error, d.webhook, d.created_at as "createdAt", d.next_attempt_at as "nextAttemptAt", d.notified_at as "notifiedAt",
@@ -154,7 +154,7 @@ function toProgress(r: ProgressRow, stalledAfterMs: number): DeliveryProgress {
 
 // One page of the deliveries matching the filter, one per row, newest first.
 export async function listDeliveries(
-  sql: Sql,
+  sql: Queries,
   filter: DeliveryFilter,
   page: PageQuery,
   stalledAfterMs: number,

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Queries, Sql } from '../../db/connect';
+import type { SearchGate } from '../shared/search-gate';
 import type { Actor } from '../agents/actors';
 import { invalid } from '../shared/errors';
 import { isId } from '../shared/ids';
@@ -32,6 +33,9 @@ export type MessageSearch = { text: string; threadId: string | null; limit: numb
 type SearchCursor = { rank: string; id: string };
 const CURSOR = /^(\d+(?:\.\d+)?(?:e-\d+)?)_([0-9a-f-]{36})$/;
 
+// The smallest normal single-precision number: a real below it is out of range on PostgreSQL 15.
+const SMALLEST_REAL = 1.1754943508222875e-38;
+
 const NO_WORDS =
   'q has no words to search for: give at least one word that is not excluded with -';
 
@@ -45,15 +49,28 @@ export function messageSearch(raw: Record<string, unknown>): MessageSearch {
   let after: SearchCursor | null = null;
   if (raw.after !== undefined && raw.after !== null && raw.after !== '') {
     const match = typeof raw.after === 'string' ? CURSOR.exec(raw.after) : null;
-    // A rank is a PostgreSQL real: a number it cannot hold was never a rank it answered.
+    // A rank is a PostgreSQL real: a number it cannot hold (too large, or so small that it is not
+    // zero and reads back as zero or as a denormal, which PostgreSQL 15 refuses) was never a rank
+    // it answered.
     const rank = match ? Math.fround(Number(match[1])) : NaN;
-    if (!match || !isId(match[2]) || !Number.isFinite(rank) || (rank === 0 && Number(match[1]) !== 0)) {
+    const zero = match !== null && !/[1-9]/.test(match[1]!);
+    if (!match || !isId(match[2]) || !Number.isFinite(rank) || (zero ? rank !== 0 : rank < SMALLEST_REAL)) {
       throw invalid('after must be the next value of the previous page', 'after');
     }
     after = { rank: match[1]!, id: match[2] };
   }
   return { text, threadId, limit: listLimit(raw.limit), after };
 }
+
+// What an excerpt marks: each word the query looks for (not one it excludes), wherever it stands,
+// as any of them. Never the query itself: on PostgreSQL 15 ts_headline's time and memory double
+// with each word of a phrase whose words repeat in the message (14 words of one repeated word took
+// a backend past 1.5 GB), and even where they do not, a phrase or many words joined by "and" cost
+// it a pass over the message per possible match. Words joined by "or" cost one pass. The words are
+// taken from the query's own text, where each is quoted ('it''s'), so that they are read back the
+// same.
+const highlighted = (sql: Queries, query: PendingQuery<Row[]>) => sql`
+  (select string_agg(distinct w[1], ' | ')::tsquery from regexp_matches(querytree(${query})::text, '''(?:[^'']|'''')*''', 'g') w)`;
 
 type HitRow = {
   messageId: string;
@@ -73,15 +90,10 @@ type HitRow = {
 const EXCERPT_MAX = 300;
 
 // Best match first (ts_rank, shorter messages above long ones that mention the words in passing),
-// the newer first among equals. Records no read: only reading a message does.
-export async function searchMessages(sql: Sql, actor: Actor, search: MessageSearch): Promise<MessageSearchResults> {
-  // Planned for the words asked each time: a plan cached for one query (PostgreSQL's generic plan,
-  // after five runs of a prepared statement) would serve a rare word and a common one alike, and
-  // for a common word read every match in the table instead of the agent's threads.
-  return sql.begin('read only', async (tx) => {
-    await tx`set local plan_cache_mode = force_custom_plan`;
-    return searchWithin(tx, actor, search);
-  });
+// the newer first among equals. Records no read: only reading a message does. Runs under the
+// search bounds (search-gate.ts): `abort` is the caller's request.
+export function searchMessages(searches: SearchGate, actor: Actor, search: MessageSearch, abort?: AbortSignal): Promise<MessageSearchResults> {
+  return searches.run(actor.id, abort, (tx) => searchWithin(tx, actor, search));
 }
 
 async function searchWithin(tx: Queries, actor: Actor, search: MessageSearch): Promise<MessageSearchResults> {
@@ -93,14 +105,14 @@ async function searchWithin(tx: Queries, actor: Actor, search: MessageSearch): P
   const rows = await tx<HitRow[]>`
     select page.message_id as "messageId", page.thread_id as "threadId", t.title as "threadTitle", m.sender,
            m.created_at as "createdAt", m.summary, case when m.summary is null then m.content end as content,
-           ts_headline('ams_search', m.content, page.query,
+           ts_headline('ams_search', m.content, page.highlight,
                        'StartSel=**, StopSel=**, MaxWords=30, MinWords=12, ShortWord=2, MaxFragments=2, FragmentDelimiter=" … "') as excerpt,
            page.rank::float8::text || '_' || page.message_id::text as cursor
     from (
-      select hit.message_id, hit.thread_id, hit.rank, hit.query
+      select hit.message_id, hit.thread_id, hit.rank, hit.highlight
       from (
-        select ms.message_id, ms.thread_id, ts_rank(ms.document, q.query, 1) as rank, q.query
-        from message_search ms, (select ${tsquery(tx, search.text)} as query) q
+        select ms.message_id, ms.thread_id, ts_rank(ms.document, q.query, 1) as rank, q.highlight
+        from message_search ms, (select query, ${highlighted(tx, tx`query`)} as highlight from (select ${tsquery(tx, search.text)} as query) t) q
         where ms.document @@ q.query
           and ${search.threadId ? tx`ms.thread_id = ${search.threadId} and ${agentSeesThread(tx, tx`ms.thread_id`, actor.id)}` : tx`ms.thread_id = any(array(${threadsAgentSees(tx, actor.id)}))`}
       ) hit

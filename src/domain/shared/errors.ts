@@ -23,3 +23,12 @@ export const conflict = (message: string) => new DomainError('conflict', message
 // What the caller asked for existed and no longer does (an event stream's cursor past retention).
 export const gone = (message: string) => new DomainError('gone', message);
 export const rateLimited = (message: string) => new DomainError('rate_limited', message);
+
+// The caller went away before its answer (the request aborted): what it asked was stopped, and
+// nobody is left to tell.
+export class ClientLeft extends Error {
+  constructor() {
+    super('The client left before the answer.');
+    this.name = 'ClientLeft';
+  }
+}

@@ -1,4 +1,4 @@
-import type { Queries, Sql } from '../../db/connect';
+import type { Queries } from '../../db/connect';
 import { invalid } from './errors';
 import { isId } from './ids';
 import { PAGE } from './limits';
@@ -62,12 +62,12 @@ export function timeKeyedPageQuery(raw: Record<string, unknown>): TimeKeyedPageQ
 }
 
 // The cursor of a row, from its time and id columns.
-export const timeKeyOf = (sql: Sql, at: ReturnType<Sql>, id: ReturnType<Sql>) => sql`
+export const timeKeyOf = (sql: Queries, at: ReturnType<Queries>, id: ReturnType<Queries>) => sql`
   (extract(epoch from ${at}) * 1000000)::bigint::text || '_' || ${id}::text`;
 
 // The key conditions on (at, id), each preceded by `and`, for a list ordered by both descending and
 // cut at limit + 1: `after` exclusive, `since` inclusive, as keyBounds. The time is sent as text:
 // sent as a timestamp, the driver would make a Date of it, which keeps milliseconds only.
-export const timeKeyBounds = (sql: Sql, at: ReturnType<Sql>, id: ReturnType<Sql>, page: TimeKeyedPageQuery) => sql`
+export const timeKeyBounds = (sql: Queries, at: ReturnType<Queries>, id: ReturnType<Queries>, page: TimeKeyedPageQuery) => sql`
   ${page.after ? sql`and (${at}, ${id}) < (${page.after.at}::text::timestamptz, ${page.after.id}::uuid)` : sql``}
   ${page.since ? sql`and (${at}, ${id}) >= (${page.since.at}::text::timestamptz, ${page.since.id}::uuid)` : sql``}`;

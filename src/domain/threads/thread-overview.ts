@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/connect';
+import type { Queries, Sql } from '../../db/connect';
 import { isRetrying, isStalled } from '../deliveries/delivery-states';
 import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
@@ -27,7 +27,7 @@ export type ListedThread = ThreadRecord & { lastActivityAt: string; cursor: stri
 // Most recent activity first (threads_activity_idx); a search looks for any part of a title, a goal
 // or a participant's name, each read through its own index (trigram indexes for the first two), so
 // that a search for something rare never reads every thread.
-export async function listThreadsPage(sql: Sql, filter: ThreadFilter, page: TimeKeyedPageQuery): Promise<Page<ListedThread>> {
+export async function listThreadsPage(sql: Queries, filter: ThreadFilter, page: TimeKeyedPageQuery): Promise<Page<ListedThread>> {
   const pattern = filter.search ? containing(filter.search) : null;
   const rows = await sql<(ThreadRow & { lastActivityAt: Date; cursor: string })[]>`
     ${selectThreads(sql, sql`, t.last_activity_at as "lastActivityAt", ${timeKeyOf(sql, sql`t.last_activity_at`, sql`t.id`)} as cursor`)}
