@@ -23,7 +23,7 @@ export function endpointAlertsTask(deps: AlertDeps): Task {
     if (transitions.length === 0) return;
     const people = deps.mailer ? await everyPersonsEmail(deps.sql) : [];
     for (const t of transitions) {
-      deps.log.warn(`webhook_endpoint_${t.transition}`, {
+      deps.log.warn(LOG_EVENT[t.transition], {
         agent: t.username, url: t.url, stage: t.stage, failingSince: t.failingSince,
         lastFailure: describeOutcome({ status: t.lastFailureStatus, error: t.lastFailureError }),
       });
@@ -32,6 +32,9 @@ export function endpointAlertsTask(deps: AlertDeps): Task {
     }
   };
 }
+
+// Spelled out, so that each event can be found in the code by the name the logs carry.
+const LOG_EVENT = { warned: 'webhook_endpoint_warned', disabled: 'webhook_endpoint_disabled' } as const;
 
 function alertMail(t: HealthTransition, { rule, publicUrl }: AlertDeps) {
   const failing = `${t.username}'s webhook (${t.url}) has answered no attempt with 2xx since ${t.failingSince}; the last attempt: ${describeOutcome({ status: t.lastFailureStatus, error: t.lastFailureError })}.`;
