@@ -313,6 +313,38 @@ describe('refusals', () => {
     expect((await fine.next())!.id).toBe(second.id);
     await fine.close();
   });
+
+  test('an id never given to the agent is 400, however plausible: a made-up position, an event of another agent, one of its own with the order changed', async () => {
+    const sender = await h.agent('made-up-sender');
+    const agent = await h.agent('made-up-listener');
+    const other = await h.agent('made-up-other');
+    const threadId = await h.thread(sender, [agent, other], 'Made up');
+    const mine = await open(agent);
+    const theirs = await open(other);
+    await h.post(sender, threadId, 'one');
+    const event = (await mine.next())!;
+    const foreign = (await theirs.next())!;
+    await mine.close();
+    await theirs.close();
+    const [xid, seq] = event.id!.split('-');
+    const notOurs = { success: false, error: 'Last-Event-ID must be the id of an event this stream sent (two whole numbers joined by "-").' };
+    // A stream wrongly opened is let go, so that the test fails on its status rather than waiting.
+    const answer = async (path: string, headers: Record<string, string> = {}) => {
+      const response = await h.app.handle(new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${agent.key}`, ...headers } }));
+      if (response.status === 200) return void (await response.body!.cancel());
+      return [response.status, await response.json()];
+    };
+    for (const id of ['0-0', '1-1', `${xid}-${BigInt(seq!) + 1000n}`, `${BigInt(xid!) - 1n}-${seq}`, foreign.id!]) {
+      expect([id, await answer('/api/events', { 'last-event-id': id })]).toEqual([id, [400, notOurs]]);
+      expect([id, await answer(`/api/events?lastEventId=${encodeURIComponent(id)}`)]).toEqual([id, [400, notOurs]]);
+    }
+    // Its own id resumes, with what came after it.
+    const { id: later } = await h.post(sender, threadId, 'two');
+    const resumed = await open(agent, { 'last-event-id': event.id! });
+    expect(resumed.response.status).toBe(200);
+    expect((await resumed.next())!.data.messageId).toBe(later);
+    await resumed.close();
+  });
 });
 
 describe('two instances', () => {
