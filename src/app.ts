@@ -15,6 +15,7 @@ import { errorHandling } from './web/errors';
 import type { LossAuditor } from './domain/deliveries/loss-audit';
 import { createMetrics, type Metrics } from './metrics';
 import { healthRoutes, type WorkerPulse } from './web/health';
+import { heldStreams } from './web/held-streams';
 import { metricsRoutes } from './web/metrics';
 import { nulGuard } from './web/nul-guard';
 import { requestIds } from './web/request-id';
@@ -40,6 +41,8 @@ export type AppDeps = {
 
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
 export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null }: AppDeps) {
+  // One count for the process, whichever door a stream is held through.
+  const streams = heldStreams(config.STREAMS_PER_AGENT);
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
@@ -53,9 +56,9 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(threadRoutes(sql, agentCache, log, config))
     .use(searchRoutes(sql, agentCache))
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
-    .use(eventRoutes(sql, inboxSignal, agentCache, log, config))
-    .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth))
-    .use(a2aRoutes(sql, inboxSignal, agentCache, log, config))
+    .use(eventRoutes(sql, inboxSignal, agentCache, streams, log, config))
+    .use(mcpRoutes(sql, inboxSignal, agentCache, streams, log, config, oauth))
+    .use(a2aRoutes(sql, inboxSignal, agentCache, streams, log, config))
     .use(consentRoutes(sql, config, log, oauth))
     .use(dashboard({ sql, config, log, metrics }));
 }

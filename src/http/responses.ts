@@ -27,6 +27,7 @@ const meaning = {
   404: 'No such record, or it is not visible to the caller.',
   410: 'What the request names existed and is no longer kept.',
   413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',
+  429: 'The agent already holds as many streams open as it may (STREAMS_PER_AGENT, on this server process); open another once one has ended.',
   500: 'An unexpected fault, logged by the service. Nothing about the request will fix it.',
   503: 'The database is unavailable for a moment; retry with backoff. Nothing was changed.',
 } as const;
@@ -59,7 +60,7 @@ export function responses<S extends TSchema>(
   method: 'get' | 'post',
   status: 200 | 201,
   data: S,
-  own: Partial<Record<400 | 403 | 404 | 410 | 503, Examples>> = {},
+  own: Partial<Record<400 | 403 | 404 | 410 | 429 | 503, Examples>> = {},
 ) {
   const post = method === 'post' ? everyPost : { 400: {}, 413: undefined };
   const failures: Partial<Record<FailureStatus, Examples>> = {
@@ -69,6 +70,7 @@ export function responses<S extends TSchema>(
     404: own[404],
     410: own[410],
     413: post[413],
+    429: own[429],
     500: everyRoute[500],
     503: { ...own[503], ...everyRoute[503] },
   };
