@@ -16,6 +16,7 @@ import { errorHandling } from './web/errors';
 import type { LossAuditor } from './domain/deliveries/loss-audit';
 import { createMetrics, type Metrics } from './metrics';
 import { healthRoutes, type WorkerPulse } from './web/health';
+import { heldStreams } from './web/held-streams';
 import { metricsRoutes } from './web/metrics';
 import { nulGuard } from './web/nul-guard';
 import { requestIds } from './web/request-id';
@@ -43,6 +44,8 @@ export type AppDeps = {
 export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null }: AppDeps) {
   // One per process: the bound on searches holds across every door that searches.
   const searches = searchGate(sql, searchBounds(config));
+  // One count for the process, whichever door a stream is held through.
+  const streams = heldStreams(config.STREAMS_PER_AGENT);
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
@@ -56,9 +59,9 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(threadRoutes(sql, agentCache, log, config))
     .use(searchRoutes(sql, agentCache, searches))
     .use(receiptRoutes(sql, inboxSignal, agentCache, config))
-    .use(eventRoutes(sql, inboxSignal, agentCache, log, config))
-    .use(mcpRoutes(sql, inboxSignal, agentCache, log, config, oauth, searches))
-    .use(a2aRoutes(sql, inboxSignal, agentCache, log, config))
+    .use(eventRoutes(sql, inboxSignal, agentCache, streams, log, config))
+    .use(mcpRoutes(sql, inboxSignal, agentCache, streams, log, config, oauth, searches))
+    .use(a2aRoutes(sql, inboxSignal, agentCache, streams, log, config))
     .use(consentRoutes(sql, config, log, oauth))
     .use(dashboard({ sql, config, log, metrics, searches }));
 }

@@ -45,6 +45,9 @@ export const ConfigSchema = T.Object({
   EVENT_RETENTION_HOURS: Int(168, 1),
   EVENT_HEARTBEAT_MS: Int(15_000, 10),
   EVENT_STREAM_STALL_MS: Int(60_000, 10),
+  // Streams one agent may hold open at once on one process: event streams, MCP GET streams and A2A
+  // streams together (web/held-streams.ts).
+  STREAMS_PER_AGENT: Int(100, 1),
   // How long an Idempotency-Key is remembered: a repeat within it answers the first answer.
   IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
   // Searches (domain/shared/search-gate.ts): how long a search's statement may run before it is

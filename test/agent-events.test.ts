@@ -9,7 +9,7 @@ import { silentLogger } from '../src/log';
 import { createService, type HttpService } from '../src/service';
 import { callApp, useHarness, type TestAgent } from './support/harness';
 
-const h = useHarness({ EVENT_STREAM_STALL_MS: '300', EVENT_HEARTBEAT_MS: '50' });
+const h = useHarness({ EVENT_STREAM_STALL_MS: '300', EVENT_HEARTBEAT_MS: '50', STREAMS_PER_AGENT: '3' });
 const person = { kind: 'person' as const, id: '00000000-0000-7000-8000-000000000000', username: 'operator' };
 
 type Event = { id?: string; event?: string; data?: any; comment?: string };
@@ -312,6 +312,122 @@ describe('refusals', () => {
     expect(fine.response.status).toBe(200);
     expect((await fine.next())!.id).toBe(second.id);
     await fine.close();
+  });
+
+  test('an id never given to the agent is 400, however plausible: a made-up position, an event of another agent, one of its own with the order changed', async () => {
+    const sender = await h.agent('made-up-sender');
+    const agent = await h.agent('made-up-listener');
+    const other = await h.agent('made-up-other');
+    const threadId = await h.thread(sender, [agent, other], 'Made up');
+    const mine = await open(agent);
+    const theirs = await open(other);
+    await h.post(sender, threadId, 'one');
+    const event = (await mine.next())!;
+    const foreign = (await theirs.next())!;
+    await mine.close();
+    await theirs.close();
+    const [xid, seq] = event.id!.split('-');
+    const notOurs = { success: false, error: 'Last-Event-ID must be the id of an event this stream sent (two whole numbers joined by "-").' };
+    // A stream wrongly opened is let go, so that the test fails on its status rather than waiting.
+    const answer = async (path: string, headers: Record<string, string> = {}) => {
+      const response = await h.app.handle(new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${agent.key}`, ...headers } }));
+      if (response.status === 200) return void (await response.body!.cancel());
+      return [response.status, await response.json()];
+    };
+    for (const id of ['0-0', '1-1', `${xid}-${BigInt(seq!) + 1000n}`, `${BigInt(xid!) - 1n}-${seq}`, foreign.id!]) {
+      expect([id, await answer('/api/events', { 'last-event-id': id })]).toEqual([id, [400, notOurs]]);
+      expect([id, await answer(`/api/events?lastEventId=${encodeURIComponent(id)}`)]).toEqual([id, [400, notOurs]]);
+    }
+    // Its own id resumes, with what came after it.
+    const { id: later } = await h.post(sender, threadId, 'two');
+    const resumed = await open(agent, { 'last-event-id': event.id! });
+    expect(resumed.response.status).toBe(200);
+    expect((await resumed.next())!.data.messageId).toBe(later);
+    await resumed.close();
+  });
+});
+
+describe('streams held at once', () => {
+  const tooMany = {
+    success: false,
+    error: 'This agent already holds 3 streams open on this server (event streams, MCP GET streams and A2A streams together), the most one agent may: close one before opening another.',
+  };
+  const mcpStream = (agent: TestAgent, signal?: AbortSignal) =>
+    h.app.handle(new Request('http://localhost/mcp', { headers: { authorization: `Bearer ${agent.key}`, accept: 'text/event-stream' }, signal }));
+  const a2a = (agent: TestAgent, to: TestAgent, method: string, params: unknown) =>
+    h.app.handle(
+      new Request(`http://localhost/a2a/agents/${to.username}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${agent.key}`, 'content-type': 'application/json', 'a2a-version': '1.0' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method, params }),
+      }),
+    );
+  const refusalOf = async (response: Response) => {
+    if (response.status === 200 && response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      await response.body!.cancel();
+      return 'a stream';
+    }
+    return [response.status, await response.json()];
+  };
+  const messagesFrom = async (agent: TestAgent) =>
+    (await h.db.sql`select count(*)::int as n from messages m join agents a on a.id = m.sender_agent_id where a.username = ${agent.username}`)[0]!.n;
+
+  test('an agent holds at most STREAMS_PER_AGENT at once, through every door together; one more is refused before anything is done, until one ends', async () => {
+    const agent = await h.agent('many-streams');
+    const peer = await h.agent('many-streams-peer');
+    const first = await open(agent);
+    const second = await open(agent);
+    const mcp = await mcpStream(agent);
+    expect([first.response.status, second.response.status, mcp.status]).toEqual([200, 200, 200]);
+
+    expect(await refusalOf(await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${agent.key}` } })))).toEqual([429, tooMany]);
+    expect(await refusalOf(await mcpStream(agent))).toEqual([429, tooMany]);
+    const sent = await messagesFrom(agent);
+    const streamed = await a2a(agent, peer, 'SendStreamingMessage', { message: { messageId: 'one-too-many', role: 'ROLE_USER', parts: [{ text: 'hello' }] } });
+    const invalidParams = [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'a2a-protocol.org', reason: 'INVALID_PARAMS' }];
+    expect(await refusalOf(streamed)).toEqual([200, { jsonrpc: '2.0', id: 7, error: { code: -32602, message: tooMany.error, data: invalidParams } }]);
+    // Refused before the message was sent: nothing was posted.
+    expect(await messagesFrom(agent)).toBe(sent);
+    // The bound is each agent's own.
+    const other = await open(peer);
+    expect(other.response.status).toBe(200);
+    await other.close();
+
+    // A stream that ends gives its place back, whichever door it came through.
+    await first.close();
+    const again = await open(agent);
+    expect(again.response.status).toBe(200);
+    await mcp.body!.cancel();
+    const viaA2A = await a2a(agent, peer, 'SendStreamingMessage', { message: { messageId: 'now-there-is-room', role: 'ROLE_USER', parts: [{ text: 'hello' }] } });
+    expect(viaA2A.headers.get('content-type')).toStartWith('text/event-stream');
+    expect(await messagesFrom(agent)).toBe(sent + 1);
+    expect(await refusalOf(await mcpStream(agent))).toEqual([429, tooMany]);
+    await viaA2A.body!.cancel();
+    await second.close();
+    await again.close();
+  });
+
+  test('a stream refused, failed or abandoned before it started holds no place', async () => {
+    const agent = await h.agent('no-leaks');
+    const held = await open(agent);
+    for (let i = 0; i < 5; i++) {
+      // Refused by the domain after the place was taken.
+      const refused = await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${agent.key}`, 'last-event-id': '0-0' } }));
+      expect(refused.status).toBe(400);
+      await refused.body?.cancel();
+      // The client left while the stream was being opened.
+      const gone = await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${agent.key}` }, signal: AbortSignal.abort() }));
+      expect(gone.status).toBe(200);
+      expect((await mcpStream(agent, AbortSignal.abort())).status).toBe(200);
+      // A client of /mcp that does not take a stream is refused by the transport.
+      const notAStream = await h.app.handle(new Request('http://localhost/mcp', { headers: { authorization: `Bearer ${agent.key}`, accept: 'application/json' } }));
+      expect(notAStream.status).toBe(406);
+      await notAStream.body?.cancel();
+    }
+    const more = [await open(agent), await open(agent)];
+    expect(more.map((s) => s.response.status)).toEqual([200, 200]);
+    expect(await refusalOf(await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${agent.key}` } })))).toEqual([429, tooMany]);
+    for (const s of [held, ...more]) await s.close();
   });
 });
 

@@ -37,14 +37,19 @@ function listener(args: string[], key: string | undefined) {
       lines.push(...parts);
     }
   })();
-  const stderr = new Response(child.stderr).text();
+  let stderr = '';
+  const readingErrors = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) stderr += decoder.decode(chunk, { stream: true });
+  })();
   return {
     child,
     lines,
+    stderr: () => stderr,
     async ended() {
       const code = await child.exited;
-      await reading;
-      return { code, stderr: await stderr };
+      await Promise.all([reading, readingErrors]);
+      return { code, stderr };
     },
   };
 }
@@ -140,4 +145,25 @@ test('a refused key is exit 1, events no longer kept are exit 3, each with the s
   expect(await readFile(join(dir, 'state'), 'utf8')).toBe('');
   const none = listener([], undefined);
   expect(await none.ended()).toEqual({ code: 1, stderr: 'Set AMS_AGENT_KEY to the agent key (agt_…).\n' });
+});
+
+test('an agent holding every stream it may is told why on stderr, and the listener connects once a place is free', async () => {
+  const { agent, threadId } = await recipientWithThread();
+  const held: Response[] = [];
+  for (let i = 0; i < h.config.STREAMS_PER_AGENT; i++) {
+    held.push(await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${agent.key}` } })));
+  }
+  expect(held.filter((r) => r.status !== 200)).toEqual([]);
+  const run = listener([], agent.key);
+  const refused =
+    'The event stream dropped (This agent already holds 100 streams open on this server (event streams, MCP GET streams and A2A streams together), the most one agent may: close one before opening another.); connecting again in 500 ms.\n';
+  await eventually(async () => run.stderr().startsWith(refused), 10_000);
+  await held.pop()!.body!.cancel();
+  await listening(h.config.STREAMS_PER_AGENT);
+  const { id } = await h.post(sender, threadId, 'there was room after all');
+  await eventually(async () => run.lines.length === 1, 10_000);
+  expect(JSON.parse(run.lines[0]!).data.messageId).toBe(id);
+  run.child.kill('SIGTERM');
+  expect((await run.ended()).code).toBe(0);
+  for (const response of held) await response.body!.cancel();
 });

@@ -131,6 +131,15 @@ test('every operation answers its own refusals as documented', async () => {
   // Events after this id were removed by the retention sweep.
   await h.db.sql`insert into agent_event_floors (agent_id, xid, seq) select id, '2', 1 from agents where username = ${member.username}`;
   expect(await statusOf('GET', '/api/events?lastEventId=1-1', { key: member.key })).toBe(410);
+  // One stream more than an agent may hold at once.
+  const holder = await h.agent(uniqueName('holder'));
+  const held: Response[] = [];
+  for (let i = 0; i < h.config.STREAMS_PER_AGENT; i++) {
+    held.push(await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${holder.key}` } })));
+  }
+  expect(held.filter((r) => r.status !== 200)).toEqual([]);
+  expect(await statusOf('GET', '/api/events', { key: holder.key })).toBe(429);
+  for (const response of held) await response.body!.cancel();
 });
 
 test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or oversized body', async () => {
@@ -204,7 +213,7 @@ test('searches past their bounds: stopped at SEARCH_TIMEOUT_MS (400), a third of
   expect(statuses.filter((s) => s === 400)).toHaveLength(4);
   expect(statuses.filter((s) => s === 503).length).toBeGreaterThanOrEqual(2);
   expect(statuses.filter((s) => ![200, 400, 503].includes(s))).toEqual([]);
-});
+}, 30_000);
 
 test('every route answers 503 in the envelope while the database is away', async () => {
   const sql = connect(h.db.url, 1);

@@ -231,6 +231,8 @@ export interface paths {
          *     To resume after a disconnect, send the last id received as the `Last-Event-ID` header (EventSource does so by itself) or as `lastEventId`: every event after it is sent, in order, none twice. Events are kept for `EVENT_RETENTION_HOURS` (168 by default); resuming from before what was removed is 410: the client opens the stream afresh and reads its inbox (GET /api/deliveries). Without an id, the stream starts now: open it first, then read the inbox, and drop repeats by deliveryId.
          *
          *     A comment (`: keep-alive`) comes every 15 s by default, so proxies keep the connection open. The stream ends when the agent is archived (reconnecting is 401), and is cut when the client leaves events unread for a minute; it resumes by id.
+         *
+         *     An agent holds at most `STREAMS_PER_AGENT` streams (100 by default) open at once on one server process, event streams, MCP GET streams and A2A streams together; one more is 429 until one of them ends. One stream carries every event of the agent: a client needs no second one.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -1504,7 +1506,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller has as many of these under way as it may; wait for one to answer, then retry. */
+            /** @description The caller already has as many of these under way or open as it may; wait for one to end, then retry. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1686,6 +1688,16 @@ export interface operations {
             };
             /** @description What the request names existed and is no longer kept. */
             410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller already has as many of these under way or open as it may; wait for one to end, then retry. */
+            429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

@@ -47,6 +47,9 @@ export type A2AContext = {
   abort: AbortSignal;
   // Called when what the caller's key answers for may have changed, while a stream is open.
   credentialChanged: () => void;
+  // Takes one of the caller's places for a stream (web/held-streams.ts), or refuses when it holds
+  // all of them; answers how to give it back.
+  holdStream: () => () => void;
   requestId: string;
   caller: Agent;
   // The agent whose address was called: every task here is the delivery of a message to it.
@@ -257,12 +260,17 @@ async function answered<T>(ctx: A2AContext, run: () => Promise<T>): Promise<T> {
   }
 }
 
-// The same for a stream: a refusal before its first event, or a fault while it runs.
+// The same for a stream: a refusal before its first event (the caller holding every stream it may
+// is one, before anything is sent), or a fault while it runs. Its place is given back however it ends.
 async function* streamed<T>(ctx: A2AContext, run: () => AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+  let release: (() => void) | null = null;
   try {
+    release = ctx.holdStream();
     yield* run();
   } catch (error) {
     throw asA2AError(ctx, error);
+  } finally {
+    release?.();
   }
 }
 

@@ -13,6 +13,7 @@ import { agentAuth, bearerChallenge } from '../web/agent-auth';
 import { requestIdOf, requestLog } from '../web/request-id';
 import { eventStreamResponse, type EventSink } from '../web/event-stream';
 import { endWhenRevoked } from '../web/held-credential';
+import type { HeldStreams } from '../web/held-streams';
 import { A2A_VERSION, agentCard } from './agent-card';
 import { a2aRequestHandler } from './request-handler';
 
@@ -30,7 +31,7 @@ const STREAM_BACKLOG_BYTES = 256 * 1024;
 // for the card of an agent whose owner chose to list it: no stranger learns which names exist.
 // Refusals before the JSON-RPC request is read (no key: 401, no such agent: 404) are in the
 // service's envelope; everything after is JSON-RPC, in the SDK's transport.
-export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, log: Logger, config: Config) =>
+export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, streams: HeldStreams, log: Logger, config: Config) =>
   new Elysia({ name: 'a2a-routes', prefix: '/a2a/agents' })
     .use(agentAuth(sql, agentCache))
     .get(
@@ -73,6 +74,7 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           log: requestLogger,
           abort: AbortSignal.any([request.signal, ended.signal]),
           credentialChanged: endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end),
+          holdStream: () => streams.take(agent.id),
           requestId: requestIdOf(request),
           caller: agent,
           recipient,

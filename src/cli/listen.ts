@@ -61,15 +61,17 @@ export async function followEvents(options: StreamClient, { handOn, err, signal 
       if (lastId) headers['last-event-id'] = lastId;
       heard();
       const res = await fetch(`${options.baseUrl}/api/events`, { headers, signal: connection.signal });
-      if (res.status === 401 || res.status === 400 || res.status === 410) {
+      if (!res.ok || !res.body) {
         const body = (await res.json().catch(() => null)) as { error?: string } | null;
-        err(body?.error ?? `The service answered HTTP ${res.status}.`);
+        const said = body?.error ?? `The service answered HTTP ${res.status}.`;
+        // Anything else (the agent holding every stream it may, the database away) may pass: try again.
+        if (res.status !== 401 && res.status !== 400 && res.status !== 410) throw new Error(said);
+        err(said);
         if (res.status !== 410) return REFUSED;
         // The id kept is no use any more: the next start begins afresh instead of being refused again.
         if (options.stateFile) await writeStateFile(options.stateFile, '');
         return EVENTS_GONE;
       }
-      if (!res.ok || !res.body) throw new Error(`The service answered HTTP ${res.status}.`);
       const events = res.body
         .pipeThrough(new TextDecoderStream())
         .pipeThrough(new EventSourceParserStream({ onComment: heard }));

@@ -9,6 +9,7 @@ import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
 import { eventStreamResponse, sseEvent, type EventSink } from '../web/event-stream';
 import { endWhenRevoked } from '../web/held-credential';
+import { tooManyStreams, type HeldStreams } from '../web/held-streams';
 import { EVENT_STREAM, type EventStreamDoc } from './openapi';
 import { documentedAs } from './query';
 import { responses } from './responses';
@@ -124,14 +125,22 @@ function followEvents(
   };
 }
 
-export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, log: Logger, config: Config) =>
+export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, streams: HeldStreams, log: Logger, config: Config) =>
   new Elysia({ name: 'event-routes', prefix: '/api/events', detail: { tags: ['Events'] } }).use(agentAuth(sql, agentCache)).get(
     '',
     async ({ agent, query, request, server }) => {
-      const after = request.headers.get('last-event-id') ?? query.lastEventId ?? null;
-      const start = await streamStart(sql, agent, after, config.EVENT_RETENTION_HOURS);
-      // Read before answering, so that a database fault is answered in the envelope.
-      const first = await eventsAfter(sql, agent, start, PAGE);
+      // Taken first, so that a refused stream costs the database nothing.
+      const release = streams.take(agent.id);
+      let first: EventPage;
+      try {
+        const after = request.headers.get('last-event-id') ?? query.lastEventId ?? null;
+        const start = await streamStart(sql, agent, after, config.EVENT_RETENTION_HOURS);
+        // Read before answering, so that a database fault is answered in the envelope.
+        first = await eventsAfter(sql, agent, start, PAGE);
+      } catch (error) {
+        release();
+        throw error;
+      }
       // The stream is silent between heartbeats, longer than Bun's idle limit allows by default.
       server?.timeout(request, 0);
       return eventStreamResponse({
@@ -140,7 +149,13 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
         heartbeatMs: config.EVENT_HEARTBEAT_MS,
         log,
         cutLog: { event: 'event_stream_dropped', reason: 'the client stopped reading' },
-        open: (sink) => followEvents({ sql, inboxSignal, log, config }, agent, request, first, sink),
+        open: (sink) => {
+          const stop = followEvents({ sql, inboxSignal, log, config }, agent, request, first, sink);
+          return () => {
+            stop();
+            release();
+          };
+        },
       });
     },
     {
@@ -149,6 +164,7 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
       response: responses('get', 200, t.String(), {
         400: { badLastEventId: NOT_OURS },
         410: { eventsGone: eventsGoneSentence(168) },
+        429: { tooManyStreams: tooManyStreams(100) },
       }),
       detail: {
         operationId: 'streamEvents',
@@ -164,6 +180,8 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
           `To resume after a disconnect, send the last id received as the \`Last-Event-ID\` header (EventSource does so by itself) or as \`lastEventId\`: every event after it is sent, in order, none twice. Events are kept for \`EVENT_RETENTION_HOURS\` (168 by default); resuming from before what was removed is 410: the client opens the stream afresh and reads its inbox (GET /api/deliveries). Without an id, the stream starts now: open it first, then read the inbox, and drop repeats by deliveryId.`,
           '',
           'A comment (`: keep-alive`) comes every 15 s by default, so proxies keep the connection open. The stream ends when the agent is archived (reconnecting is 401), and is cut when the client leaves events unread for a minute; it resumes by id.',
+          '',
+          'An agent holds at most `STREAMS_PER_AGENT` streams (100 by default) open at once on one server process, event streams, MCP GET streams and A2A streams together; one more is 429 until one of them ends. One stream carries every event of the agent: a client needs no second one.',
         ].join('\n'),
         [EVENT_STREAM]: {
           description: 'The stream, held open; events as they happen. Each one: `id`, `event`, `data` (one line of JSON).',

@@ -27,7 +27,7 @@ const meaning = {
   404: 'No such record, or it is not visible to the caller.',
   410: 'What the request names existed and is no longer kept.',
   413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',
-  429: 'The caller has as many of these under way as it may; wait for one to answer, then retry.',
+  429: 'The caller already has as many of these under way or open as it may; wait for one to end, then retry.',
   500: 'An unexpected fault, logged by the service. Nothing about the request will fix it.',
   503: 'The database is unavailable for a moment; retry with backoff. Nothing was changed.',
 } as const;

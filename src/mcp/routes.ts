@@ -15,6 +15,7 @@ import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp, MCP_STREAM_BACKLOG_BYTES, streamMcp } from './server';
 import { endWhenRevoked } from '../web/held-credential';
+import type { HeldStreams } from '../web/held-streams';
 import { credentialExpiresAt } from '../domain/agents/authentication';
 
 // A token's expiry is the database's time; the stream asks a moment after it.
@@ -50,6 +51,7 @@ export const mcpRoutes = (
   sql: Sql,
   inboxSignal: InboxSignal,
   agentCache: AgentCache,
+  streams: HeldStreams,
   log: Logger,
   config: Config,
   // Where a client learns how to get an access token (the OAuth server's metadata), when OAuth is on.
@@ -98,24 +100,40 @@ export const mcpRoutes = (
         server?.timeout(request, 0);
         const requestLogger = requestLog(log, request);
         const ctx = { sql, searches, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
-        const expiresAt = await credentialExpiresAt(sql, request.headers.get('authorization'), oauth?.resource);
-        return streamMcp(request, ctx, requestLogger, { heartbeatMs: config.EVENT_HEARTBEAT_MS, backlogBytes: MCP_STREAM_BACKLOG_BYTES }, (changed, end) => {
-          const askAgain = endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource);
-          const unwatch = inboxSignal.subscribeEvents(
-            agent.id,
-            // Stopping wakes every stream: it ends, with no update to tell.
-            () => inboxSignal.stopped() || changed(),
-            askAgain,
-            { receipts: false },
-          );
-          if (!unwatch) return null;
-          // An OAuth token expires without a word from the database: the stream asks again then.
-          const cancelExpiry = expiresAt ? at(expiresAt.getTime() + EXPIRY_MARGIN_MS, askAgain) : () => {};
-          return () => {
-            cancelExpiry();
-            unwatch();
-          };
-        });
+        const release = streams.take(agent.id);
+        // Whether the stream was opened: the transport may refuse the request first (406 to a
+        // client that does not accept text/event-stream), and then holds nothing.
+        let opened = false;
+        try {
+          const expiresAt = await credentialExpiresAt(sql, request.headers.get('authorization'), oauth?.resource);
+          const response = await streamMcp(request, ctx, requestLogger, { heartbeatMs: config.EVENT_HEARTBEAT_MS, backlogBytes: MCP_STREAM_BACKLOG_BYTES }, (changed, end) => {
+            opened = true;
+            const askAgain = endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource);
+            const unwatch = inboxSignal.subscribeEvents(
+              agent.id,
+              // Stopping wakes every stream: it ends, with no update to tell.
+              () => inboxSignal.stopped() || changed(),
+              askAgain,
+              { receipts: false },
+            );
+            if (!unwatch) {
+              release();
+              return null;
+            }
+            // An OAuth token expires without a word from the database: the stream asks again then.
+            const cancelExpiry = expiresAt ? at(expiresAt.getTime() + EXPIRY_MARGIN_MS, askAgain) : () => {};
+            return () => {
+              cancelExpiry();
+              unwatch();
+              release();
+            };
+          });
+          if (!opened) release();
+          return response;
+        } catch (error) {
+          release();
+          throw error;
+        }
       },
       { agent: true, detail: { hide: true } },
     )

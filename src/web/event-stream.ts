@@ -124,6 +124,8 @@ export function eventStreamResponse({ request, backlogBytes, heartbeatMs, log, c
         }
         if (ended) undo();
         else cleanup = undo;
+        // A client that left before the stream started fires no abort event to listen for.
+        if (request.signal.aborted) finish();
       },
       pull() {
         freeRoom();

@@ -40,8 +40,12 @@ export const eventsGoneSentence = (retentionHours: number) =>
 
 // Where a stream starts. After an event id the agent was sent: right after it, unless events
 // after it are gone (410, so that the client knows to read its inbox instead): removed by the
-// retention sweep, or never recorded. An id of a transaction that has not begun is 400: not one
-// this service gave. Without an id: now, that is after every transaction that has ended; events of
+// retention sweep, or never recorded. Any other id is 400: one of a transaction that has not
+// begun, and, once the agent's events are recorded, one that names none of them and lies above
+// its floor (resuming after a made-up position such as `0-0` would replay or skip events on the
+// client's word). An id at or below the floor may be that of an event swept since: the floor
+// moves in the sweep's own statement, so one statement never sees the event gone and the floor
+// not yet moved. Without an id: now, that is after every transaction that has ended; events of
 // those still running are sent once they commit (one may repeat what the inbox shows: open the
 // stream first, then read the inbox, and drop repeats by deliveryId).
 //
@@ -65,13 +69,20 @@ export async function streamStart(sql: Sql, agent: Agent, after: string | null, 
     const [now] = await sql<{ xid: string }[]>`select pg_snapshot_xmin(pg_current_snapshot())::text as xid`;
     return { xid: now!.xid, seq: '0' };
   }
-  const [checked] = await sql<{ issued: boolean; gone: boolean }[]>`
-    select ${cursor.xid}::xid8 < pg_snapshot_xmax(pg_current_snapshot()) as issued,
-           exists (select 1 from agent_event_floors f
-                   where f.agent_id = ${agent.id} and (f.xid, f.seq) > (${cursor.xid}::xid8, ${cursor.seq}::bigint)) as gone`;
+  const [checked] = await sql<{ begun: boolean; issued: boolean; gone: boolean }[]>`
+    with floor as (
+      select xid, seq from agent_event_floors where agent_id = ${agent.id}
+    )
+    select ${cursor.xid}::xid8 < pg_snapshot_xmax(pg_current_snapshot()) as begun,
+           exists (select 1 from agent_events e
+                   where e.agent_id = ${agent.id} and e.xid = ${cursor.xid}::xid8 and e.seq = ${cursor.seq}::bigint)
+             or exists (select 1 from floor f where (f.xid, f.seq) >= (${cursor.xid}::xid8, ${cursor.seq}::bigint)) as issued,
+           exists (select 1 from floor f where (f.xid, f.seq) > (${cursor.xid}::xid8, ${cursor.seq}::bigint)) as gone`;
+  if (!checked!.begun) throw invalid(NOT_OURS, 'Last-Event-ID');
+  // Marked only now: nothing after that id was recorded, and nothing to check it against.
+  if (marked!.first) throw gone(eventsGoneSentence(retentionHours));
   if (!checked!.issued) throw invalid(NOT_OURS, 'Last-Event-ID');
-  // Marked only now: nothing after that id was recorded.
-  if (checked!.gone || marked!.first) throw gone(eventsGoneSentence(retentionHours));
+  if (checked!.gone) throw gone(eventsGoneSentence(retentionHours));
   return cursor;
 }
 
