@@ -20,6 +20,9 @@ export const ConfigSchema = T.Object({
   EMBEDDED_PG_PORT: Port(54329, 1),
   DB_POOL_SIZE: Int(20, 1),
   DB_CONNECT_TIMEOUT_S: Int(5, 1),
+  // The longest any one statement of the service's pool may run (migrations aside): a request
+  // whose statement runs past it is answered 503 and changes nothing.
+  STATEMENT_TIMEOUT_MS: Int(30_000, 100),
   // The address clients reach the service at (https://ams.example.com). Also turns on OAuth sign-in
   // for MCP clients: it is the authorization server's issuer and names the /mcp resource.
   PUBLIC_URL: T.Optional(

@@ -63,6 +63,7 @@ test('every operation answers its documented success', async () => {
   expect((await call('GET', '/api/deliveries?limit=abc&wait=0', { key: opener.key })).status).toBe(200);
   expect((await call('POST', `/api/deliveries/${deliveryId}/delivered`, { key: member.key })).status).toBe(200);
   expect((await call('GET', '/api/threads', { key: member.key })).status).toBe(200);
+  expect((await call('GET', `/api/threads?limit=1&after=${threadId}`, { key: member.key })).status).toBe(200);
   const other = await h.agent(uniqueName('other'));
   const opened = await call('POST', '/api/threads', { key: opener.key, body: { title: 'Contract', goal: 'All of it' } });
   expect(opened.status).toBe(201);
@@ -81,6 +82,7 @@ test('every operation answers its own refusals as documented', async () => {
   const statusOf = async (method: string, path: string, opts: Opts) => (await call(method, path, opts)).status;
   expect(await statusOf('GET', '/api/deliveries?wait=61', { key: member.key })).toBe(400);
   expect(await statusOf('GET', '/api/deliveries?after=yesterday', { key: member.key })).toBe(400);
+  expect(await statusOf('GET', '/api/threads?after=yesterday', { key: member.key })).toBe(400);
   const receipts = pathOf('/api/messages/{messageId}/deliveries');
   expect(await statusOf('GET', `${receipts}?waitFor=read`, { key: opener.key })).toBe(400);
   expect(await statusOf('GET', `${receipts}?waitFor=fetched&wait=61`, { key: opener.key })).toBe(400);

@@ -4,10 +4,12 @@ import { setArchived } from '../src/domain/agents/agents';
 import { invitePerson, personActor, type Person } from '../src/domain/people/people';
 import { markActive } from '../src/domain/threads/activity';
 import { confirmClose, declineClose, removeParticipant } from '../src/domain/threads/threads';
-import { uniqueName, useHarness, type Reply, type TestAgent } from './support/harness';
+import { uniqueName, useHarness, useListening, type Reply, type TestAgent } from './support/harness';
+import { mcpClient } from './support/mcp-client';
 import { EMOJI } from './support/emoji';
 
 const h = useHarness();
+const at = useListening(h);
 // U+1F600, one character of two UTF-16 code units.
 const NO_THREAD = { success: false, error: 'No such thread, or you are not a participant.' };
 
@@ -110,6 +112,36 @@ describe('list and get', () => {
     const res = await h.call('GET', '/api/threads', { key: a.key });
     expect(res.status).toBe(200);
     expect(res.body.data.map((t: { id: string }) => t.id)).toEqual([second, first]);
+  });
+
+  test('paged with limit and after, newest first, over HTTP and MCP; without them every thread; a bad after is 400', async () => {
+    const a = await h.agent(uniqueName('pager'));
+    const b = await h.agent(uniqueName('pager'));
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.unshift(await h.thread(a, [b], `Paged ${i}`));
+    const page = async (query: string) => {
+      const res = await h.call('GET', `/api/threads${query}`, { key: a.key });
+      expect(res.status).toBe(200);
+      return (res.body.data as { id: string }[]).map((t) => t.id);
+    };
+    expect(await page('')).toEqual(ids);
+    expect(await page('?limit=2')).toEqual(ids.slice(0, 2));
+    expect(await page(`?limit=2&after=${ids[1]}`)).toEqual(ids.slice(2, 4));
+    expect(await page(`?limit=2&after=${ids[3]}`)).toEqual(ids.slice(4));
+    // after alone pages with the default limit; an unparseable limit means the default.
+    expect(await page(`?after=${ids[0]}`)).toEqual(ids.slice(1));
+    expect(await page('?limit=lots')).toEqual(ids);
+    const bad = await h.call('GET', '/api/threads?after=yesterday', { key: a.key });
+    expect([bad.status, bad.body]).toEqual([400, { success: false, error: 'after must be a threadId from the thread list' }]);
+
+    const mcp = await mcpClient(at.base, a.key);
+    try {
+      const listed = await mcp.call('list_threads', { limit: 2, after: ids[0] });
+      expect(listed.data.threads.map((t: { id: string }) => t.id)).toEqual(ids.slice(1, 3));
+      expect(await mcp.call('list_threads', { after: 'yesterday' })).toEqual({ error: 'after must be a threadId from the thread list' });
+    } finally {
+      await mcp.close();
+    }
   });
 
   test('get returns the thread to a participant and 404 to a stranger or for a bad id', async () => {

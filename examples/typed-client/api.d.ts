@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * List threads
-         * @description Threads the caller participates in, newest first; closed threads are not listed.
+         * @description Threads the caller participates in, newest first; closed threads are not listed. Page with `limit` (at most 200) and `after` (the last threadId of the previous page): exactly `limit` threads means there may be more. Without either, every thread is returned; a coming release lists 50 by default, as every list does (CHANGELOG, Known limitations).
          */
         get: operations["listThreads"];
         put?: never;
@@ -631,7 +631,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -723,7 +723,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -815,7 +815,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -830,7 +830,10 @@ export interface operations {
     };
     listThreads: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                after?: string;
+            };
             header?: {
                 /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
@@ -885,7 +888,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -970,7 +973,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1052,7 +1055,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1148,7 +1151,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1250,7 +1253,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1334,7 +1337,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1431,7 +1434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1526,7 +1529,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1611,7 +1614,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1716,7 +1719,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable for a moment; retry with backoff. Nothing was changed. */
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

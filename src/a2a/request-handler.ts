@@ -277,7 +277,7 @@ async function* streamed<T>(ctx: A2AContext, run: () => AsyncGenerator<T, void, 
 function asA2AError(ctx: A2AContext, error: unknown): A2AError {
   if (error instanceof A2AError) return error;
   const failure = failureOf(error, ctx.requestId);
-  if (failure.log === 'database_unavailable') ctx.log.warn('database_unavailable', { door: 'a2a', error: (error as Error).message });
+  if (failure.log && failure.log !== 'fault') ctx.log.warn(failure.log, { door: 'a2a', error: (error as Error).message });
   if (failure.log === 'fault') ctx.log.error('a2a_request_failed', { agent: ctx.caller.username, error: (error as Error).stack ?? String(error) });
   if (error instanceof DomainError && error.kind === 'not_found') return new TaskNotFoundError(failure.sentence);
   if (error instanceof DomainError) return new RequestMalformedError(failure.sentence);

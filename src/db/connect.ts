@@ -16,7 +16,8 @@ export function connect(
     onclose,
     applicationName = 'agent-messaging-service',
     maxLifetime,
-  }: { onclose?: () => void; applicationName?: string; maxLifetime?: null } = {},
+    statementTimeoutMs,
+  }: { onclose?: () => void; applicationName?: string; maxLifetime?: null; statementTimeoutMs?: number } = {},
 ): Sql {
   return postgres(url, {
     max,
@@ -26,7 +27,9 @@ export function connect(
     onnotice: () => {},
     // Keep ids and counters as JS values; bigint counts come back as strings otherwise.
     types: { bigint: postgres.BigInt },
-    connection: { application_name: applicationName },
+    // A statement past statementTimeoutMs is stopped by PostgreSQL itself, whatever sent it: the
+    // bound on any one statement's cost that no caller's input can lift.
+    connection: { application_name: applicationName, ...(statementTimeoutMs !== undefined && { statement_timeout: statementTimeoutMs }) },
     // After a failed connection postgres.js waits before the next try, by default up to 20 s, and
     // a query that arrives meanwhile waits with it. Capped at 1 s, a request made while the
     // database is away is answered (503) within about a second, and the pool is back within a

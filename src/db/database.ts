@@ -13,7 +13,7 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
     ? null
     : await startEmbedded(config.DATA_DIR, config.EMBEDDED_PG_PORT, log);
   const url = config.DATABASE_URL ?? embedded!.url;
-  const sql = connect(url, config.DB_POOL_SIZE, config.DB_CONNECT_TIMEOUT_S);
+  const sql = connect(url, config.DB_POOL_SIZE, config.DB_CONNECT_TIMEOUT_S, { statementTimeoutMs: config.STATEMENT_TIMEOUT_MS });
   const close = async () => {
     await sql.end({ timeout: 5 });
     await embedded?.stop();

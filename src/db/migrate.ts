@@ -12,6 +12,9 @@ export const migrations: Migration[] = readMigrations();
 // calls graphile_worker.add_jobs, so both must exist before the first request).
 export async function migrate(sql: Sql, databaseUrl: string): Promise<void> {
   await sql.begin(async (tx) => {
+    // A migration, and waiting for another instance's, may take as long as it takes: the pool's
+    // bound on a statement is for requests.
+    await tx`set local statement_timeout = 0`;
     // Serialises concurrent starts of several instances against one database.
     await tx`select pg_advisory_xact_lock(hashtext('ams.migrate'))`;
     await tx`create table if not exists schema_migrations (name text primary key, applied_at timestamptz not null default now())`;

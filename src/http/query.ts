@@ -39,6 +39,24 @@ export const InboxQuery = T.Object({
   ),
 });
 
+export const ThreadListQuery = T.Object({
+  limit: T.Optional(
+    documentedAs({
+      type: 'integer',
+      minimum: 1,
+      description: `How many threads to return, at most ${LIMITS.listCap}; an unparseable value means ${LIMITS.listDefault}. Without limit or after, every thread is returned, which is to change: see the description.`,
+      examples: [LIMITS.listDefault],
+    }),
+  ),
+  after: T.Optional(
+    documentedAs({
+      type: 'string',
+      description: 'A threadId from the previous page: only threads opened before it are listed. Not a thread id: refused (400).',
+      examples: ['01a1ff80-d963-77fb-8efa-675ab5c7dfaa'],
+    }),
+  ),
+});
+
 // An optional Idempotency-Key header: checked by the domain (checkIdempotencyKey), for its sentence.
 export const IdempotencyHeaders = T.Object({
   'idempotency-key': T.Optional(

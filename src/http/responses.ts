@@ -29,7 +29,7 @@ const meaning = {
   413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',
   429: 'The caller already has as many of these under way or open as it may; wait for one to end, then retry.',
   500: 'An unexpected fault, logged by the service. Nothing about the request will fix it.',
-  503: 'The database is unavailable for a moment; retry with backoff. Nothing was changed.',
+  503: 'The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed.',
 } as const;
 type FailureStatus = keyof typeof meaning;
 

@@ -4,8 +4,8 @@ import type { Sql } from '../db/connect';
 import { asActor } from '../domain/agents/actors';
 import { listLimit } from '../domain/shared/limits';
 import { listMessages, postMessage } from '../domain/messages/messages';
-import { MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/shared/schemas';
-import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads/threads';
+import { LIMITS, MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/shared/schemas';
+import { addParticipant, BAD_THREAD_CURSOR, getThread, listThreads, openThread, requestClose, threadListPage } from '../domain/threads/threads';
 import { checkIdempotencyKey, type Idempotency } from '../domain/messages/idempotency';
 import type { Config } from '../config';
 import { Overloaded } from '../db/batcher';
@@ -13,7 +13,7 @@ import { agentAuth } from '../web/agent-auth';
 import type { Logger } from '../log';
 import { ok } from '../web/envelope';
 import { jsonBody, responses } from './responses';
-import { IdempotencyHeaders, LimitQuery } from './query';
+import { IdempotencyHeaders, LimitQuery, ThreadListQuery } from './query';
 import { requestLog } from '../web/request-id';
 import { NO_SUCH_THREAD } from '../domain/threads/visibility';
 
@@ -33,13 +33,14 @@ const idempotencyRefusals = {
 export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, config: Config) =>
   new Elysia({ name: 'thread-routes', prefix: '/api/threads', detail: { tags: ['Threads'] } })
     .use(agentAuth(sql, agentCache))
-    .get('', async ({ agent }) => ok(await listThreads(sql, agent)), {
+    .get('', async ({ agent, query }) => ok(await listThreads(sql, agent, threadListPage(query))), {
       agent: true,
-      response: responses('get', 200, t.Array(ThreadRecord)),
+      query: ThreadListQuery,
+      response: responses('get', 200, t.Array(ThreadRecord), { 400: { badAfter: BAD_THREAD_CURSOR } }),
       detail: {
         operationId: 'listThreads',
         summary: 'List threads',
-        description: 'Threads the caller participates in, newest first; closed threads are not listed.',
+        description: `Threads the caller participates in, newest first; closed threads are not listed. Page with \`limit\` (at most ${LIMITS.listCap}) and \`after\` (the last threadId of the previous page): exactly \`limit\` threads means there may be more. Without either, every thread is returned; a coming release lists ${LIMITS.listDefault} by default, as every list does (CHANGELOG, Known limitations).`,
       },
     })
     .post(

@@ -45,7 +45,7 @@ async function callTool(ctx: ToolContext, log: Logger, request: Request, name: s
     return success(await tool.run(ctx, input));
   } catch (error) {
     const failure = failureOf(error, requestIdOf(request));
-    if (failure.log === 'database_unavailable') log.warn('database_unavailable', { door: 'mcp', tool: name, error: (error as Error).message });
+    if (failure.log && failure.log !== 'fault') log.warn(failure.log, { door: 'mcp', tool: name, error: (error as Error).message });
     if (failure.log === 'fault') log.error('mcp_tool_failed', { tool: name, agent: ctx.agent.username, error: (error as Error).stack ?? String(error) });
     return refusal(failure.sentence, failure.status);
   }

@@ -22,7 +22,7 @@ import {
   PostedMessage,
   ThreadRecord,
 } from '../domain/shared/schemas';
-import { addParticipant, getThread, listThreads, openThread, requestClose } from '../domain/threads/threads';
+import { addParticipant, getThread, listThreads, openThread, requestClose, threadListPage } from '../domain/threads/threads';
 import { validate } from '../domain/shared/validate';
 import type { Logger } from '../log';
 import type { SearchGate } from '../domain/shared/search-gate';
@@ -136,11 +136,14 @@ export const tools: Record<string, Tool> = {
   },
   list_threads: {
     title: 'List threads',
-    description: 'Threads you participate in, newest first.',
-    input: T.Object({}),
+    description: 'Threads you participate in, newest first. Page with limit and after (the last threadId of the previous page); without them, every thread.',
+    input: T.Object({
+      limit: T.Optional(T.Integer({ minimum: 1, maximum: LIMITS.listCap, description: `At most ${LIMITS.listCap}` })),
+      after: T.Optional(T.String({ description: 'The last threadId of the previous page' })),
+    }),
     output: T.Object({ threads: T.Array(ThreadRecord) }),
     hints: reads,
-    run: async (ctx) => ({ threads: await listThreads(ctx.sql, ctx.agent) }),
+    run: async (ctx, args) => ({ threads: await listThreads(ctx.sql, ctx.agent, threadListPage(args)) }),
   },
   open_thread: {
     title: 'Open a thread',

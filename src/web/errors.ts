@@ -23,9 +23,7 @@ export const errorHandling = (log: Logger) =>
     const cause = code === 'PARSE' && error.cause !== undefined ? error.cause : error;
     const failure = failureOf(cause, requestIdOf(request));
     if (failure.log !== 'fault') {
-      if (failure.log === 'database_unavailable') {
-        requestLog(log, request).warn('database_unavailable', { method: request.method, path, error: (cause as Error).message });
-      }
+      if (failure.log) requestLog(log, request).warn(failure.log, { method: request.method, path, error: (cause as Error).message });
       set.status = failure.status;
       if (failure.retryAfter) set.headers['retry-after'] = '1';
       return refusalFor(request, failure);

@@ -8,9 +8,14 @@ import { internalError, statusOf, type Refusal } from './envelope';
 
 // What any door answers for an error: the status it stands for, the sentence, the code and field
 // (for the dashboard, envelope.ts), whether the client should wait a moment (Retry-After), and what
-// the door logs: nothing for a refusal, a warning for the database being away, the stack for a
-// fault. One mapping for HTTP, MCP and every door to come.
-export type FailureAnswer = Refusal & { status: number; retryAfter: boolean; log: 'database_unavailable' | 'fault' | null };
+// the door logs: nothing for a refusal, a warning (this event) for the database being away or a
+// statement stopped at its time bound, the stack for a fault. One mapping for HTTP, MCP and every door to come.
+export type FailureAnswer = Refusal & { status: number; retryAfter: boolean; log: 'database_unavailable' | 'statement_timeout' | 'fault' | null };
+
+// PostgreSQL's query_canceled: a statement past STATEMENT_TIMEOUT_MS (or cancelled by an operator).
+const QUERY_CANCELED = '57014';
+export const STATEMENT_TOO_LONG =
+  'The request took longer in the database than the service allows and was stopped; nothing was changed. Retry in a moment, or ask for less.';
 
 // A refusal the kernel makes itself (the dashboard's guard), with a code more specific than its kind.
 export class KernelRefusal extends DomainError {
@@ -32,6 +37,9 @@ export function failureOf(error: unknown, requestId: string): FailureAnswer {
   if (error instanceof Overloaded || error instanceof SearchesBusy) return { status: 503, sentence: error.message, code: 'busy', retryAfter: true, log: null };
   // Nobody reads this answer; 499 is what proxies record for a client that closed the request.
   if (error instanceof ClientLeft) return { status: 499, sentence: error.message, code: 'client_left', retryAfter: false, log: null };
+  if ((error as { code?: unknown } | null)?.code === QUERY_CANCELED) {
+    return { status: 503, sentence: STATEMENT_TOO_LONG, code: 'busy', retryAfter: true, log: 'statement_timeout' };
+  }
   if (isDatabaseUnavailable(error)) {
     return { status: 503, sentence: DATABASE_UNAVAILABLE, code: 'unavailable', retryAfter: false, log: 'database_unavailable' };
   }

@@ -3,6 +3,7 @@ import type { Actor, Agent } from '../agents/actors';
 import { forbidden, invalid, notFound } from '../shared/errors';
 import { once, type Idempotency } from '../messages/idempotency';
 import { isId } from '../shared/ids';
+import { listLimit } from '../shared/limits';
 import { NewParticipant, NewThread, type ThreadRecord } from '../shared/schemas';
 import { validate } from '../shared/validate';
 import { activityNow } from './activity';
@@ -37,13 +38,29 @@ export async function getThread(sql: Queries, actor: Actor, threadId: string): P
   return toRecord(rows[0]);
 }
 
+// A page of an agent's threads: at most `limit`, older than the thread `after`. Without either, every
+// thread (the list before paging; CHANGELOG.md announces the default page that replaces it).
+export type ThreadListPage = { limit: number; after: string | null } | null;
+
+export const BAD_THREAD_CURSOR = 'after must be a threadId from the thread list';
+
+// From query values or tool arguments: paged when `limit` or `after` is given, `limit` by the rule
+// of every list.
+export function threadListPage(raw: Record<string, unknown>): ThreadListPage {
+  const given = (value: unknown) => value !== undefined && value !== null && value !== '';
+  if (!given(raw.limit) && !given(raw.after)) return null;
+  if (given(raw.after) && !isId(raw.after)) throw invalid(BAD_THREAD_CURSOR, 'after');
+  return { limit: listLimit(raw.limit), after: given(raw.after) ? (raw.after as string) : null };
+}
+
 // The threads an agent sees, newest first: the visibility rule as a join, so that the agent's own
 // participations drive the scan.
-export async function listThreads(sql: Sql, agent: Agent): Promise<ThreadRecord[]> {
+export async function listThreads(sql: Sql, agent: Agent, page: ThreadListPage = null): Promise<ThreadRecord[]> {
   const rows = await sql<ThreadRow[]>`${selectThreads(sql)}
     join participants me on me.thread_id = t.id and me.agent_id = ${agent.id}
-    where t.state <> 'closed'
-    order by t.id desc`;
+    where t.state <> 'closed' ${page?.after ? sql`and t.id < ${page.after}` : sql``}
+    order by t.id desc
+    ${page ? sql`limit ${page.limit}` : sql``}`;
   return rows.map(toRecord);
 }
 
