@@ -143,8 +143,11 @@ export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, l
                'thread_id', r.thread_id, 'title', r.title, 'sender', r.sender, 'summary', r.summary, 'content', r.content,
                'recipient', r.recipient, 'delivered_at', r.delivered_at, 'fetched_at', r.fetched_at) order by r.xid, r.seq)
              from rows r), '[]') as rows,
+           -- One lower bound on xid, so that the scan starts there: given beside the row comparison,
+           -- PostgreSQL starts at the cursor and reads every event up to the horizon, on every page.
            exists (select 1 from agent_events e, horizon h
-                   where e.agent_id = ${agent.id} and e.xid >= h.xmin and (e.xid, e.seq) > (${cursor.xid}::xid8, ${cursor.seq}::bigint)) as held`;
+                   where e.agent_id = ${agent.id} and e.xid >= greatest(h.xmin, ${cursor.xid}::xid8)
+                     and (e.xid > ${cursor.xid}::xid8 or e.seq > ${cursor.seq}::bigint)) as held`;
   const rows = page!.rows;
   const last = rows.at(-1);
   return {
