@@ -11,6 +11,7 @@ import { DomainError } from './domain/shared/errors';
 import { createLogger, type Logger } from './log';
 import { holdPort } from './web/starting';
 import { createService, type ServiceOptions, type WorkerService } from './service';
+import { welcomeLinks } from './http/welcome-page';
 
 // One entry point for the server, migrations and the admin CLI, so that the single compiled
 // executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
@@ -80,7 +81,8 @@ async function startListening(config: Config, log: Logger, options: Omit<Service
     await service.stop();
     throw error;
   }
-  log.info('listening', { url: `http://${config.HOST}:${port}` });
+  // Addresses a person can open: where this process listens, and where the service is reached.
+  log.info('listening', { url: localUrl(config, port), ...(options.http && welcomeLinks(serviceUrl(config, port))) });
   return service.stop;
 }
 
