@@ -103,7 +103,7 @@ type Environment = Record<string, string | undefined>;
 // server's settings and data. The compiled executable carries no checkout: its modules live in
 // Bun's embedded filesystem, beside no package.json.
 const candidateRoot = resolve(import.meta.dir, '..');
-export const CHECKOUT_ROOT: string | null = existsSync(join(candidateRoot, 'package.json')) ? candidateRoot : null;
+const CHECKOUT_ROOT: string | null = existsSync(join(candidateRoot, 'package.json')) ? candidateRoot : null;
 
 // The file read under the environment: AMS_ENV_FILE when it names one (it must exist), otherwise
 // `.env` at the checkout's root if there is one. The compiled executable reads none by default:
@@ -127,7 +127,7 @@ export function readEnvironment(env: Environment = process.env): Environment {
     text = readFileSync(file.path, 'utf8');
   } catch (error) {
     const reason = (error as { code?: unknown }).code === 'ENOENT' ? 'there is no such file' : (error as Error).message;
-    throw new Error(`Could not read ${file.path} (AMS_ENV_FILE): ${reason}.`);
+    throw new Error(`Could not read ${file.path}${file.required ? ' (AMS_ENV_FILE)' : ''}: ${reason}.`);
   }
   return { ...parseEnv(text), ...env };
 }

@@ -15,8 +15,8 @@ import { welcomeLinks } from './http/welcome-page';
 
 // One entry point for the server, migrations and the admin CLI, so that the single compiled
 // executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
-// From a checkout, `bun link` puts this file on the PATH as `ams` (package.json's bin), and the line
-// above runs it with Bun's own loading of a `.env` and a bunfig.toml from the working folder
+// From a checkout, `bun link` puts this file on the PATH as `ams` (package.json's bin), and its
+// first line runs it with Bun's own loading of a `.env` and a bunfig.toml from the working folder
 // switched off: `ams` runs in other projects' folders, whose settings are not the service's
 // (config.ts reads the checkout's own).
 const argv = process.argv.slice(2);
