@@ -21,6 +21,7 @@ import { metricsRoutes } from './web/metrics';
 import { nulGuard } from './web/nul-guard';
 import { requestIds } from './web/request-id';
 import { apiDocs } from './http/openapi';
+import { welcomePage } from './http/welcome-page';
 import { receiptRoutes } from './http/receipts';
 import { searchRoutes } from './http/search';
 import { eventRoutes } from './http/events';
@@ -54,6 +55,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(nulGuard())
     .use(authorizationServer(sql, config, oauth))
     .use(apiDocs(config.PUBLIC_URL))
+    .use(welcomePage())
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache))
     .use(threadRoutes(sql, agentCache, log, config))

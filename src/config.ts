@@ -1,11 +1,15 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { WebhookUrlPolicy } from './domain/agents/webhook-url';
 import type { HealthRule } from './domain/agents/endpoint-health';
 import type { SearchBounds } from './domain/shared/search-gate';
 
-// The one place that reads the environment. Defaults are the contract's values; tests and
-// deployments override them through the same variables.
+// The one place that reads the configuration: the environment, over an optional `.env` file.
+// Defaults are the contract's values; tests and deployments override them through the same
+// variables.
 const Int = (defaultValue: number, minimum = 0) => T.Integer({ default: defaultValue, minimum });
 const Port = (defaultValue: number, minimum: number) => T.Integer({ default: defaultValue, minimum, maximum: 65_535 });
 
@@ -107,7 +111,43 @@ export const ConfigSchema = T.Object({
 
 export type Config = Static<typeof ConfigSchema>;
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+type Environment = Record<string, string | undefined>;
+
+// The checkout a run from source belongs to (this file is in its src/), wherever it was started
+// from: `ams` runs in other projects' folders (a coding agent's hook), and must still find the
+// server's settings and data. The compiled executable carries no checkout: its modules live in
+// Bun's embedded filesystem, beside no package.json.
+const candidateRoot = resolve(import.meta.dir, '..');
+const CHECKOUT_ROOT: string | null = existsSync(join(candidateRoot, 'package.json')) ? candidateRoot : null;
+
+// The file read under the environment: AMS_ENV_FILE when it names one (it must exist), otherwise
+// `.env` at the checkout's root if there is one. The compiled executable reads none by default:
+// a deployment's environment comes from its service manager (systemd's EnvironmentFile, compose,
+// a Kubernetes Secret), and a file found in whatever folder a command happens to start in would
+// let the server and `ams` run elsewhere disagree. Bun's own loading of `.env` from the working
+// folder is switched off (bunfig.toml, the build flags, main.ts's first line), so this is the only
+// file that counts.
+export function envFilePath(env: Environment = process.env): { path: string; required: boolean } | null {
+  if (env.AMS_ENV_FILE) return { path: resolve(env.AMS_ENV_FILE), required: true };
+  return CHECKOUT_ROOT ? { path: join(CHECKOUT_ROOT, '.env'), required: false } : null;
+}
+
+// The variables the service and the CLI see: the file's, with the environment's on top. A
+// variable set in the environment wins even when empty (an empty value counts as unset).
+export function readEnvironment(env: Environment = process.env): Environment {
+  const file = envFilePath(env);
+  if (!file || (!file.required && !existsSync(file.path))) return { ...env };
+  let text: string;
+  try {
+    text = readFileSync(file.path, 'utf8');
+  } catch (error) {
+    const reason = (error as { code?: unknown }).code === 'ENOENT' ? 'there is no such file' : (error as Error).message;
+    throw new Error(`Could not read ${file.path}${file.required ? ' (AMS_ENV_FILE)' : ''}: ${reason}.`);
+  }
+  return { ...parseEnv(text), ...env };
+}
+
+export function loadConfig(env: Environment = readEnvironment()): Config {
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(ConfigSchema.properties)) {
     const value = env[key];
@@ -120,6 +160,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error(`${rules.join('; ')}.`);
   }
   const config = converted as Config;
+  // Relative to the checkout, like the `.env` that may set it, so that `ams` run from any folder
+  // finds the server's data; the compiled executable's is relative to where it runs.
+  config.DATA_DIR = resolve(CHECKOUT_ROOT ?? process.cwd(), config.DATA_DIR);
   // Otherwise live workers would take each other's jobs between two beats.
   if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
   return config;
@@ -159,4 +202,16 @@ export function endpointHealthRule(config: Config): HealthRule {
 // metadata documents.
 export function webhookUrlPolicy(config: Config): WebhookUrlPolicy {
   return { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
+}
+
+// The server's own address as a program on this machine reaches it: a wildcard HOST is reached on
+// loopback. `port` is the one it listens on (PORT=0 picks a free one).
+export function localUrl(config: Config, port = config.PORT): string {
+  const host = config.HOST === '::' ? '::1' : ['0.0.0.0', ''].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+// Where people and clients reach the service: PUBLIC_URL when it is set, otherwise its local address.
+export function serviceUrl(config: Config, port = config.PORT): string {
+  return config.PUBLIC_URL?.replace(/\/+$/, '') ?? localUrl(config, port);
 }

@@ -1,8 +1,9 @@
+#!/usr/bin/env -S bun --no-env-file --config=/dev/null
 import { runCommand, usage } from './cli/commands';
 import { parseWaitOptions, waitForMail, WAIT_USAGE } from './cli/wait';
 import { listen, LISTEN_USAGE, parseListenOptions } from './cli/listen';
 import { CHANNEL_USAGE, parseChannelOptions, runChannel } from './cli/channel';
-import { loadConfig, type Config } from './config';
+import { loadConfig, localUrl, readEnvironment, serviceUrl, type Config } from './config';
 import { openDatabase } from './db/database';
 import { EmbeddedPostgresFailed } from './db/embedded';
 import { isDatabaseUnavailable } from './db/unavailable';
@@ -10,22 +11,29 @@ import { DomainError } from './domain/shared/errors';
 import { createLogger, type Logger } from './log';
 import { holdPort } from './web/starting';
 import { createService, type ServiceOptions, type WorkerService } from './service';
+import { welcomeLinks } from './http/welcome-page';
 
 // One entry point for the server, migrations and the admin CLI, so that the single compiled
 // executable does all three: `ams`, `ams migrate`, `ams agents create bob`, …
+// From a checkout, `bun link` puts this file on the PATH as `ams` (package.json's bin), and its
+// first line runs it with Bun's own loading of a `.env` and a bunfig.toml from the working folder
+// switched off: `ams` runs in other projects' folders, whose settings are not the service's
+// (config.ts reads the checkout's own).
 const argv = process.argv.slice(2);
 // Below Docker's default health-check time-out (30 s) and the image's own (5 s).
 const HEALTHCHECK_TIMEOUT_MS = 4_000;
 
 try {
-  const config = loadConfig();
+  const env = readEnvironment();
+  const config = loadConfig(env);
+  const client = { env, serviceUrl: serviceUrl(config) };
   if (argv.length === 0 || argv[0] === 'serve') await serve(config);
   else if (argv[0] === 'worker') await workerOnly(config);
   else if (argv[0] === 'migrate') await migrateOnly(config);
   else if (argv[0] === 'healthcheck') await healthcheck(config);
-  else if (argv[0] === 'wait') await waitCommand(argv.slice(1));
-  else if (argv[0] === 'listen') await listenCommand(argv.slice(1));
-  else if (argv[0] === 'channel') await channelCommand(argv.slice(1));
+  else if (argv[0] === 'wait') await waitCommand(argv.slice(1), client);
+  else if (argv[0] === 'listen') await listenCommand(argv.slice(1), client);
+  else if (argv[0] === 'channel') await channelCommand(argv.slice(1), client);
   else if (argv[0] === 'help' || argv[0] === '--help') {
     console.log(`Usage:
   serve
@@ -73,7 +81,8 @@ async function startListening(config: Config, log: Logger, options: Omit<Service
     await service.stop();
     throw error;
   }
-  log.info('listening', { url: `http://${config.HOST}:${port}` });
+  // Addresses a person can open: where this process listens, and where the service is reached.
+  log.info('listening', { url: localUrl(config, port), ...(options.http && welcomeLinks(serviceUrl(config, port))) });
   return service.stop;
 }
 
@@ -129,8 +138,7 @@ async function migrateOnly(config: Config) {
 // container (`ams serve` or `ams worker`, which each answer for their own role) and prints why it
 // is not healthy, which Docker keeps in the container's health log.
 async function healthcheck(config: Config) {
-  const host = config.HOST === '::' ? '::1' : ['0.0.0.0', ''].includes(config.HOST) ? '127.0.0.1' : config.HOST;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}/health`;
+  const url = `${localUrl(config)}/health`;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS) });
     const body = (await res.json().catch(() => null)) as { error?: unknown } | null;
@@ -173,23 +181,27 @@ async function clientCommand(run: (signal: AbortSignal) => Promise<number>) {
   }
 }
 
+// What the clients read: AMS_AGENT_KEY and AMS_URL from the same sources as the configuration, and
+// the service's own address when no AMS_URL or --base-url says otherwise.
+type ClientSettings = { env: Record<string, string | undefined>; serviceUrl: string };
+
 // Exit 0 with the new entries printed, 2 with nothing printed when the timeout passed.
-function waitCommand(args: string[]) {
-  return clientCommand(() => waitForMail(parseWaitOptions(args, process.env), (text) => console.log(text)));
+function waitCommand(args: string[], { env, serviceUrl }: ClientSettings) {
+  return clientCommand(() => waitForMail(parseWaitOptions(args, env, serviceUrl), (text) => console.log(text)));
 }
 
-function listenCommand(args: string[]) {
+function listenCommand(args: string[], { env, serviceUrl }: ClientSettings) {
   return clientCommand((signal) =>
-    listen(parseListenOptions(args, process.env), { out: (line) => console.log(line), err: (line) => console.error(line), signal }),
+    listen(parseListenOptions(args, env, serviceUrl), { out: (line) => console.log(line), err: (line) => console.error(line), signal }),
   );
 }
 
 // Started by a coding-agent host over stdio; it also ends when the host closes its stdin.
-function channelCommand(args: string[]) {
+function channelCommand(args: string[], { env, serviceUrl }: ClientSettings) {
   return clientCommand((signal) => {
     const closed = new AbortController();
     signal.addEventListener('abort', () => closed.abort());
     process.stdin.on('end', () => closed.abort());
-    return runChannel(parseChannelOptions(args, process.env), { err: (line) => console.error(line), signal: closed.signal });
+    return runChannel(parseChannelOptions(args, env, serviceUrl), { err: (line) => console.error(line), signal: closed.signal });
   });
 }

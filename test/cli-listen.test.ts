@@ -124,7 +124,8 @@ test('a dropped connection is retried with backoff and resumes by id: nothing lo
   run.child.kill('SIGTERM');
   const ended = await run.ended();
   expect(ended.code).toBe(0);
-  expect(ended.stderr).toMatch(/^The event stream dropped \(.+\); connecting again in 500 ms\.\n/);
+  expect(ended.stderr.startsWith(`The event stream at ${server.base} dropped (`)).toBe(true);
+  expect(ended.stderr).toMatch(/^[^\n]+\); connecting again in 500 ms\.\n/);
 });
 
 test('a refused key is exit 1, events no longer kept are exit 3, each with the sentence on stderr', async () => {

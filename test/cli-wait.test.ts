@@ -3,6 +3,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { uniqueName, useHarness, useListening, type TestAgent } from './support/harness';
+import { freePort } from './support/ports';
 import { eventually } from './support/receiver';
 
 // `ams wait` as a real process against a real listening server: what a coding agent's hook or a
@@ -73,6 +74,11 @@ test('a wrong key or none is exit 1 with a sentence on stderr', async () => {
   expect(none).toEqual({ stdout: '', stderr: 'Set AMS_AGENT_KEY to the agent key (agt_…).\n', code: 1 });
   const bad = await wait(['--format', 'yaml'], 'agt_x');
   expect([bad.code, bad.stderr]).toEqual([1, '--format must be json or text\n']);
+  // Nothing at the address: the sentence names it, and where it came from.
+  const away = `http://127.0.0.1:${await freePort()}`;
+  const unreachable = await wait(['--timeout', '1', '--base-url', away], 'agt_x');
+  expect([unreachable.code, unreachable.stdout]).toEqual([1, '']);
+  expect(unreachable.stderr).toStartWith(`Could not reach the service at ${away} (--base-url or AMS_URL): `);
 });
 
 test('the example hook prints new mail as text and exits 0 either way', async () => {

@@ -1,5 +1,12 @@
-import { expect, test } from 'bun:test';
-import { loadConfig, retryDelays } from '../src/config';
+import { afterAll, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { envFilePath, loadConfig, readEnvironment, retryDelays } from '../src/config';
+
+const ROOT = resolve(import.meta.dir, '..');
+const scratch = mkdtempSync(join(tmpdir(), 'ams-config-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 test('defaults are the contract values', () => {
   const config = loadConfig({});
@@ -46,4 +53,36 @@ test('values that only make sense together are checked together', () => {
     'WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.',
   );
   expect(loadConfig({ WORKER_HEARTBEAT_MS: '1000', WORKER_STALE_MS: '2000' }).WORKER_STALE_MS).toBe(2000);
+});
+
+test('from a checkout, settings come from the `.env` at its root, or the file AMS_ENV_FILE names', () => {
+  expect(envFilePath({})).toEqual({ path: join(ROOT, '.env'), required: false });
+  expect(envFilePath({ AMS_ENV_FILE: '/etc/ams.env' })).toEqual({ path: '/etc/ams.env', required: true });
+});
+
+test('the environment wins over the file, even set empty; the file fills in the rest', () => {
+  const file = join(scratch, 'precedence.env');
+  writeFileSync(file, ['# the server\'s settings', 'PORT=4100', 'WEBHOOK_ALLOW_LOCAL=true', 'LOG_LEVEL=debug', 'AMS_URL="http://127.0.0.1:4100"', ''].join('\n'));
+  const env = readEnvironment({ AMS_ENV_FILE: file, PORT: '4200', LOG_LEVEL: '' });
+  expect([env.PORT, env.WEBHOOK_ALLOW_LOCAL, env.LOG_LEVEL, env.AMS_URL]).toEqual(['4200', 'true', '', 'http://127.0.0.1:4100']);
+  const config = loadConfig(env);
+  expect([config.PORT, config.WEBHOOK_ALLOW_LOCAL, config.LOG_LEVEL]).toEqual([4200, true, 'info']);
+});
+
+test('a file AMS_ENV_FILE names must be there; the checkout\'s own `.env` is optional', () => {
+  const missing = join(scratch, 'missing.env');
+  expect(() => readEnvironment({ AMS_ENV_FILE: missing })).toThrow(new Error(`Could not read ${missing} (AMS_ENV_FILE): there is no such file.`));
+  expect(readEnvironment({ AMS_ENV_FILE: '/dev/null', PORT: '1' })).toEqual({ AMS_ENV_FILE: '/dev/null', PORT: '1' });
+});
+
+test('a relative DATA_DIR is the checkout\'s, from whichever folder the process runs in', () => {
+  const cwd = process.cwd();
+  process.chdir(scratch);
+  try {
+    expect(loadConfig({}).DATA_DIR).toBe(join(ROOT, 'data'));
+    expect(loadConfig({ DATA_DIR: 'elsewhere/db' }).DATA_DIR).toBe(join(ROOT, 'elsewhere/db'));
+    expect(loadConfig({ DATA_DIR: '/srv/ams' }).DATA_DIR).toBe('/srv/ams');
+  } finally {
+    process.chdir(cwd);
+  }
 });

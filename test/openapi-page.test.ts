@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -137,13 +137,18 @@ test('the bundle is the pinned version, served for long caching as JavaScript', 
   expect(body).toBe(readFileSync('node_modules/@scalar/api-reference/dist/browser/standalone.js', 'utf8'));
 });
 
-test('the compiled executable, built by the build script, serves the same bundle (and the dashboard\'s modules)', async () => {
+test('the compiled executable, built by the build script, serves the same bundle (and the dashboard\'s modules), and reads no .env or bunfig.toml where it runs', async () => {
   const outDir = mkdtempSync(join(tmpdir(), 'ams-build-'));
   try {
     const build = JSON.parse(readFileSync('package.json', 'utf8')).scripts.build.replace('dist/ams', join(outDir, 'ams')).split(' ');
     const built = Bun.spawnSync(build, { stdout: 'ignore', stderr: 'pipe' });
     expect([built.exitCode, built.stderr.toString()]).toEqual([0, '']);
     const env = { ...process.env, DATABASE_URL: h.db.url, PORT: '0', HOST: '127.0.0.1' };
+    // The executable reads no `.env` or bunfig.toml from the folder it runs in (the build turns
+    // Bun's loading of them off): either of these would keep it from logging where it listens.
+    writeFileSync(join(outDir, '.env'), 'LOG_LEVEL=error\n');
+    writeFileSync(join(outDir, 'bunfig.toml'), 'preload = ["./preload.js"]\n');
+    writeFileSync(join(outDir, 'preload.js'), 'process.exit(9);\n');
     const proc = track(Bun.spawn([join(outDir, 'ams'), 'serve'], { cwd: outDir, env, stdout: 'ignore', stderr: 'pipe', stdin: 'ignore' }));
     let log = '';
     void (async () => {

@@ -49,8 +49,8 @@ async function start(): Promise<Server> {
   throw new Error(`server did not start:\n${log}`);
 }
 
-const cli = (...args: string[]) => {
-  const out = Bun.spawnSync(['bun', 'src/main.ts', ...args], { env });
+const cli = (args: string[], extra: Record<string, string> = {}) => {
+  const out = Bun.spawnSync(['bun', 'src/main.ts', ...args], { env: { ...env, ...extra } });
   if (out.exitCode !== 0) throw new Error(out.stderr.toString());
   return JSON.parse(out.stdout.toString());
 };
@@ -59,7 +59,7 @@ test('starts on embedded PostgreSQL, keeps data across a restart, stops on SIGTE
   const first = await start();
   expect(await (await fetch(`${first.url}/health`)).json()).toEqual({ success: true, data: { status: 'ok' } });
   // The CLI finds the embedded server already running and shares it.
-  const { apiKey } = cli('agents', 'create', 'survivor');
+  const { apiKey } = cli(['agents', 'create', 'survivor']);
   const opened = await fetch(`${first.url}/api/threads`, {
     method: 'POST',
     headers: { authorization: `Bearer ${apiKey}` },
@@ -70,7 +70,7 @@ test('starts on embedded PostgreSQL, keeps data across a restart, stops on SIGTE
 
   const second = await start();
   // A person watching the dashboard's live feed must not hold up the shutdown.
-  cli('people', 'invite', 'ada@example.com', 'ada');
+  cli(['people', 'invite', 'ada@example.com', 'ada']);
   const dash = (path: string, body: unknown) =>
     fetch(`${second.url}/dashboard/api${path}`, {
       method: 'POST',
@@ -89,4 +89,18 @@ test('starts on embedded PostgreSQL, keeps data across a restart, stops on SIGTE
   const threads = (await res.json()) as { data: { title: string }[] };
   expect(threads.data.map((t) => t.title)).toEqual(['Kept']);
   await second.stop();
+}, 120_000);
+
+// The server was started with its own EMBEDDED_PG_PORT, the CLI is run without it (or with another):
+// the CLI finds the PostgreSQL the server runs under DATA_DIR, at its real port, instead of trying to
+// start a second one on the same data.
+test('the CLI shares the server\'s embedded PostgreSQL whatever EMBEDDED_PG_PORT it is given', async () => {
+  const server = await start();
+  try {
+    const { apiKey } = cli(['agents', 'create', 'elsewhere'], { EMBEDDED_PG_PORT: String(await freePort()) });
+    const res = await fetch(`${server.url}/api/threads`, { headers: { authorization: `Bearer ${apiKey}` } });
+    expect(res.status).toBe(200);
+  } finally {
+    await server.stop();
+  }
 }, 120_000);

@@ -1,8 +1,9 @@
 import { afterAll, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { track } from './support/children';
 import { freePort } from './support/ports';
 
 // The real process, started wrongly: it must say what is wrong in one sentence, as the first line
@@ -87,5 +88,32 @@ test('an embedded PostgreSQL port taken by another program is named, with Postgr
     expect(code).toBe(1);
   } finally {
     squatter.close();
+  }
+}, 60_000);
+
+// The lock file a PostgreSQL keeps in its data folder names a process that is alive, but nothing
+// answers at the port it names (a cluster still starting, or stuck): DATA_DIR is named, rather than
+// the second start's own failure.
+test('a PostgreSQL that holds DATA_DIR but does not answer is named, with DATA_DIR', async () => {
+  const held = mkdtempSync(join(tmpdir(), 'ams-held-'));
+  const holder = track(Bun.spawn(['sleep', '60'], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' }));
+  try {
+    const [lockPort, ownPort] = [await freePort(), await freePort()];
+    mkdirSync(join(held, 'postgres'));
+    writeFileSync(join(held, 'postgres', 'PG_VERSION'), '18\n');
+    writeFileSync(join(held, 'postgres', 'postmaster.pid'), `${holder.pid}\n${join(held, 'postgres')}\n1764300000\n${lockPort}\n/tmp\n127.0.0.1\n`);
+    const { code, stdout, lines } = await start({ DATABASE_URL: '', DATA_DIR: held, EMBEDDED_PG_PORT: String(ownPort) });
+    const { postgresLog: _, ...failed } = lines[0]!;
+    expect(failed).toEqual({
+      level: 'error',
+      event: 'start_failed',
+      error:
+        `The embedded PostgreSQL could not start: process ${holder.pid} already runs a PostgreSQL on ${join(held, 'postgres')} (DATA_DIR), ` +
+        `on port ${lockPort}, which does not answer; stop it, or set DATA_DIR to another folder.`,
+    });
+    expect([lines.length, stdout, code]).toEqual([1, '', 1]);
+  } finally {
+    holder.kill();
+    rmSync(held, { recursive: true, force: true });
   }
 }, 60_000);

@@ -155,9 +155,41 @@ describe('which URLs a webhook may have', () => {
     for (const url of ['https://8.8.8.8/hook', 'https://8.8.8.8:443/hook', 'https://8.8.8.8:1024/hook', 'https://8.8.8.8:8443/hook', 'https://8.8.8.8:65535/hook']) {
       expect([url, await refusal(url)]).toEqual([url, null]);
     }
-    for (const url of ['https://8.8.8.8:0/hook', 'https://8.8.8.8:22/hook', 'https://8.8.8.8:25/hook', 'https://8.8.8.8:80/hook', 'https://8.8.8.8:1023/hook']) {
-      expect([url, await refusal(url)]).toEqual([url, ['invalid', 'webhookUrl must use port 443 or a port from 1024 to 65535']]);
+    for (const url of ['https://8.8.8.8:22/hook', 'https://8.8.8.8:25/hook', 'https://8.8.8.8:80/hook', 'https://8.8.8.8:1023/hook']) {
+      expect([url, await refusal(url)]).toEqual([
+        url,
+        ['invalid', 'webhookUrl must use port 443 or a port from 1024 to 65535 unless the server runs with WEBHOOK_ALLOW_LOCAL=true'],
+      ]);
     }
+    expect(await refusal('https://8.8.8.8:0/hook')).toEqual(['invalid', 'webhookUrl must not use port 0']);
+  });
+
+  // An operator who tries a local handler first learns which setting of the server would let it
+  // through, and is not sent to it for what no setting allows.
+  test('a refusal names WEBHOOK_ALLOW_LOCAL exactly when that setting would allow the URL', async () => {
+    const refused = [
+      'http://8.8.8.8/hook',
+      'http://127.0.0.1:9/hook',
+      'https://127.0.0.1/hook',
+      'https://localhost:8443/hook',
+      'https://10.1.2.3/hook',
+      'https://[::1]/hook',
+      'https://8.8.8.8:25/hook',
+      'ftp://8.8.8.8/hook',
+      'https://8.8.8.8:0/hook',
+      'http://127.0.0.1:0/hook',
+      'https://user:pw@127.0.0.1/hook',
+      'http://user:pw@127.0.0.1/hook',
+      'https://127.0.0.1/a hook',
+    ];
+    const named = [];
+    for (const url of refused) {
+      const [strict, local] = [await refusal(url), await refusal(url, true)];
+      expect([url, strict === null]).toEqual([url, false]);
+      named.push([url, String(strict![1]).includes('WEBHOOK_ALLOW_LOCAL'), local === null]);
+    }
+    expect(named.filter(([, names, lifts]) => names !== lifts)).toEqual([]);
+    expect(named.filter(([, names]) => names).map(([url]) => url)).toEqual(refused.slice(0, 7));
   });
 
   test('local development may use any port but 0', async () => {

@@ -20,9 +20,9 @@ export const CHANNEL_NAME = 'ams-channel';
 
 export type ChannelOptions = StreamClient & { receipts: boolean };
 
-export function parseChannelOptions(argv: string[], env: Record<string, string | undefined>): ChannelOptions {
+export function parseChannelOptions(argv: string[], env: Record<string, string | undefined>, serviceUrl: string): ChannelOptions {
   const { flags, on } = parseFlags(argv, { valued: ['--base-url', '--state-file'], switches: ['--receipts'] }, CHANNEL_USAGE);
-  return { baseUrl: baseUrlFrom(flags['base-url'], env), key: agentKeyFrom(env), stateFile: flags['state-file'] ?? null, receipts: on.has('receipts') };
+  return { baseUrl: baseUrlFrom(flags['base-url'], env, serviceUrl), key: agentKeyFrom(env), stateFile: flags['state-file'] ?? null, receipts: on.has('receipts') };
 }
 
 const INSTRUCTIONS = [

@@ -27,5 +27,7 @@ export function agentKeyFrom(env: Record<string, string | undefined>): string {
   return key;
 }
 
-export const baseUrlFrom = (flag: string | undefined, env: Record<string, string | undefined>) =>
-  (flag ?? env.AMS_URL ?? 'http://localhost:3000').replace(/\/+$/, '');
+// Where the service is: the flag, AMS_URL, or else where this checkout's server runs (serviceUrl in
+// config.ts: PUBLIC_URL, or PORT on this machine).
+export const baseUrlFrom = (flag: string | undefined, env: Record<string, string | undefined>, serviceUrl: string) =>
+  (flag ?? (env.AMS_URL || serviceUrl)).replace(/\/+$/, '');

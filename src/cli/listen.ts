@@ -18,9 +18,9 @@ export const EVENTS_GONE = 3;
 
 export type ListenOptions = StreamClient & { exec: string | null };
 
-export function parseListenOptions(argv: string[], env: Record<string, string | undefined>): ListenOptions {
+export function parseListenOptions(argv: string[], env: Record<string, string | undefined>, serviceUrl: string): ListenOptions {
   const { flags } = parseFlags(argv, { valued: ['--base-url', '--exec', '--state-file'] }, LISTEN_USAGE);
-  return { baseUrl: baseUrlFrom(flags['base-url'], env), key: agentKeyFrom(env), exec: flags.exec ?? null, stateFile: flags['state-file'] ?? null };
+  return { baseUrl: baseUrlFrom(flags['base-url'], env, serviceUrl), key: agentKeyFrom(env), exec: flags.exec ?? null, stateFile: flags['state-file'] ?? null };
 }
 
 // What is handed on for each event: its id (to resume after), its type, and its data.
@@ -86,7 +86,7 @@ export async function followEvents(options: StreamClient, { handOn, err, signal 
       }
     } catch (error) {
       if (signal.aborted) break;
-      err(`The event stream dropped (${(error as Error).message}); connecting again in ${retryMs} ms.`);
+      err(`The event stream at ${options.baseUrl} dropped (${(error as Error).message}); connecting again in ${retryMs} ms.`);
     } finally {
       if (silence) clearTimeout(silence);
       signal.removeEventListener('abort', stop);

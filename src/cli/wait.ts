@@ -20,7 +20,7 @@ export type WaitOptions = {
   sinceFile: string | null;
 };
 
-export function parseWaitOptions(argv: string[], env: Record<string, string | undefined>): WaitOptions {
+export function parseWaitOptions(argv: string[], env: Record<string, string | undefined>, serviceUrl: string): WaitOptions {
   const { flags } = parseFlags(argv, { valued: ['--base-url', '--timeout', '--format', '--since-file'] }, WAIT_USAGE);
   const key = agentKeyFrom(env);
   const timeout = flags.timeout === undefined ? null : Number(flags.timeout);
@@ -28,7 +28,7 @@ export function parseWaitOptions(argv: string[], env: Record<string, string | un
   const format = flags.format ?? 'json';
   if (format !== 'json' && format !== 'text') throw invalid('--format must be json or text');
   return {
-    baseUrl: baseUrlFrom(flags['base-url'], env),
+    baseUrl: baseUrlFrom(flags['base-url'], env, serviceUrl),
     key,
     timeoutSeconds: timeout,
     format,
@@ -51,7 +51,9 @@ export async function waitForMail(options: WaitOptions, print: (text: string) =>
     if (remaining <= 0) return TIMED_OUT;
     const query = new URLSearchParams({ wait: String(Math.min(60, Math.max(1, Math.floor(remaining)))) });
     if (after) query.set('after', after);
-    const res = await fetch(`${options.baseUrl}/api/deliveries?${query}`, { headers: { authorization: `Bearer ${options.key}` } });
+    const res = await fetch(`${options.baseUrl}/api/deliveries?${query}`, { headers: { authorization: `Bearer ${options.key}` } }).catch((error: Error) => {
+      throw invalid(`Could not reach the service at ${options.baseUrl} (--base-url or AMS_URL): ${error.message}`);
+    });
     const body = (await res.json().catch(() => null)) as { success?: boolean; data?: InboxEntry[]; error?: string } | null;
     if (!res.ok || !body?.success) throw invalid(body?.error ?? `The service answered HTTP ${res.status}.`);
     const entries = body.data!;

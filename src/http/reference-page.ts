@@ -8,6 +8,7 @@ import scalarBundle from '../../node_modules/@scalar/api-reference/dist/browser/
 // so a cached copy is never stale and can be kept for a year.
 export const SCALAR_VERSION = '1.72.1';
 export const SCALAR_PATH = `/openapi/assets/scalar-${SCALAR_VERSION}.js`;
+export const REFERENCE_PATH = '/openapi';
 
 // Scripts only from this server, and no eval. Scalar's bundle injects several <style> elements and
 // style attributes of its own, so inline styles are allowed: they cannot run code.
@@ -51,7 +52,7 @@ export const referencePage = (info: { title: string; description?: string }, spe
   const page = renderReferencePage(info, specPath);
   return new Elysia({ name: 'reference-page' })
     .get(
-      '/openapi',
+      REFERENCE_PATH,
       () => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', ...SECURITY_HEADERS } }),
       { detail: { hide: true } },
     )

@@ -10,6 +10,8 @@ import { refuseNonOperator } from './operator';
 // take this one for dead and give its doorbells to someone else.
 export type WorkerPulse = { silentForMs: () => number; staleMs: number };
 
+// Answers 200 while this process can do its work (below).
+export const HEALTH_PATH = '/health';
 // Answers 200 whenever the process is up, from the first moment of a start (web/starting.ts).
 export const LIVENESS_PATH = '/health/live';
 
@@ -37,7 +39,7 @@ const silentWorker = ({ silentForMs, staleMs }: WorkerPulse) => {
 export const healthRoutes = (sql: Sql, { token, auditor, waitingInboxRequests, worker }: HealthSources) =>
   new Elysia({ name: 'health-routes' })
     .get(
-      '/health',
+      HEALTH_PATH,
       async ({ set }) => {
         try {
           await sql`select 1`;

@@ -2,6 +2,10 @@ import { afterAll, beforeAll, setDefaultTimeout } from 'bun:test';
 import { killChildren } from './children';
 import { startTestServer, stopTestServer, TEST_TIMEOUT_MS } from './database';
 
+// The service and CLI processes that tests start read no `.env` file (src/config.ts): a developer's
+// own, at the checkout's root, must not change what the tests see.
+process.env.AMS_ENV_FILE = '/dev/null';
+
 // Bun reads no timeout from bunfig.toml; hooks and tests get TEST_TIMEOUT_MS (test/support/database.ts).
 setDefaultTimeout(TEST_TIMEOUT_MS);
 

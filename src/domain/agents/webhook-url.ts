@@ -50,17 +50,20 @@ export function isPublicAddress(address: string): boolean {
   return ip.range() === 'unicast' && ip.match(GLOBAL_UNICAST_V6);
 }
 
+// What the refusals that WEBHOOK_ALLOW_LOCAL would lift add, so that whoever reads one (an agent,
+// a person on the dashboard, an operator at the CLI) learns which setting of the server decides.
+const UNLESS_LOCAL_ALLOWED = ' unless the server runs with WEBHOOK_ALLOW_LOCAL=true';
+
 // Ports below 1024 belong to well-known services (SSH, SMTP, LDAP, IMAP …); a webhook has no reason to
 // be there but 443, and refusing them keeps doorbells away from such services on public hosts.
-// Port 0 is no destination at all. WEBHOOK_ALLOW_LOCAL lifts all but port 0, with the other rules.
+// WEBHOOK_ALLOW_LOCAL lifts this, with the other rules. Port 0 is no destination at all (refused
+// above, whatever the setting).
 function checkPort(url: URL, policy: WebhookUrlPolicy, field: string): void {
   // Empty when the URL names none or names its scheme's default (443, or 80 for local http).
   if (url.port === '') return;
   const port = Number(url.port);
-  if (policy.allowLocal) {
-    if (port === 0) throw invalid(`${field} must not use port 0`, field);
-  } else if (port < 1024 && port !== 443) {
-    throw invalid(`${field} must use port 443 or a port from 1024 to 65535`, field);
+  if (!policy.allowLocal && port < 1024 && port !== 443) {
+    throw invalid(`${field} must use port 443 or a port from 1024 to 65535${UNLESS_LOCAL_ALLOWED}`, field);
   }
 }
 
@@ -77,9 +80,12 @@ function parseOutboundUrl(raw: unknown, policy: WebhookUrlPolicy, field: string)
   // The URL parser drops tabs, newlines and surrounding spaces and encodes the rest, so such a URL
   // would be saved as given yet called as something else.
   if (/[\s\p{Cc}]/u.test(raw)) throw invalid(`${field} must not contain spaces or control characters such as a newline`, field);
-  const allowed = policy.allowLocal ? ['https:', 'http:'] : ['https:'];
-  if (!allowed.includes(url.protocol)) throw invalid(`${field} must use https://`, field);
+  // What no setting allows is refused first, so that a refusal naming WEBHOOK_ALLOW_LOCAL never
+  // hides one that it could not lift.
+  if (url.port === '0') throw invalid(`${field} must not use port 0`, field);
   if (url.username || url.password) throw invalid(`${field} must not contain credentials`, field);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid(`${field} must use https://`, field);
+  if (url.protocol === 'http:' && !policy.allowLocal) throw invalid(`${field} must use https://${UNLESS_LOCAL_ALLOWED}`, field);
   checkPort(url, policy, field);
   return url;
 }
@@ -106,7 +112,7 @@ export async function resolveOutboundAddresses(
   }
   if (addresses.length === 0) throw invalid(`${field} host ${host} does not resolve`, field);
   if (!policy.allowLocal && addresses.some((a) => !isPublicAddress(a.address))) {
-    throw invalid(`${field} must point to a public address; ${host} resolves to a private, loopback or reserved one`, field);
+    throw invalid(`${field} must point to a public address${UNLESS_LOCAL_ALLOWED}; ${host} resolves to a private, loopback or reserved one`, field);
   }
   return { url, addresses };
 }
