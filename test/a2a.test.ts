@@ -375,6 +375,39 @@ describe('a message and its task', () => {
     expect(stored!.n).toBe(10);
   });
 
+  test('a token or credentials an HTTP header cannot carry are refused when configured, naming the field; nothing is written', async () => {
+    const x = await h.agent('pushhdr-sender');
+    const y = await h.agent('pushhdr-recipient');
+    const client = await a2aClient(x, y.username);
+    const task = await send(client, message('hello'));
+    const url = `${server.base()}/hook`;
+    const header = (field: string) =>
+      `${field} must be at most 1024 printable ASCII characters (letters, digits, punctuation, spaces): it is sent in an HTTP header`;
+    const cases = [
+      [{ token: 'tok\u0007en' }, 'token'],
+      [{ token: 'jeton-été' }, 'token'],
+      [{ token: 'x'.repeat(1025) }, 'token'],
+      [{ authentication: { scheme: 'Bearer', credentials: 'abc\r\nX-Injected: 1' } }, 'authentication.credentials'],
+      [{ authentication: { scheme: 'Bearer', credentials: 'clé' } }, 'authentication.credentials'],
+      [{ authentication: { scheme: 'Bea\u0000rer', credentials: 'abc' } }, 'authentication.scheme'],
+    ] as const;
+    for (const [i, [fields, field]] of cases.entries()) {
+      const config = TaskPushNotificationConfig.fromJSON({ taskId: task.id, url, ...fields });
+      expect([field, await refusal(client.createTaskPushNotificationConfig(config))]).toEqual([field, ['INVALID_PARAMS', header(field)]]);
+      const withMessage = SendMessageRequest.fromJSON({
+        message: { messageId: `pushhdr-${i}`, role: 'ROLE_USER', parts: [{ text: 'never sent' }] },
+        configuration: { taskPushNotificationConfig: { url, ...fields } },
+      });
+      expect([field, await refusal(client.sendMessage(withMessage))]).toEqual([field, ['INVALID_PARAMS', header(field)]]);
+    }
+    // A tab and spaces are a header's own.
+    const fine = await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, url, token: 'a b\tc' }));
+    expect(fine.token).toBe('a b\tc');
+    const [stored] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from a2a_push_configs where delivery_id = ${task.id}`;
+    const [sent] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where content = 'never sent'`;
+    expect([stored!.n, sent!.n]).toEqual([1, 0]);
+  });
+
   test('a push is queued by the move itself: a step, and the answer once, not every later message; one push per configuration at a time', async () => {
     const x = await h.agent('queue-sender');
     const y = await h.agent('queue-recipient');
