@@ -58,7 +58,7 @@ test("a task's moves are pushed: signed, with the token and credentials; configu
 
   // The recipient reads it (through MCP): pushed as working.
   const mcp = await mcpClient(server.base(), y.key);
-  await mcp.call('read_message', { messageId: task.history[0]!.messageId });
+  await mcp.call('read_message', { messageId: task.metadata!.messageId });
   await mcp.close();
   const [read] = await eventually(async () => (pushedTo('/a2a').length >= 1 ? pushedTo('/a2a') : null));
   const headers = Object.fromEntries(read!.headers) as Record<string, string>;

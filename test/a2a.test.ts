@@ -12,7 +12,7 @@ import {
   type Task,
 } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { a2aClient as connectA2A, listening } from './support/a2a-client';
+import { a2aClient as connectA2A, a2aClientAt as connectA2AAt, listening } from './support/a2a-client';
 import { useHarness, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventually } from './support/receiver';
@@ -61,7 +61,7 @@ describe('the agent card', () => {
     expect(card.status).toBe(200);
     expect(card.body).toMatchObject({
       name: 'card-owner',
-      supportedInterfaces: [{ url: 'http://localhost/a2a/agents/card-owner', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      supportedInterfaces: [{ url: 'http://localhost/a2a/agents/card-owner/', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
       capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
       securitySchemes: { agentKey: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'agt_ key' } } },
       securityRequirements: [{ schemes: { agentKey: {} } }],
@@ -71,6 +71,21 @@ describe('the agent card', () => {
     // The SDK's client reads it and talks to the address it names.
     const client = await a2aClient(caller, 'card-owner');
     expect((await client.getAgentCard()).name).toBe('card-owner');
+  });
+
+  test('a client created from the address the card names finds the card below it, and sends there', async () => {
+    const caller = await h.agent('card-follower');
+    await h.agent('card-named');
+    const card = await (await a2aClient(caller, 'card-named')).getAgentCard();
+    const address = card.supportedInterfaces[0]!.url;
+    expect(address).toBe(`${server.base()}/a2a/agents/card-named/`);
+    const client = await connectA2AAt(address, caller);
+    expect((await client.getAgentCard()).name).toBe('card-named');
+    const task = await send(client, message('Found you through your card'));
+    expect([task.status!.state, task.history[0]!.parts[0]!.content]).toEqual([
+      TaskState.TASK_STATE_SUBMITTED,
+      { $case: 'text', value: 'Found you through your card' },
+    ]);
   });
 
   test('a card its owner listed is anyone’s to read; to a stranger an unlisted name and no name read alike', async () => {
@@ -97,7 +112,8 @@ describe('a message and its task', () => {
     const y = await h.agent('a2a-recipient');
     const client = await a2aClient(x, y.username);
 
-    const task = await send(client, message('What did we decide about the invoice format?'));
+    const asked = message('What did we decide about the invoice format?');
+    const task = await send(client, asked);
     expect(task.status!.state).toBe(TaskState.TASK_STATE_SUBMITTED);
     expect(textOf(task)).toBe('Accepted for a2a-recipient, in its inbox.');
     const threadId = task.contextId;
@@ -115,7 +131,9 @@ describe('a message and its task', () => {
 
     // The recipient finds it and reads it through MCP; the task is working.
     const mcp = await mcpClient(server.base(), y.key);
-    const messageId = task.history[0]!.messageId;
+    // The history shows the message under the id the client gave it; the service's id is in the metadata.
+    expect(task.history[0]!.messageId).toBe(asked.message!.messageId);
+    const messageId = task.metadata!.messageId as string;
     const inbox = await mcp.call('check_inbox');
     expect(inbox.data.entries.map((e: { messageId: string; sender: string }) => [e.messageId, e.sender])).toEqual([[messageId, 'a2a-sender']]);
     const read = await mcp.call('read_message', { messageId });
@@ -129,7 +147,10 @@ describe('a message and its task', () => {
     const done = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
     expect(done.status!.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect([textOf(done), done.status!.message!.role, done.status!.message!.messageId]).toEqual(['Net 30, PDF only.', Role.ROLE_AGENT, answer.id]);
-    expect(done.history.map((m) => m.messageId)).toEqual([messageId, answer.id]);
+    expect(done.history.map((m) => m.messageId)).toEqual([asked.message!.messageId, answer.id]);
+    expect((await client.listTasks(ListTasksRequest.fromJSON({ historyLength: 1, contextId: threadId }))).tasks[0]!.history[0]!.messageId).toBe(
+      asked.message!.messageId,
+    );
     const [answerRead] = await h.db.sql`select d.step from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${answer.id} and a.username = ${x.username}`;
     expect(answerRead!.step).toBe('fetched');
   });
@@ -307,7 +328,7 @@ describe('a message and its task', () => {
     const task = first!.payload!.value as Task;
 
     const mcp = await mcpClient(server.base(), y.key);
-    await mcp.call('read_message', { messageId: task.history[0]!.messageId });
+    await mcp.call('read_message', { messageId: task.metadata!.messageId });
     await mcp.close();
     const read = await next();
     expect([read!.payload!.$case, read!.payload!.value.taskId, read!.payload!.value.status.state, read!.payload!.value.metadata.step]).toEqual([
