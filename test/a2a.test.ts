@@ -205,7 +205,7 @@ describe('a message and its task', () => {
     expect(answer!.step).toBe('accepted');
   });
 
-  test('odd input: blank text, a reused messageId with other text, params the SDK cannot read, no version header, odd page sizes', async () => {
+  test('odd input: blank text, a reused messageId with other text, no version header, odd page sizes', async () => {
     const x = await h.agent('odd-sender');
     const y = await h.agent('odd-recipient');
     const client = await a2aClient(x, y.username);
@@ -221,16 +221,6 @@ describe('a message and its task', () => {
       'messageId odd-key was already used for a different request; use a new key for a new request.',
     ]);
 
-    const rpc = (params: unknown) =>
-      h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, headers: { 'a2a-version': '1.0' }, body: { jsonrpc: '2.0', id: 'r', method: 'SendMessage', params } });
-    for (const params of [{ message: { messageId: 'm', role: 'ROLE_USER', parts: [null] } }, { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ raw: 5 }] } }]) {
-      const res = await rpc(params);
-      expect([res.status, res.body.id, res.body.error]).toEqual([
-        200,
-        'r',
-        { code: -32602, message: 'The params could not be read as those of SendMessage in A2A 1.0.' },
-      ]);
-    }
     const bare = await h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} } });
     expect([bare.status, bare.body.error.code]).toEqual([200, -32009]);
 
@@ -481,4 +471,159 @@ describe('a message and its task', () => {
     });
     expect([refused.status, refused.body.error]).toEqual([401, 'The API key is not recognised or its agent is archived.']);
   });
+});
+
+describe('JSON-RPC 2.0 and the params', () => {
+  const post = (key: string, to: string, raw: string, headers: Record<string, string> = { 'a2a-version': '1.0' }) =>
+    h.call('POST', `/a2a/agents/${to}`, { key, raw, headers: { 'content-type': 'application/json', ...headers } });
+  const messagesOf = async (username: string) =>
+    (await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages m join agents a on a.id = m.sender_agent_id where a.username = ${username}`)[0]!.n;
+
+  test('a body that is not JSON is a parse error (-32700), one that is not a request object an invalid request (-32600), with a null id', async () => {
+    const x = await h.agent('rpc-sender');
+    const y = await h.agent('rpc-recipient');
+    const parse = { code: -32700, message: 'Parse error: the request body is not valid JSON.' };
+    const invalid = (why: string) => ({ code: -32600, message: `Invalid Request: ${why}` });
+    const batch = invalid('a batch (an array) is not taken here; send one request per POST.');
+    const version = invalid('jsonrpc must be "2.0".');
+    const cases: [string, unknown][] = [
+      ['{"jsonrpc":"2.0","id":1,"method":"GetTask",', parse],
+      ['', parse],
+      ['[]', batch],
+      ['[{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}]', batch],
+      ['"text"', invalid('the body must be a JSON-RPC 2.0 request object.')],
+      ['{"id":1,"method":"GetTask","params":{"id":"x"}}', version],
+      ['{"jsonrpc":"1.0","id":1,"method":"GetTask","params":{"id":"x"}}', version],
+      ['{"jsonrpc":"2.0","id":1,"params":{}}', invalid('method must be the name of a method.')],
+      ['{"jsonrpc":"2.0","id":{"n":1},"method":"GetTask","params":{"id":"x"}}', invalid('id must be a string, a whole number or null.')],
+    ];
+    for (const [raw, error] of cases) {
+      const res = await post(x.key, y.username, raw);
+      expect([raw, res.status, res.body]).toEqual([raw, 200, { jsonrpc: '2.0', id: null, error }]);
+    }
+    // Read before the version is asked for.
+    const unversioned = await post(x.key, y.username, '{"jsonrpc":', {});
+    expect(unversioned.body.error).toEqual(parse);
+    // A method A2A 1.0 does not have (here, A2A 0.3's name) is not found, params or none.
+    for (const raw of ['{"jsonrpc":"2.0","id":3,"method":"tasks/get"}', '{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"id":"x"}}']) {
+      const res = await post(x.key, y.username, raw);
+      expect([raw, res.body]).toEqual([raw, { jsonrpc: '2.0', id: 3, error: { code: -32601, message: 'Method not found: tasks/get is not a method of A2A 1.0.' } }]);
+    }
+  });
+
+  test('a notification (no id) gets no reply: a send is carried out, a read is not', async () => {
+    const x = await h.agent('note-sender');
+    const y = await h.agent('note-recipient');
+    const notify = (method: string, params: unknown) => post(x.key, y.username, JSON.stringify({ jsonrpc: '2.0', method, params }));
+    const parts = (text: string) => [{ text }];
+
+    for (const [method, text] of [['SendMessage', 'sent as a notification'], ['SendStreamingMessage', 'streamed as a notification']] as const) {
+      const res = await notify(method, { message: { messageId: `note-${method}`, role: 'ROLE_USER', parts: parts(text) } });
+      expect([method, res.status, res.body, res.headers.get('content-type')]).toEqual([method, 204, '', null]);
+      const [sent] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where content = ${text}`;
+      expect([method, sent!.n]).toEqual([method, 1]);
+    }
+    // A refusal is not told either.
+    expect((await notify('SendMessage', { message: { messageId: 7, parts: parts('never') } })).status).toBe(204);
+    expect(await messagesOf(x.username)).toBe(2);
+
+    // Reading the answer would record a read nobody saw: a GetTask notification does nothing.
+    const task = await send(await a2aClient(x, y.username), message('Answer me'));
+    const answer = await h.post(y, task.contextId, 'Here is the answer.');
+    const read = await notify('GetTask', { id: task.id });
+    expect([read.status, read.body]).toEqual([204, '']);
+    const [toX] = await h.db.sql`
+      select d.step from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${answer.id} and a.username = ${x.username}`;
+    expect(toX!.step).toBe('accepted');
+  });
+
+  test('params A2A does not allow are invalid params (-32602) naming the field, and send nothing', async () => {
+    const x = await h.agent('params-sender');
+    const y = await h.agent('params-recipient');
+    const call = async (method: string, params: unknown) => {
+      const res = await post(x.key, y.username, JSON.stringify({ jsonrpc: '2.0', id: 'p', method, params }));
+      expect([method, res.status, res.body.id, res.body.error.code]).toEqual([method, 200, 'p', -32602]);
+      return res.body.error.message as string;
+    };
+    const sending = (message: Record<string, unknown>) => ({ message: { messageId: 'params-1', role: 'ROLE_USER', parts: [{ text: 'hi' }], ...message } });
+    const answers = [
+      [sending({ parts: ['x'] }), 'message.parts[0] must be an object, such as {"text": "…"}.'],
+      [sending({ parts: [null] }), 'message.parts[0] must be an object, such as {"text": "…"}.'],
+      [sending({ parts: [{}] }), 'message.parts[0] must hold one of text, raw, url or data.'],
+      [sending({ parts: [{ text: 5 }] }), 'message.parts[0].text must be a string.'],
+      [sending({ parts: [{ text: 'a' }, { raw: 5 }] }), 'message.parts[1].raw must be a string.'],
+      [sending({ parts: 'hi' }), 'message.parts must be a list.'],
+      [sending({ messageId: 7 }), 'message.messageId must be a string.'],
+      [{ message: { message_id: 7, parts: [{ text: 'hi' }] } }, 'message.message_id must be a string.'],
+      [sending({ contextId: ['a'] }), 'message.contextId must be a string.'],
+      [sending({ metadata: 'a summary' }), 'message.metadata must be an object.'],
+      [{ ...sending({}), configuration: { historyLength: 1.5 } }, 'configuration.historyLength must be a whole number.'],
+      [{ ...sending({}), configuration: { returnImmediately: 'yes' } }, 'configuration.returnImmediately must be true or false.'],
+      [{ ...sending({}), configuration: { taskPushNotificationConfig: { url: 5 } } }, 'configuration.taskPushNotificationConfig.url must be a string.'],
+      [{ message: 'hi' }, 'message must be an object.'],
+      ['hi', 'params must be an object.'],
+    ] as const;
+    for (const [params, sentence] of answers) expect([params, await call('SendMessage', params)]).toEqual([params, sentence]);
+    expect(await call('SendStreamingMessage', sending({ parts: ['x'] }))).toBe('message.parts[0] must be an object, such as {"text": "…"}.');
+    expect(await messagesOf(x.username)).toBe(0);
+
+    expect(await call('GetTask', { id: 5 })).toBe('id must be a string.');
+    expect(await call('GetTask', { id: 'x', historyLength: '2' })).toBe('historyLength must be a whole number.');
+    expect(await call('SubscribeToTask', { id: null })).toBe('id is required: the task to read.');
+    expect(await call('CancelTask', { id: true })).toBe('id must be a string.');
+    expect(await call('ListTasks', { contextId: 5 })).toBe('contextId must be a string.');
+    expect(await call('CreateTaskPushNotificationConfig', { taskId: 'x', url: 'https://example.com', authentication: { scheme: 1 } })).toBe(
+      'authentication.scheme must be a string.',
+    );
+    expect(await call('GetTaskPushNotificationConfig', { taskId: 5, id: 'c' })).toBe('taskId must be a string.');
+  });
+
+  test('whatever the params, a request is answered with a result or an error of A2A, never an internal one; a notification with nothing', async () => {
+    const x = await h.agent('fuzz-a2a-sender');
+    const y = await h.agent('fuzz-a2a-recipient');
+    const methods = [
+      'SendMessage',
+      'SendStreamingMessage',
+      'GetTask',
+      'ListTasks',
+      'CancelTask',
+      'SubscribeToTask',
+      'CreateTaskPushNotificationConfig',
+      'GetTaskPushNotificationConfig',
+      'ListTaskPushNotificationConfigs',
+      'DeleteTaskPushNotificationConfig',
+      'GetExtendedAgentCard',
+      'NoSuchMethod',
+    ];
+    const values = [null, 'x', 5, -1.5, true, [], {}, [null], [{}], { '': 1 }, '\u0000', 'x'.repeat(5000), { __proto__: { polluted: 1 } }];
+    const params = [
+      undefined,
+      ...values,
+      ...values.map((v) => ({ id: v, taskId: v, url: v, token: v, contextId: v, pageSize: v, pageToken: v, status: v, historyLength: v })),
+      ...values.map((v) => ({ message: { messageId: `fuzz-${JSON.stringify(v)}`, role: v, parts: [{ text: 'x', metadata: v, data: v }], metadata: v } })),
+      ...values.map((v) => ({ message: { messageId: 'fuzz-parts', parts: v } })),
+      ...values.map((v) => ({ message: { messageId: 'fuzz-config', parts: [{ text: 'x' }] }, configuration: { taskPushNotificationConfig: v, acceptedOutputModes: v } })),
+      { message: { messageId: 'fuzz-raw', parts: [{ raw: '%%%not base64' }] } },
+      { status: 'TASK_STATE_NONSENSE' },
+      { message: { messageId: 'fuzz-role', role: 'ROLE_NOBODY', parts: [{ text: 'x' }] } },
+    ];
+    const headers = { authorization: `Bearer ${x.key}`, 'a2a-version': '1.0', 'content-type': 'application/json' };
+    for (const method of methods) {
+      for (const p of params) {
+        const raw = JSON.stringify({ jsonrpc: '2.0', id: 1, method, ...(p === undefined ? {} : { params: p }) });
+        const res = await h.app.handle(new Request(`http://localhost/a2a/agents/${y.username}`, { method: 'POST', headers, body: raw }));
+        // A stream that opened is an answer too; it never ends by itself.
+        if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+          await res.body?.cancel();
+          continue;
+        }
+        const body = (await res.json()) as { result?: unknown; error?: { code: number } };
+        const known = 'result' in body || [-32001, -32002, -32004, -32005, -32007, -32601, -32602].includes(body.error?.code ?? 0);
+        expect([raw.slice(0, 200), res.status, known]).toEqual([raw.slice(0, 200), 200, true]);
+        const notification = raw.replace('"id":1,', '');
+        const unanswered = await h.app.handle(new Request(`http://localhost/a2a/agents/${y.username}`, { method: 'POST', headers, body: notification }));
+        expect([notification.slice(0, 200), unanswered.status, await unanswered.text()]).toEqual([notification.slice(0, 200), 204, '']);
+      }
+    }
+  }, 60_000);
 });

@@ -225,13 +225,14 @@ const a2aConfig = (config: PushConfig): TaskPushNotificationConfig => ({
 // leaves the message in the recipient's inbox, where it may still be read and answered.
 const isFinal = (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED;
 
-// A message's text parts are its content, one after another; anything else cannot be carried.
+// A message's text parts are its content, one after another; anything else cannot be carried. (A
+// part without content never gets here: params.ts refuses it.)
 function textOf(message: Message): string {
   const texts: string[] = [];
   for (const part of message.parts) {
     if (part.content?.$case !== 'text') {
       throw new ContentTypeNotSupportedError(
-        `Only text parts are carried: this message has a ${part.content?.$case ?? 'empty'} part. Send its text, or a link to the file in the text.`,
+        `Only text parts are carried: this message has a ${part.content?.$case} part. Send its text, or a link to the file in the text.`,
       );
     }
     texts.push(part.content.value);
