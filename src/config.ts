@@ -41,6 +41,9 @@ export const ConfigSchema = T.Object({
   EVENT_RETENTION_HOURS: Int(168, 1),
   EVENT_HEARTBEAT_MS: Int(15_000, 10),
   EVENT_STREAM_STALL_MS: Int(60_000, 10),
+  // How long A2A's blocking SendMessage (returnImmediately false) is held for its task to end before
+  // it answers the task as it stands (docs/a2a.md); 0 answers at once.
+  A2A_SEND_WAIT_MS: Int(30_000, 0),
   // How long an Idempotency-Key is remembered: a repeat within it answers the first answer.
   IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
   // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.

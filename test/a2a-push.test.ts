@@ -19,10 +19,11 @@ import { createLogger } from '../src/log';
 
 // A2A push notifications with the real worker: a task's moves are pushed to the URL its sender
 // configured, with A2A's token and credentials and the sender's Standard Webhooks signature.
-// One request at a time per URL, so that a push over its URL's cap is easy to make.
+// One request at a time per URL, so that a push over its URL's cap is easy to make; a send answers
+// at once (A2A_SEND_WAIT_MS 0), blocking or not.
 const logLines: Record<string, any>[] = [];
 const log = createLogger('debug', (line) => logLines.push(JSON.parse(line)));
-const { h } = useWorkerHarness({ WEBHOOK_ENDPOINT_CONCURRENCY: '1' }, { log });
+const { h } = useWorkerHarness({ WEBHOOK_ENDPOINT_CONCURRENCY: '1', A2A_SEND_WAIT_MS: '0' }, { log });
 const pushes = receiver();
 const doorbells = receiver();
 const server = listening(h);

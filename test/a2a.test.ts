@@ -22,8 +22,9 @@ import { claimPush, finishPush } from '../src/domain/deliveries/push-configs';
 
 // The A2A door driven by the official A2A JavaScript SDK's client over real HTTP: an agent of
 // ours reached by another through its card, its messages kept in the mailbox, the task following
-// the delivery, and the same thread seen through the HTTP API and MCP.
-const h = useHarness();
+// the delivery, and the same thread seen through the HTTP API and MCP. A send answers at once here,
+// blocking or not (A2A_SEND_WAIT_MS 0): a held send has its tests in a2a-send-wait.test.ts.
+const h = useHarness({ A2A_SEND_WAIT_MS: '0' });
 const server = listening(h);
 const a2aClient = (caller: TestAgent, to: string) => connectA2A(server.base(), caller, to);
 

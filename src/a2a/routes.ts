@@ -13,6 +13,7 @@ import { agentAuth, bearerChallenge } from '../web/agent-auth';
 import { requestIdOf, requestLog } from '../web/request-id';
 import { eventStreamResponse, type EventSink } from '../web/event-stream';
 import { endWhenRevoked } from '../web/held-credential';
+import { holdOpen } from '../web/hold-open';
 import { agentCard } from './agent-card';
 import { jsonRpcFailure, readJsonRpc, type JsonRpcFailure, type JsonRpcId, type JsonRpcRequest } from './json-rpc';
 import { isA2AMethod, paramsProblem } from './params';
@@ -70,9 +71,12 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
         if (notification && (refusal || !CHANGES.has(rpc.method))) return noReply(set);
         if (refusal) return refusal;
         const requestLogger = requestLog(log, request);
-        // A stream ends when its client leaves or its credential stops answering.
+        // A stream, or a send held for its task's end, ends when its client leaves or its credential
+        // stops answering.
         const ended = new AbortController();
         const end = () => ended.abort();
+        // Held silent up to the send's wait, longer than Bun's idle limit allows by default.
+        holdOpen(server, request, config.A2A_SEND_WAIT_MS / 1000);
         const handler = a2aRequestHandler({
           sql,
           inboxSignal,
@@ -85,6 +89,8 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           card,
           stalledAfterMs: config.STALLED_AFTER_MS,
           idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS,
+          // Nobody waits for a notification's answer.
+          sendWaitMs: notification ? 0 : config.A2A_SEND_WAIT_MS,
           webhookPolicy: webhookUrlPolicy(config),
         });
         // A notification's stream is not opened: its message is sent, as SendMessage sends it.
