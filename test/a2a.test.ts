@@ -628,3 +628,38 @@ describe('JSON-RPC 2.0 and the params', () => {
     }
   }, 60_000);
 });
+
+describe('browsers', () => {
+  test('may call: a preflight is answered for the headers A2A clients send, and every answer is readable from any origin', async () => {
+    const x = await h.agent('cors-sender');
+    const y = await h.agent('cors-recipient');
+    const ask = { origin: 'https://agents.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,a2a-version' };
+    for (const path of [`/a2a/agents/${y.username}`, `/a2a/agents/${y.username}/`, `/a2a/agents/${y.username}/.well-known/agent-card.json`, '/a2a/agents/no-such-agent']) {
+      const res = await h.call('OPTIONS', path, { headers: ask });
+      expect([path, res.status, res.body, ...['allow-origin', 'allow-methods', 'allow-headers'].map((h) => res.headers.get(`access-control-${h}`))]).toEqual([
+        path,
+        204,
+        '',
+        '*',
+        'GET, POST',
+        'Authorization, Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, X-Request-Id',
+      ]);
+      expect(res.headers.get('access-control-allow-credentials')).toBeNull();
+    }
+    const origin = { origin: 'https://agents.example', 'a2a-version': '1.0' };
+    const answered = await h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, headers: origin, body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} } });
+    const refused = await h.call('POST', `/a2a/agents/${y.username}`, { headers: origin, body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} } });
+    const card = await h.call('GET', `/a2a/agents/${y.username}/.well-known/agent-card.json`, { key: x.key, headers: origin });
+    for (const res of [answered, refused, card]) {
+      expect([res.status, res.headers.get('access-control-allow-origin'), res.headers.get('access-control-expose-headers')]).toEqual([
+        res.status,
+        '*',
+        'X-Request-Id, WWW-Authenticate, Retry-After',
+      ]);
+    }
+    expect([answered.status, refused.status, card.status]).toEqual([200, 401, 200]);
+    // Only A2A's paths: the dashboard, whose session is a cookie, still answers no preflight.
+    const dashboard = await h.call('OPTIONS', '/dashboard/api/me', { headers: ask });
+    expect([dashboard.status, dashboard.headers.get('access-control-allow-origin')]).toEqual([404, null]);
+  });
+});

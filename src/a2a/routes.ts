@@ -28,6 +28,19 @@ const originOf = (request: Request, config: Config) => (config.PUBLIC_URL ? new 
 // few; this is many of them).
 const STREAM_BACKLOG_BYTES = 256 * 1024;
 
+// Browser A2A clients are served (docs/decisions.md, A2A): an agent key travels in a header that a
+// page must be handed, never in a cookie, so a page elsewhere gains nothing by being let in. Every
+// answer under /a2a/agents may be read by a page of any origin; a preflight is answered for the
+// headers A2A clients send.
+const READABLE_ANYWHERE = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'X-Request-Id, WWW-Authenticate, Retry-After' };
+const PREFLIGHT = {
+  ...READABLE_ANYWHERE,
+  'access-control-allow-methods': 'GET, POST',
+  'access-control-allow-headers': 'Authorization, Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, X-Request-Id',
+  'access-control-max-age': '7200',
+};
+const preflight = () => new Response(null, { status: 204, headers: PREFLIGHT });
+
 // A2A (docs/a2a.md): each active agent is reached at /a2a/agents/{username}/ (the slash optional),
 // JSON-RPC 2.0 over POST, and described by its card below that address. Both need the caller's own
 // agent key, but for the card of an agent whose owner chose to list it: no stranger learns which
@@ -36,6 +49,9 @@ const STREAM_BACKLOG_BYTES = 256 * 1024;
 export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, log: Logger, config: Config) =>
   new Elysia({ name: 'a2a-routes', prefix: '/a2a/agents' })
     .use(agentAuth(sql, agentCache))
+    .onRequest(({ request, set }) => {
+      if (new URL(request.url).pathname.startsWith('/a2a/agents/')) Object.assign(set.headers, READABLE_ANYWHERE);
+    })
     .get(
       '/:username/.well-known/agent-card.json',
       async ({ params, request, set }) => {
@@ -123,7 +139,9 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
         });
       },
       { agentWithRawBody: true, params: Params, detail: { hide: true } },
-    );
+    )
+    .options('/:username', preflight, { detail: { hide: true } })
+    .options('/:username/.well-known/agent-card.json', preflight, { detail: { hide: true } });
 
 // What refuses a request before its method runs: another A2A version, a method A2A does not
 // have, params that are not A2A's JSON (params.ts).
