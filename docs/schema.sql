@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 023_oauth_streams_end,
+-- The schema that the migrations in sql/ build, 001_core to 024_a2a_message_ids,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -249,6 +249,13 @@ CREATE OR REPLACE FUNCTION public.uuid_v7()
 AS $function$select uuidv7()$function$;
 
 -- Tables, each with its indexes and triggers
+
+CREATE TABLE public.a2a_message_ids (
+    message_id uuid NOT NULL,
+    a2a_message_id text NOT NULL,
+    CONSTRAINT a2a_message_ids_message_id_fkey FOREIGN KEY (message_id) REFERENCES public.messages(id) ON DELETE CASCADE,
+    CONSTRAINT a2a_message_ids_pkey PRIMARY KEY (message_id)
+);
 
 CREATE TABLE public.a2a_push_configs (
     id uuid DEFAULT public.uuid_v7() NOT NULL,

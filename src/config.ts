@@ -55,6 +55,9 @@ export const ConfigSchema = T.Object({
   // Streams one agent may hold open at once on one process: event streams, MCP GET streams and A2A
   // streams together (web/held-streams.ts).
   STREAMS_PER_AGENT: Int(100, 1),
+  // How long A2A's blocking SendMessage (returnImmediately false) is held for its task to end before
+  // it answers the task as it stands (docs/a2a.md); 0 answers at once.
+  A2A_SEND_WAIT_MS: Int(30_000, 0),
   // How long an Idempotency-Key is remembered: a repeat within it answers the first answer.
   IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
   // Searches (domain/shared/search-gate.ts): how long a search's statement may run before it is

@@ -15,11 +15,15 @@ import type { TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventually, receiver } from './support/receiver';
 import { useWorkerHarness } from './support/webhooks';
+import { createLogger } from '../src/log';
 
 // A2A push notifications with the real worker: a task's moves are pushed to the URL its sender
 // configured, with A2A's token and credentials and the sender's Standard Webhooks signature.
-// One request at a time per URL, so that a push over its URL's cap is easy to make.
-const { h } = useWorkerHarness({ WEBHOOK_ENDPOINT_CONCURRENCY: '1' });
+// One request at a time per URL, so that a push over its URL's cap is easy to make; a send answers
+// at once (A2A_SEND_WAIT_MS 0), blocking or not.
+const logLines: Record<string, any>[] = [];
+const log = createLogger('debug', (line) => logLines.push(JSON.parse(line)));
+const { h } = useWorkerHarness({ WEBHOOK_ENDPOINT_CONCURRENCY: '1', A2A_SEND_WAIT_MS: '0' }, { log });
 const pushes = receiver();
 const doorbells = receiver();
 const server = listening(h);
@@ -55,7 +59,7 @@ test("a task's moves are pushed: signed, with the token and credentials; configu
 
   // The recipient reads it (through MCP): pushed as working.
   const mcp = await mcpClient(server.base(), y.key);
-  await mcp.call('read_message', { messageId: task.history[0]!.messageId });
+  await mcp.call('read_message', { messageId: task.metadata!.messageId });
   await mcp.close();
   const [read] = await eventually(async () => (pushedTo('/a2a').length >= 1 ? pushedTo('/a2a') : null));
   const headers = Object.fromEntries(read!.headers) as Record<string, string>;
@@ -132,5 +136,30 @@ test("a push over its URL's cap waits, queued again, instead of holding a worker
   release();
   await eventually(async () => (pushedTo('/held').length === 2 ? true : null));
   expect(pushedTo('/held').map((r) => JSON.parse(r.raw).statusUpdate.taskId).sort()).toEqual([first.id, second.id].sort());
+  pushes.reply(() => new Response('ok'));
+});
+
+test('a receiver that does not take a push (an error, a redirect) is its own health: a warning without a stack, never an error', async () => {
+  const x = await h.agent('push-health-sender');
+  const y = await h.agent('push-health-peer');
+  const client = await a2aClient(x, y.username);
+  pushes.reply((req) =>
+    req.path === '/failing' ? new Response('down', { status: 500 }) : req.path === '/moved' ? new Response(null, { status: 302, headers: { location: '/elsewhere' } }) : new Response('ok'),
+  );
+  for (const path of ['/failing', '/moved']) {
+    const task = await send(client, `pushed to ${path}`, { taskPushNotificationConfig: { id: path.slice(1), url: pushes.url(path) } });
+    await h.post(y, task.contextId, 'answered');
+  }
+  const configs = (await h.db.sql<{ id: string }[]>`select id from a2a_push_configs where name in ('failing', 'moved')`).map((c) => c.id);
+  const warned = await eventually(async () => {
+    const lines = logLines.filter((l) => l.event === 'push_failed' && configs.includes(l.config));
+    return lines.length >= 2 ? lines : null;
+  });
+  expect(warned.map((l) => [l.level, l.attempt, l.of, l.error]).sort()).toEqual([
+    ['warn', 1, 6, 'the push was not answered with 2xx: HTTP 302'],
+    ['warn', 1, 6, 'the push was not answered with 2xx: HTTP 500'],
+  ]);
+  expect(warned.map((l) => JSON.stringify(l)).filter((l) => l.includes('    at '))).toEqual([]);
+  expect(logLines.filter((l) => l.level === 'error')).toEqual([]);
   pushes.reply(() => new Response('ok'));
 });

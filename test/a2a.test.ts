@@ -12,7 +12,7 @@ import {
   type Task,
 } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { a2aClient as connectA2A, listening } from './support/a2a-client';
+import { a2aClient as connectA2A, a2aClientAt as connectA2AAt, listening } from './support/a2a-client';
 import { useHarness, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventually } from './support/receiver';
@@ -22,8 +22,9 @@ import { claimPush, finishPush } from '../src/domain/deliveries/push-configs';
 
 // The A2A door driven by the official A2A JavaScript SDK's client over real HTTP: an agent of
 // ours reached by another through its card, its messages kept in the mailbox, the task following
-// the delivery, and the same thread seen through the HTTP API and MCP.
-const h = useHarness();
+// the delivery, and the same thread seen through the HTTP API and MCP. A send answers at once here,
+// blocking or not (A2A_SEND_WAIT_MS 0): a held send has its tests in a2a-send-wait.test.ts.
+const h = useHarness({ A2A_SEND_WAIT_MS: '0' });
 const server = listening(h);
 const a2aClient = (caller: TestAgent, to: string) => connectA2A(server.base(), caller, to);
 
@@ -61,7 +62,7 @@ describe('the agent card', () => {
     expect(card.status).toBe(200);
     expect(card.body).toMatchObject({
       name: 'card-owner',
-      supportedInterfaces: [{ url: 'http://localhost/a2a/agents/card-owner', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      supportedInterfaces: [{ url: 'http://localhost/a2a/agents/card-owner/', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
       capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
       securitySchemes: { agentKey: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'agt_ key' } } },
       securityRequirements: [{ schemes: { agentKey: {} } }],
@@ -71,6 +72,21 @@ describe('the agent card', () => {
     // The SDK's client reads it and talks to the address it names.
     const client = await a2aClient(caller, 'card-owner');
     expect((await client.getAgentCard()).name).toBe('card-owner');
+  });
+
+  test('a client created from the address the card names finds the card below it, and sends there', async () => {
+    const caller = await h.agent('card-follower');
+    await h.agent('card-named');
+    const card = await (await a2aClient(caller, 'card-named')).getAgentCard();
+    const address = card.supportedInterfaces[0]!.url;
+    expect(address).toBe(`${server.base()}/a2a/agents/card-named/`);
+    const client = await connectA2AAt(address, caller);
+    expect((await client.getAgentCard()).name).toBe('card-named');
+    const task = await send(client, message('Found you through your card'));
+    expect([task.status!.state, task.history[0]!.parts[0]!.content]).toEqual([
+      TaskState.TASK_STATE_SUBMITTED,
+      { $case: 'text', value: 'Found you through your card' },
+    ]);
   });
 
   test('a card its owner listed is anyone’s to read; to a stranger an unlisted name and no name read alike', async () => {
@@ -97,7 +113,8 @@ describe('a message and its task', () => {
     const y = await h.agent('a2a-recipient');
     const client = await a2aClient(x, y.username);
 
-    const task = await send(client, message('What did we decide about the invoice format?'));
+    const asked = message('What did we decide about the invoice format?');
+    const task = await send(client, asked);
     expect(task.status!.state).toBe(TaskState.TASK_STATE_SUBMITTED);
     expect(textOf(task)).toBe('Accepted for a2a-recipient, in its inbox.');
     const threadId = task.contextId;
@@ -115,7 +132,9 @@ describe('a message and its task', () => {
 
     // The recipient finds it and reads it through MCP; the task is working.
     const mcp = await mcpClient(server.base(), y.key);
-    const messageId = task.history[0]!.messageId;
+    // The history shows the message under the id the client gave it; the service's id is in the metadata.
+    expect(task.history[0]!.messageId).toBe(asked.message!.messageId);
+    const messageId = task.metadata!.messageId as string;
     const inbox = await mcp.call('check_inbox');
     expect(inbox.data.entries.map((e: { messageId: string; sender: string }) => [e.messageId, e.sender])).toEqual([[messageId, 'a2a-sender']]);
     const read = await mcp.call('read_message', { messageId });
@@ -129,7 +148,10 @@ describe('a message and its task', () => {
     const done = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
     expect(done.status!.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect([textOf(done), done.status!.message!.role, done.status!.message!.messageId]).toEqual(['Net 30, PDF only.', Role.ROLE_AGENT, answer.id]);
-    expect(done.history.map((m) => m.messageId)).toEqual([messageId, answer.id]);
+    expect(done.history.map((m) => m.messageId)).toEqual([asked.message!.messageId, answer.id]);
+    expect((await client.listTasks(ListTasksRequest.fromJSON({ historyLength: 1, contextId: threadId }))).tasks[0]!.history[0]!.messageId).toBe(
+      asked.message!.messageId,
+    );
     const [answerRead] = await h.db.sql`select d.step from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${answer.id} and a.username = ${x.username}`;
     expect(answerRead!.step).toBe('fetched');
   });
@@ -184,7 +206,7 @@ describe('a message and its task', () => {
     expect(answer!.step).toBe('accepted');
   });
 
-  test('odd input: blank text, a reused messageId with other text, params the SDK cannot read, no version header, odd page sizes', async () => {
+  test('odd input: blank text, a reused messageId with other text, no version header, odd page sizes', async () => {
     const x = await h.agent('odd-sender');
     const y = await h.agent('odd-recipient');
     const client = await a2aClient(x, y.username);
@@ -200,16 +222,6 @@ describe('a message and its task', () => {
       'messageId odd-key was already used for a different request; use a new key for a new request.',
     ]);
 
-    const rpc = (params: unknown) =>
-      h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, headers: { 'a2a-version': '1.0' }, body: { jsonrpc: '2.0', id: 'r', method: 'SendMessage', params } });
-    for (const params of [{ message: { messageId: 'm', role: 'ROLE_USER', parts: [null] } }, { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ raw: 5 }] } }]) {
-      const res = await rpc(params);
-      expect([res.status, res.body.id, res.body.error]).toEqual([
-        200,
-        'r',
-        { code: -32602, message: 'The params could not be read as those of SendMessage in A2A 1.0.' },
-      ]);
-    }
     const bare = await h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} } });
     expect([bare.status, bare.body.error.code]).toEqual([200, -32009]);
 
@@ -307,7 +319,7 @@ describe('a message and its task', () => {
     const task = first!.payload!.value as Task;
 
     const mcp = await mcpClient(server.base(), y.key);
-    await mcp.call('read_message', { messageId: task.history[0]!.messageId });
+    await mcp.call('read_message', { messageId: task.metadata!.messageId });
     await mcp.close();
     const read = await next();
     expect([read!.payload!.$case, read!.payload!.value.taskId, read!.payload!.value.status.state, read!.payload!.value.metadata.step]).toEqual([
@@ -375,6 +387,39 @@ describe('a message and its task', () => {
     expect(stored!.n).toBe(10);
   });
 
+  test('a token or credentials an HTTP header cannot carry are refused when configured, naming the field; nothing is written', async () => {
+    const x = await h.agent('pushhdr-sender');
+    const y = await h.agent('pushhdr-recipient');
+    const client = await a2aClient(x, y.username);
+    const task = await send(client, message('hello'));
+    const url = `${server.base()}/hook`;
+    const header = (field: string) =>
+      `${field} must be at most 1024 printable ASCII characters (letters, digits, punctuation, spaces): it is sent in an HTTP header`;
+    const cases = [
+      [{ token: 'tok\u0007en' }, 'token'],
+      [{ token: 'jeton-été' }, 'token'],
+      [{ token: 'x'.repeat(1025) }, 'token'],
+      [{ authentication: { scheme: 'Bearer', credentials: 'abc\r\nX-Injected: 1' } }, 'authentication.credentials'],
+      [{ authentication: { scheme: 'Bearer', credentials: 'clé' } }, 'authentication.credentials'],
+      [{ authentication: { scheme: 'Bea\u0000rer', credentials: 'abc' } }, 'authentication.scheme'],
+    ] as const;
+    for (const [i, [fields, field]] of cases.entries()) {
+      const config = TaskPushNotificationConfig.fromJSON({ taskId: task.id, url, ...fields });
+      expect([field, await refusal(client.createTaskPushNotificationConfig(config))]).toEqual([field, ['INVALID_PARAMS', header(field)]]);
+      const withMessage = SendMessageRequest.fromJSON({
+        message: { messageId: `pushhdr-${i}`, role: 'ROLE_USER', parts: [{ text: 'never sent' }] },
+        configuration: { taskPushNotificationConfig: { url, ...fields } },
+      });
+      expect([field, await refusal(client.sendMessage(withMessage))]).toEqual([field, ['INVALID_PARAMS', header(field)]]);
+    }
+    // A tab and spaces are a header's own.
+    const fine = await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, url, token: 'a b\tc' }));
+    expect(fine.token).toBe('a b\tc');
+    const [stored] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from a2a_push_configs where delivery_id = ${task.id}`;
+    const [sent] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where content = 'never sent'`;
+    expect([stored!.n, sent!.n]).toEqual([1, 0]);
+  });
+
   test('a push is queued by the move itself: a step, and the answer once, not every later message; one push per configuration at a time', async () => {
     const x = await h.agent('queue-sender');
     const y = await h.agent('queue-recipient');
@@ -426,5 +471,195 @@ describe('a message and its task', () => {
       return res.status === 200 ? null : res;
     });
     expect([refused.status, refused.body.error]).toEqual([401, 'The API key is not recognised or its agent is archived.']);
+  });
+});
+
+describe('JSON-RPC 2.0 and the params', () => {
+  const post = (key: string, to: string, raw: string, headers: Record<string, string> = { 'a2a-version': '1.0' }) =>
+    h.call('POST', `/a2a/agents/${to}`, { key, raw, headers: { 'content-type': 'application/json', ...headers } });
+  const messagesOf = async (username: string) =>
+    (await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages m join agents a on a.id = m.sender_agent_id where a.username = ${username}`)[0]!.n;
+
+  test('a body that is not JSON is a parse error (-32700), one that is not a request object an invalid request (-32600), with a null id', async () => {
+    const x = await h.agent('rpc-sender');
+    const y = await h.agent('rpc-recipient');
+    const parse = { code: -32700, message: 'Parse error: the request body is not valid JSON.' };
+    const invalid = (why: string) => ({ code: -32600, message: `Invalid Request: ${why}` });
+    const batch = invalid('a batch (an array) is not taken here; send one request per POST.');
+    const version = invalid('jsonrpc must be "2.0".');
+    const cases: [string, unknown][] = [
+      ['{"jsonrpc":"2.0","id":1,"method":"GetTask",', parse],
+      ['', parse],
+      ['[]', batch],
+      ['[{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}]', batch],
+      ['"text"', invalid('the body must be a JSON-RPC 2.0 request object.')],
+      ['{"id":1,"method":"GetTask","params":{"id":"x"}}', version],
+      ['{"jsonrpc":"1.0","id":1,"method":"GetTask","params":{"id":"x"}}', version],
+      ['{"jsonrpc":"2.0","id":1,"params":{}}', invalid('method must be the name of a method.')],
+      ['{"jsonrpc":"2.0","id":{"n":1},"method":"GetTask","params":{"id":"x"}}', invalid('id must be a string, a whole number or null.')],
+    ];
+    for (const [raw, error] of cases) {
+      const res = await post(x.key, y.username, raw);
+      expect([raw, res.status, res.body]).toEqual([raw, 200, { jsonrpc: '2.0', id: null, error }]);
+    }
+    // Read before the version is asked for.
+    const unversioned = await post(x.key, y.username, '{"jsonrpc":', {});
+    expect(unversioned.body.error).toEqual(parse);
+    // A method A2A 1.0 does not have (here, A2A 0.3's name) is not found, params or none.
+    for (const raw of ['{"jsonrpc":"2.0","id":3,"method":"tasks/get"}', '{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"id":"x"}}']) {
+      const res = await post(x.key, y.username, raw);
+      expect([raw, res.body]).toEqual([raw, { jsonrpc: '2.0', id: 3, error: { code: -32601, message: 'Method not found: tasks/get is not a method of A2A 1.0.' } }]);
+    }
+  });
+
+  test('a notification (no id) gets no reply: a send is carried out, a read is not', async () => {
+    const x = await h.agent('note-sender');
+    const y = await h.agent('note-recipient');
+    const notify = (method: string, params: unknown) => post(x.key, y.username, JSON.stringify({ jsonrpc: '2.0', method, params }));
+    const parts = (text: string) => [{ text }];
+
+    for (const [method, text] of [['SendMessage', 'sent as a notification'], ['SendStreamingMessage', 'streamed as a notification']] as const) {
+      const res = await notify(method, { message: { messageId: `note-${method}`, role: 'ROLE_USER', parts: parts(text) } });
+      expect([method, res.status, res.body, res.headers.get('content-type')]).toEqual([method, 204, '', null]);
+      const [sent] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where content = ${text}`;
+      expect([method, sent!.n]).toEqual([method, 1]);
+    }
+    // A refusal is not told either.
+    expect((await notify('SendMessage', { message: { messageId: 7, parts: parts('never') } })).status).toBe(204);
+    expect(await messagesOf(x.username)).toBe(2);
+
+    // Reading the answer would record a read nobody saw: a GetTask notification does nothing.
+    const task = await send(await a2aClient(x, y.username), message('Answer me'));
+    const answer = await h.post(y, task.contextId, 'Here is the answer.');
+    const read = await notify('GetTask', { id: task.id });
+    expect([read.status, read.body]).toEqual([204, '']);
+    const [toX] = await h.db.sql`
+      select d.step from deliveries d join agents a on a.id = d.recipient_id where d.message_id = ${answer.id} and a.username = ${x.username}`;
+    expect(toX!.step).toBe('accepted');
+  });
+
+  test('params A2A does not allow are invalid params (-32602) naming the field, and send nothing', async () => {
+    const x = await h.agent('params-sender');
+    const y = await h.agent('params-recipient');
+    const call = async (method: string, params: unknown) => {
+      const res = await post(x.key, y.username, JSON.stringify({ jsonrpc: '2.0', id: 'p', method, params }));
+      expect([method, res.status, res.body.id, res.body.error.code]).toEqual([method, 200, 'p', -32602]);
+      return res.body.error.message as string;
+    };
+    const sending = (message: Record<string, unknown>) => ({ message: { messageId: 'params-1', role: 'ROLE_USER', parts: [{ text: 'hi' }], ...message } });
+    const answers = [
+      [sending({ parts: ['x'] }), 'message.parts[0] must be an object, such as {"text": "…"}.'],
+      [sending({ parts: [null] }), 'message.parts[0] must be an object, such as {"text": "…"}.'],
+      [sending({ parts: [{}] }), 'message.parts[0] must hold one of text, raw, url or data.'],
+      [sending({ parts: [{ text: 5 }] }), 'message.parts[0].text must be a string.'],
+      [sending({ parts: [{ text: 'a' }, { raw: 5 }] }), 'message.parts[1].raw must be a string.'],
+      [sending({ parts: 'hi' }), 'message.parts must be a list.'],
+      [sending({ messageId: 7 }), 'message.messageId must be a string.'],
+      [{ message: { message_id: 7, parts: [{ text: 'hi' }] } }, 'message.message_id must be a string.'],
+      [sending({ contextId: ['a'] }), 'message.contextId must be a string.'],
+      [sending({ metadata: 'a summary' }), 'message.metadata must be an object.'],
+      [{ ...sending({}), configuration: { historyLength: 1.5 } }, 'configuration.historyLength must be a whole number.'],
+      [{ ...sending({}), configuration: { returnImmediately: 'yes' } }, 'configuration.returnImmediately must be true or false.'],
+      [{ ...sending({}), configuration: { taskPushNotificationConfig: { url: 5 } } }, 'configuration.taskPushNotificationConfig.url must be a string.'],
+      [{ message: 'hi' }, 'message must be an object.'],
+      ['hi', 'params must be an object.'],
+    ] as const;
+    for (const [params, sentence] of answers) expect([params, await call('SendMessage', params)]).toEqual([params, sentence]);
+    expect(await call('SendStreamingMessage', sending({ parts: ['x'] }))).toBe('message.parts[0] must be an object, such as {"text": "…"}.');
+    expect(await messagesOf(x.username)).toBe(0);
+
+    expect(await call('GetTask', { id: 5 })).toBe('id must be a string.');
+    expect(await call('GetTask', { id: 'x', historyLength: '2' })).toBe('historyLength must be a whole number.');
+    expect(await call('SubscribeToTask', { id: null })).toBe('id is required: the task to read.');
+    expect(await call('CancelTask', { id: true })).toBe('id must be a string.');
+    expect(await call('ListTasks', { contextId: 5 })).toBe('contextId must be a string.');
+    expect(await call('CreateTaskPushNotificationConfig', { taskId: 'x', url: 'https://example.com', authentication: { scheme: 1 } })).toBe(
+      'authentication.scheme must be a string.',
+    );
+    expect(await call('GetTaskPushNotificationConfig', { taskId: 5, id: 'c' })).toBe('taskId must be a string.');
+  });
+
+  test('whatever the params, a request is answered with a result or an error of A2A, never an internal one; a notification with nothing', async () => {
+    const x = await h.agent('fuzz-a2a-sender');
+    const y = await h.agent('fuzz-a2a-recipient');
+    const methods = [
+      'SendMessage',
+      'SendStreamingMessage',
+      'GetTask',
+      'ListTasks',
+      'CancelTask',
+      'SubscribeToTask',
+      'CreateTaskPushNotificationConfig',
+      'GetTaskPushNotificationConfig',
+      'ListTaskPushNotificationConfigs',
+      'DeleteTaskPushNotificationConfig',
+      'GetExtendedAgentCard',
+      'NoSuchMethod',
+    ];
+    const values = [null, 'x', 5, -1.5, true, [], {}, [null], [{}], { '': 1 }, '\u0000', 'x'.repeat(5000), { __proto__: { polluted: 1 } }];
+    const params = [
+      undefined,
+      ...values,
+      ...values.map((v) => ({ id: v, taskId: v, url: v, token: v, contextId: v, pageSize: v, pageToken: v, status: v, historyLength: v })),
+      ...values.map((v) => ({ message: { messageId: `fuzz-${JSON.stringify(v)}`, role: v, parts: [{ text: 'x', metadata: v, data: v }], metadata: v } })),
+      ...values.map((v) => ({ message: { messageId: 'fuzz-parts', parts: v } })),
+      ...values.map((v) => ({ message: { messageId: 'fuzz-config', parts: [{ text: 'x' }] }, configuration: { taskPushNotificationConfig: v, acceptedOutputModes: v } })),
+      { message: { messageId: 'fuzz-raw', parts: [{ raw: '%%%not base64' }] } },
+      { status: 'TASK_STATE_NONSENSE' },
+      { message: { messageId: 'fuzz-role', role: 'ROLE_NOBODY', parts: [{ text: 'x' }] } },
+    ];
+    const headers = { authorization: `Bearer ${x.key}`, 'a2a-version': '1.0', 'content-type': 'application/json' };
+    for (const method of methods) {
+      for (const p of params) {
+        const raw = JSON.stringify({ jsonrpc: '2.0', id: 1, method, ...(p === undefined ? {} : { params: p }) });
+        const res = await h.app.handle(new Request(`http://localhost/a2a/agents/${y.username}`, { method: 'POST', headers, body: raw }));
+        // A stream that opened is an answer too; it never ends by itself.
+        if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+          await res.body?.cancel();
+          continue;
+        }
+        const body = (await res.json()) as { result?: unknown; error?: { code: number } };
+        const known = 'result' in body || [-32001, -32002, -32004, -32005, -32007, -32601, -32602].includes(body.error?.code ?? 0);
+        expect([raw.slice(0, 200), res.status, known]).toEqual([raw.slice(0, 200), 200, true]);
+        const notification = raw.replace('"id":1,', '');
+        const unanswered = await h.app.handle(new Request(`http://localhost/a2a/agents/${y.username}`, { method: 'POST', headers, body: notification }));
+        expect([notification.slice(0, 200), unanswered.status, await unanswered.text()]).toEqual([notification.slice(0, 200), 204, '']);
+      }
+    }
+  }, 60_000);
+});
+
+describe('browsers', () => {
+  test('may call: a preflight is answered for the headers A2A clients send, and every answer is readable from any origin', async () => {
+    const x = await h.agent('cors-sender');
+    const y = await h.agent('cors-recipient');
+    const ask = { origin: 'https://agents.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,a2a-version' };
+    for (const path of [`/a2a/agents/${y.username}`, `/a2a/agents/${y.username}/`, `/a2a/agents/${y.username}/.well-known/agent-card.json`, '/a2a/agents/no-such-agent']) {
+      const res = await h.call('OPTIONS', path, { headers: ask });
+      expect([path, res.status, res.body, ...['allow-origin', 'allow-methods', 'allow-headers'].map((h) => res.headers.get(`access-control-${h}`))]).toEqual([
+        path,
+        204,
+        '',
+        '*',
+        'GET, POST',
+        'Authorization, Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, X-Request-Id',
+      ]);
+      expect(res.headers.get('access-control-allow-credentials')).toBeNull();
+    }
+    const origin = { origin: 'https://agents.example', 'a2a-version': '1.0' };
+    const answered = await h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, headers: origin, body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} } });
+    const refused = await h.call('POST', `/a2a/agents/${y.username}`, { headers: origin, body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} } });
+    const card = await h.call('GET', `/a2a/agents/${y.username}/.well-known/agent-card.json`, { key: x.key, headers: origin });
+    for (const res of [answered, refused, card]) {
+      expect([res.status, res.headers.get('access-control-allow-origin'), res.headers.get('access-control-expose-headers')]).toEqual([
+        res.status,
+        '*',
+        'X-Request-Id, WWW-Authenticate, Retry-After',
+      ]);
+    }
+    expect([answered.status, refused.status, card.status]).toEqual([200, 401, 200]);
+    // Only A2A's paths: the dashboard, whose session is a cookie, still answers no preflight.
+    const dashboard = await h.call('OPTIONS', '/dashboard/api/me', { headers: ask });
+    expect([dashboard.status, dashboard.headers.get('access-control-allow-origin')]).toEqual([404, null]);
   });
 });

@@ -3,8 +3,10 @@ import type { AgentCard } from '@a2a-js/sdk';
 // The A2A protocol version spoken here (the JSON-RPC binding of A2A 1.0).
 export const A2A_VERSION = '1.0';
 
-// Where an agent is reached over A2A, and where its card is.
-export const agentPath = (username: string) => `/a2a/agents/${encodeURIComponent(username)}`;
+// Where an agent is reached over A2A: JSON-RPC at this address, and its card below it. The
+// trailing slash is part of it, since clients look for `.well-known/agent-card.json` relative to
+// the address they are given, the card's own included.
+export const agentPath = (username: string) => `/a2a/agents/${encodeURIComponent(username)}/`;
 
 // What an A2A client learns of one of our agents: that it takes messages (one skill), how to reach
 // it (JSON-RPC at its own address), and how to authenticate (the caller's own agent key as a

@@ -37,7 +37,7 @@ import { postToAgent } from '../domain/messages/messages';
 import { DomainError } from '../domain/shared/errors';
 import type { Logger } from '../log';
 import { failureOf } from '../web/failure';
-import { stateFilter, statusUpdate, toTask } from './tasks';
+import { stateFilter, statusUpdate, taskState, toTask } from './tasks';
 
 export type A2AContext = {
   sql: Sql;
@@ -57,6 +57,8 @@ export type A2AContext = {
   card: AgentCard;
   stalledAfterMs: number;
   idempotencyRetentionMs: number;
+  // How long a blocking send is held for its task to end (A2A_SEND_WAIT_MS).
+  sendWaitMs: number;
   // What push-notification URLs may be (the webhook rules).
   webhookPolicy: WebhookUrlPolicy;
 };
@@ -78,7 +80,8 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
     return toTask(sent, read.historyLength);
   };
 
-  const send = async (params: SendMessageRequest): Promise<Task> => {
+  // Sends the message; answers its task as it is once sent, or, `held`, once it ends or the wait does.
+  const send = async (params: SendMessageRequest, held: boolean): Promise<Task> => {
     const message = params.message;
     if (!message) throw new RequestMalformedError('message is required.');
     if (message.taskId) {
@@ -100,7 +103,24 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
     );
     if (checkedPush) await savePushConfig(sql, caller, recipient, posted.deliveryId, checkedPush);
-    return taskOf(posted.deliveryId, { historyLength: params.configuration?.historyLength, readAnswer: true });
+    const historyLength = params.configuration?.historyLength;
+    return held ? ended(posted.deliveryId, historyLength) : taskOf(posted.deliveryId, { historyLength, readAnswer: true });
+  };
+
+  // A blocking send (A2A's default: returnImmediately false) waits for its task to reach a state
+  // A2A calls terminal. A mailbox's answer may take days, so it is held for `sendWaitMs` at most, as
+  // the inbox wait is, woken as a stream is; then, or when the client leaves, the task is answered
+  // as it stands.
+  const ended = async (deliveryId: string, historyLength: number | undefined): Promise<Task> => {
+    const changes = followSentDelivery(sql, ctx.inboxSignal, caller, recipient, deliveryId, {
+      stalledAfterMs: ctx.stalledAfterMs,
+      abort: AbortSignal.any([ctx.abort, AbortSignal.timeout(ctx.sendWaitMs)]),
+      changed: ctx.credentialChanged,
+    });
+    for await (const sent of changes) {
+      if (ENDS_A_WAIT.has(taskState(sent))) return toTask(sent, historyLength);
+    }
+    return taskOf(deliveryId, { historyLength, readAnswer: true });
   };
   const configOf = async (taskId: string, name: string) => {
     const config = (await pushConfigs(sql, caller, recipient, taskId).catch(notFoundAs(taskId))).find((c) => c.name === name);
@@ -134,9 +154,10 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       throw new ExtendedAgentCardNotConfiguredError('This agent has no extended card: its card says all there is.');
     },
 
-    sendMessage: (params: SendMessageRequest) => answered(ctx, () => send(params)),
+    sendMessage: (params: SendMessageRequest) =>
+      answered(ctx, () => send(params, !params.configuration?.returnImmediately && ctx.sendWaitMs > 0)),
     sendMessageStream: (params: SendMessageRequest) => streamed(ctx, async function* () {
-      yield* follow(await send(params));
+      yield* follow(await send(params, false));
     }),
     resubscribe: (params: SubscribeToTaskRequest) => streamed(ctx, async function* () {
       yield* follow(await taskOf(params.id, { readAnswer: true }));
@@ -228,13 +249,19 @@ const a2aConfig = (config: PushConfig): TaskPushNotificationConfig => ({
 // leaves the message in the recipient's inbox, where it may still be read and answered.
 const isFinal = (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED;
 
-// A message's text parts are its content, one after another; anything else cannot be carried.
+// The states A2A calls terminal that a task here reaches (it is never canceled or rejected, nor
+// interrupted for input or authentication). A blocking send answers at the first of them, failed
+// included: A2A asks it to, though the message may still be read from the inbox.
+const ENDS_A_WAIT = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED]);
+
+// A message's text parts are its content, one after another; anything else cannot be carried. (A
+// part without content never gets here: params.ts refuses it.)
 function textOf(message: Message): string {
   const texts: string[] = [];
   for (const part of message.parts) {
     if (part.content?.$case !== 'text') {
       throw new ContentTypeNotSupportedError(
-        `Only text parts are carried: this message has a ${part.content?.$case ?? 'empty'} part. Send its text, or a link to the file in the text.`,
+        `Only text parts are carried: this message has a ${part.content?.$case} part. Send its text, or a link to the file in the text.`,
       );
     }
     texts.push(part.content.value);

@@ -1,6 +1,6 @@
 import { AgentCard, A2A_VERSION_HEADER, formatSSEEvent } from '@a2a-js/sdk';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
-import { A2A_ERROR_CODE, toJsonRpcError } from '@a2a-js/sdk/errors';
+import { A2A_ERROR_CODE, RequestMalformedError, toJsonRpcError } from '@a2a-js/sdk/errors';
 import { Elysia, t } from 'elysia';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
@@ -14,7 +14,10 @@ import { requestIdOf, requestLog } from '../web/request-id';
 import { eventStreamResponse, type EventSink } from '../web/event-stream';
 import { endWhenRevoked } from '../web/held-credential';
 import type { HeldStreams } from '../web/held-streams';
-import { A2A_VERSION, agentCard } from './agent-card';
+import { holdOpen } from '../web/hold-open';
+import { agentCard } from './agent-card';
+import { jsonRpcFailure, readJsonRpc, type JsonRpcFailure, type JsonRpcId, type JsonRpcRequest } from './json-rpc';
+import { isA2AMethod, paramsProblem } from './params';
 import { a2aRequestHandler } from './request-handler';
 
 const Params = t.Object({ username: t.String() });
@@ -26,14 +29,30 @@ const originOf = (request: Request, config: Config) => (config.PUBLIC_URL ? new 
 // few; this is many of them).
 const STREAM_BACKLOG_BYTES = 256 * 1024;
 
-// A2A (docs/a2a.md): each active agent is reached at /a2a/agents/{username}, JSON-RPC 2.0 over
-// POST, and described by its card below that address. Both need the caller's own agent key, but
-// for the card of an agent whose owner chose to list it: no stranger learns which names exist.
-// Refusals before the JSON-RPC request is read (no key: 401, no such agent: 404) are in the
-// service's envelope; everything after is JSON-RPC, in the SDK's transport.
+// Browser A2A clients are served (docs/decisions.md, A2A): an agent key travels in a header that a
+// page must be handed, never in a cookie, so a page elsewhere gains nothing by being let in. Every
+// answer under /a2a/agents may be read by a page of any origin; a preflight is answered for the
+// headers A2A clients send.
+const READABLE_ANYWHERE = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'X-Request-Id, WWW-Authenticate, Retry-After' };
+const PREFLIGHT = {
+  ...READABLE_ANYWHERE,
+  'access-control-allow-methods': 'GET, POST',
+  'access-control-allow-headers': 'Authorization, Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, X-Request-Id',
+  'access-control-max-age': '7200',
+};
+const preflight = () => new Response(null, { status: 204, headers: PREFLIGHT });
+
+// A2A (docs/a2a.md): each active agent is reached at /a2a/agents/{username}/ (the slash optional),
+// JSON-RPC 2.0 over POST, and described by its card below that address. Both need the caller's own
+// agent key, but for the card of an agent whose owner chose to list it: no stranger learns which
+// names exist. Refusals before the JSON-RPC request is read (no key: 401, no such agent: 404) are
+// in the service's envelope; everything after is JSON-RPC, in the SDK's transport.
 export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, streams: HeldStreams, log: Logger, config: Config) =>
   new Elysia({ name: 'a2a-routes', prefix: '/a2a/agents' })
     .use(agentAuth(sql, agentCache))
+    .onRequest(({ request, set }) => {
+      if (new URL(request.url).pathname.startsWith('/a2a/agents/')) Object.assign(set.headers, READABLE_ANYWHERE);
+    })
     .get(
       '/:username/.well-known/agent-card.json',
       async ({ params, request, set }) => {
@@ -52,22 +71,29 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
       },
       { params: Params, detail: { hide: true } },
     )
+    // Elysia matches the address with its trailing slash too, as the card names it.
     .post(
       '/:username',
       async ({ agent, params, body, request, set, server }) => {
         const recipient = await activeAgentNamed(sql, params.username);
         const card = agentCard(originOf(request, config), recipient.username);
-        const context = new ServerCallContext({ requestedVersion: request.headers.get(A2A_VERSION_HEADER) ?? undefined });
         set.headers['content-type'] = 'application/json';
-        try {
-          validateVersion(context.requestedVersion, card, 'JSONRPC');
-        } catch (error) {
-          return { jsonrpc: '2.0', id: idOf(body), error: toJsonRpcError(error) };
-        }
+        const read = readJsonRpc(String(body));
+        if ('refused' in read) return read.refused;
+        const { request: rpc, id, notification } = read;
+        const context = new ServerCallContext({ requestedVersion: request.headers.get(A2A_VERSION_HEADER) ?? undefined });
+        const refusal = refusalOf(rpc, id, context, card);
+        // A notification gets no reply (JSON-RPC 2.0), refused or not. It is carried out for what it
+        // changes; a method that only reads does nothing, since its answer would go nowhere.
+        if (notification && (refusal || !CHANGES.has(rpc.method))) return noReply(set);
+        if (refusal) return refusal;
         const requestLogger = requestLog(log, request);
-        // A stream ends when its client leaves or its credential stops answering.
+        // A stream, or a send held for its task's end, ends when its client leaves or its credential
+        // stops answering.
         const ended = new AbortController();
         const end = () => ended.abort();
+        // Held silent up to the send's wait, longer than Bun's idle limit allows by default.
+        holdOpen(server, request, config.A2A_SEND_WAIT_MS / 1000);
         const handler = a2aRequestHandler({
           sql,
           inboxSignal,
@@ -81,16 +107,21 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           card,
           stalledAfterMs: config.STALLED_AFTER_MS,
           idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS,
+          // Nobody waits for a notification's answer.
+          sendWaitMs: notification ? 0 : config.A2A_SEND_WAIT_MS,
           webhookPolicy: webhookUrlPolicy(config),
         });
-        const answer = await new JsonRpcTransportHandler(handler).handle(body as string, context);
-        if (!(Symbol.asyncIterator in answer)) return unreadParams(answer, body);
+        // A notification's stream is not opened: its message is sent, as SendMessage sends it.
+        const asked = notification && rpc.method === 'SendStreamingMessage' ? { ...rpc, method: 'SendMessage' } : rpc;
+        const answer = await new JsonRpcTransportHandler(handler).handle(asked, context);
+        if (notification) return noReply(set);
+        if (!(Symbol.asyncIterator in answer)) return answer;
         // A refusal before the stream's first event is answered as any JSON-RPC error is.
         let first: IteratorResult<unknown>;
         try {
           first = await answer.next();
         } catch (error) {
-          return { jsonrpc: '2.0', id: idOf(body), error: toJsonRpcError(error) };
+          return failed(id, error);
         }
         // Silent between updates, longer than Bun's idle limit allows by default.
         server?.timeout(request, 0);
@@ -101,7 +132,7 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           log: requestLogger,
           cutLog: { event: 'a2a_stream_dropped', reason: 'the client stopped reading' },
           open: (sink) => {
-            void pump(first, answer, sink, idOf(body));
+            void pump(first, answer, sink, id);
             return () => {
               end();
               void answer.return(undefined);
@@ -110,51 +141,47 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
         });
       },
       { agentWithRawBody: true, params: Params, detail: { hide: true } },
-    );
+    )
+    .options('/:username', preflight, { detail: { hide: true } })
+    .options('/:username/.well-known/agent-card.json', preflight, { detail: { hide: true } });
+
+// What refuses a request before its method runs: another A2A version, a method A2A does not
+// have, params that are not A2A's JSON (params.ts).
+function refusalOf(rpc: JsonRpcRequest, id: JsonRpcId, context: ServerCallContext, card: AgentCard): JsonRpcFailure | null {
+  try {
+    validateVersion(context.requestedVersion, card, 'JSONRPC');
+  } catch (error) {
+    return failed(id, error);
+  }
+  // Before the params: the SDK's transport reads a method's params before its name.
+  if (!isA2AMethod(rpc.method)) return jsonRpcFailure(id, A2A_ERROR_CODE.METHOD_NOT_FOUND, `Method not found: ${rpc.method} is not a method of A2A 1.0.`);
+  const problem = paramsProblem(rpc.method, rpc.params);
+  return problem ? failed(id, new RequestMalformedError(problem)) : null;
+}
+
+// The methods that change something (CancelTask is always refused here): a notification of any
+// other is not carried out.
+const CHANGES = new Set(['SendMessage', 'SendStreamingMessage', 'CreateTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig']);
+
+const failed = (id: JsonRpcId, error: unknown): JsonRpcFailure => ({ jsonrpc: '2.0', id, error: toJsonRpcError(error) });
+
+const noReply = (set: { headers: Record<string, unknown> }) => {
+  delete set.headers['content-type'];
+  return new Response(null, { status: 204 });
+};
 
 // Sends a stream's events as they come, an error as the last of them, then ends it.
-async function pump(first: IteratorResult<unknown>, rest: AsyncGenerator<unknown>, sink: EventSink, id: string | number | null) {
+async function pump(first: IteratorResult<unknown>, rest: AsyncGenerator<unknown>, sink: EventSink, id: JsonRpcId) {
   if (first.done || !sink.send(formatSSEEvent(first.value))) return sink.finish();
   for (;;) {
     let next: IteratorResult<unknown>;
     try {
       next = await rest.next();
     } catch (error) {
-      sink.send(formatSSEEvent({ jsonrpc: '2.0', id, error: toJsonRpcError(error) }));
+      sink.send(formatSSEEvent(failed(id, error)));
       break;
     }
     if (next.done || !sink.send(formatSSEEvent(next.value))) break;
   }
   sink.finish();
-}
-
-// Every error our handler raises is an A2A error, with its details. One without them is the SDK's
-// own: a request whose params it could not decode (a part that is not an object, bytes that are
-// not base64), answered with the JavaScript error's text as an internal error. It is the
-// client's request that is wrong, and the text says nothing useful to it.
-function unreadParams<T extends object>(answer: T, body: unknown): T {
-  const error = (answer as { error?: { code?: unknown; data?: unknown } }).error;
-  if (error?.code !== A2A_ERROR_CODE.INTERNAL_ERROR || error.data !== undefined) return answer;
-  const method = methodOf(body);
-  return { ...answer, error: { code: A2A_ERROR_CODE.INVALID_PARAMS, message: `The params could not be read as those of ${method || 'the method'} in A2A ${A2A_VERSION}.` } };
-}
-
-// The id of a JSON-RPC request, for an error answered before the transport reads it.
-function idOf(body: unknown): string | number | null {
-  const id = parsed(body)?.id;
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
-}
-
-function methodOf(body: unknown): string {
-  const method = parsed(body)?.method;
-  return typeof method === 'string' ? method : '';
-}
-
-function parsed(body: unknown): Record<string, unknown> | null {
-  try {
-    const value = JSON.parse(String(body)) as unknown;
-    return value && typeof value === 'object' ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
 }

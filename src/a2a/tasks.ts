@@ -38,9 +38,11 @@ export function stateFilter(state: TaskState): Pick<SentFilter, 'steps' | 'answe
 
 const textPart = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
 
-function a2aMessage(message: MessageRecord, role: Role, taskId: string): Message {
+// `messageId` is the id the client gave its message, where it gave one, so that it finds its own
+// message in the history; the service's id for it is the task's `metadata.messageId`.
+function a2aMessage(message: MessageRecord, messageId: string, role: Role, taskId: string): Message {
   return {
-    messageId: message.id,
+    messageId,
     contextId: message.threadId,
     taskId,
     role,
@@ -81,8 +83,8 @@ function statusText(sent: SentDelivery): string {
 // The task of one delivery. `historyLength` as A2A defines it: none given, the whole history (the
 // message and, once there, its answer); 0, none; n, the newest n.
 export function toTask(sent: SentDelivery, historyLength?: number): Task {
-  const asked = a2aMessage(sent.message, Role.ROLE_USER, sent.id);
-  const answer = sent.answer?.message ? a2aMessage(sent.answer.message, Role.ROLE_AGENT, sent.id) : undefined;
+  const asked = a2aMessage(sent.message, sent.a2aMessageId ?? sent.message.id, Role.ROLE_USER, sent.id);
+  const answer = sent.answer?.message ? a2aMessage(sent.answer.message, sent.answer.message.id, Role.ROLE_AGENT, sent.id) : undefined;
   const history = answer ? [asked, answer] : [asked];
   const text: Message = {
     messageId: `${sent.id}-status`,

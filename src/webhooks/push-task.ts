@@ -21,6 +21,12 @@ import { sendDoorbell, type SendOptions } from './send';
 // A push over its URL's cap waits this long, queued again, rather than hold a worker slot.
 const OVER_CAP_MS = 1_000;
 
+// A push its receiver did not take: an answer other than 2xx (a redirect included), or none. That
+// is the receiver's health, not a fault of ours: it is thrown so that the job queue retries it,
+// and logged as a warning without a stack (worker.ts), as a doorbell's failed attempt is not an
+// error either.
+export class PushNotTaken extends Error {}
+
 export function pushTask(deps: {
   sql: Sql;
   log: Logger;
@@ -60,7 +66,7 @@ export function pushTask(deps: {
         error: outcome.error,
         durationMs: Math.round(performance.now() - started),
       });
-      if (!answeredOk(outcome.status)) throw new Error(`the push was not answered with 2xx: ${outcome.error ?? `HTTP ${outcome.status}`}`);
+      if (!answeredOk(outcome.status)) throw new PushNotTaken(`the push was not answered with 2xx: ${outcome.error ?? `HTTP ${outcome.status}`}`);
       delivered = message.status;
     } finally {
       release();

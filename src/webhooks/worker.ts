@@ -22,7 +22,7 @@ import { TEST_EVENT_TASK } from '../domain/agents/test-events';
 import { createMailer } from '../mailer';
 import { ENDPOINT_HEALTH_CRON, ENDPOINT_HEALTH_TASK, endpointAlertsTask } from './endpoint-alerts';
 import { testEventTask } from './test-event-task';
-import { pushTask } from './push-task';
+import { PushNotTaken, pushTask } from './push-task';
 import { PUSH_TASK, type RenderPush } from '../domain/deliveries/push-configs';
 
 // A doorbell parked behind its endpoint's cap is woken when a slot frees there; should every process
@@ -350,7 +350,13 @@ const OUTAGE = /Connection terminated unexpectedly|connection error and is not q
 
 function workerLogger(log: Logger) {
   return new WorkerLogger((scope) => (level, message, meta) => {
-    const error = (meta as { error?: unknown } | undefined)?.error;
+    const { error, job } = (meta ?? {}) as { error?: unknown; job?: { attempts: number; max_attempts: number; payload: unknown } };
+    // A receiver that did not take a push: its health, told without a stack; the queue retries it.
+    if (error instanceof PushNotTaken) {
+      const config = (job?.payload as { configId?: unknown } | undefined)?.configId;
+      log.warn('push_failed', { config, attempt: job?.attempts, of: job?.max_attempts, error: error.message });
+      return;
+    }
     const outage = level === 'error' && (isDatabaseUnavailable(error) || OUTAGE.test(message));
     log[outage ? 'warn' : (levels[level as keyof typeof levels] ?? 'debug')]('graphile_worker', { message, ...scope });
   });

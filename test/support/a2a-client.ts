@@ -5,7 +5,10 @@ import type { Harness, TestAgent } from './harness';
 // The official A2A SDK's client as an agent of ours, over real HTTP: its key on every request, the
 // card resolved from the agent's address below `base` (the trailing slash makes the card's
 // `.well-known/agent-card.json` resolve below it).
-export async function a2aClient(base: string, caller: TestAgent, to: string): Promise<Client> {
+export const a2aClient = (base: string, caller: TestAgent, to: string): Promise<Client> => a2aClientAt(`${base}/a2a/agents/${to}/`, caller);
+
+// The same, created from an address as the SDK's users give it: the card is looked for relative to it.
+export async function a2aClientAt(address: string, caller: TestAgent): Promise<Client> {
   const fetchImpl = ((input: string | URL | Request, init?: RequestInit) => {
     const headers = new Headers(init?.headers);
     headers.set('authorization', `Bearer ${caller.key}`);
@@ -17,7 +20,7 @@ export async function a2aClient(base: string, caller: TestAgent, to: string): Pr
       cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
     }),
   );
-  return factory.createFromUrl(`${base}/a2a/agents/${to}/`);
+  return factory.createFromUrl(address);
 }
 
 // The harness's app listening on a real port for the file's tests (the SDK's client speaks HTTP),

@@ -37,6 +37,12 @@ export type RenderPush = (sent: SentDelivery, config: PushConfig) => PushMessage
 
 const NAME = /^[\x21-\x7e]{1,64}$/;
 
+// The token and the credentials travel as HTTP header values (X-A2A-Notification-Token,
+// Authorization), and a value a header cannot carry would fail every push: RFC 9110's field
+// value, printable ASCII with spaces and tabs, and nothing else (no line breaks, no other control
+// characters, nothing beyond ASCII, which clients encode as they please).
+const HEADER_VALUE = /^[\t\x20-\x7e]{0,1024}$/;
+
 const columns = (sql: Queries) => sql`
   id, name, delivery_id as "deliveryId", url, token, auth_scheme as "authScheme", auth_credentials as "authCredentials"`;
 
@@ -48,7 +54,9 @@ export async function checkPushConfig(input: NewPushConfig, policy: WebhookUrlPo
   if (typeof input.url !== 'string' || input.url === '') throw invalid('url is required: where to send the notifications', 'url');
   const url = await checkWebhookUrl(input.url, policy, 'url');
   for (const [field, value] of [['token', input.token], ['authentication.scheme', input.authScheme], ['authentication.credentials', input.authCredentials]] as const) {
-    if (value !== undefined && (value.length > 1024 || /[\r\n\0]/.test(value))) throw invalid(`${field} must be at most 1024 characters on one line`, field);
+    if (value !== undefined && !HEADER_VALUE.test(value)) {
+      throw invalid(`${field} must be at most 1024 printable ASCII characters (letters, digits, punctuation, spaces): it is sent in an HTTP header`, field);
+    }
   }
   return { name, url, token: input.token ?? '', authScheme: input.authScheme ?? '', authCredentials: input.authCredentials ?? '' };
 }

@@ -19,6 +19,8 @@ import { receiptColumns, recipientStatus, type ReceiptColumns } from './receipts
 export type SentDelivery = {
   id: string;
   message: MessageRecord;
+  // The id the sender gave the message, when it sent it over A2A (postToAgent).
+  a2aMessageId: string | null;
   status: RecipientStatus;
   // The recipient's first message in the thread after this one. `message` is null where it was
   // not read (a listing).
@@ -45,13 +47,15 @@ type SentRow = ReceiptColumns & {
   sent_at: Date;
   answer_id: string | null;
   answered_at: Date | null;
+  a2a_message_id: string | null;
 };
 
 const selectSent = (sql: Queries, sender: Agent, recipient: Agent, also: PendingQuery<Row[]>) => sql`
   select d.id, d.message_id, d.thread_id, m.sender, m.content, m.summary, m.created_at as sent_at,
-         answer.id as answer_id, answer.created_at as answered_at, ${receiptColumns(sql)}
+         answer.id as answer_id, answer.created_at as answered_at, a2a.a2a_message_id, ${receiptColumns(sql)}
   from deliveries d
   join messages m on m.id = d.message_id
+  left join a2a_message_ids a2a on a2a.message_id = d.message_id
   left join lateral (
     select r.id, r.created_at from messages r
     where r.thread_id = d.thread_id and r.id > d.message_id and r.sender_agent_id = d.recipient_id
@@ -63,6 +67,7 @@ const selectSent = (sql: Queries, sender: Agent, recipient: Agent, also: Pending
 const toSent = (r: SentRow, stalledAfterMs: number): SentDelivery => ({
   id: r.id,
   message: toMessage({ id: r.message_id, threadId: r.thread_id, sender: r.sender, content: r.content, summary: r.summary, createdAt: r.sent_at }),
+  a2aMessageId: r.a2a_message_id,
   status: recipientStatus(r, stalledAfterMs),
   answer: r.answer_id ? { id: r.answer_id, createdAt: r.answered_at!.toISOString(), message: null } : null,
 });

@@ -111,7 +111,8 @@ function draft(actor: Actor, input: unknown) {
 // given, a thread both take part in, or else into a new thread of the two, titled after the
 // message. The delivery to that agent is the message's receipt for the door. Always under a key
 // (A2A's messageId): the thread, the message and the stored answer commit together, and a repeat
-// creates nothing.
+// creates nothing. The key is also kept with the message, for as long as the message, as the id
+// its sender knows it by (sent-deliveries.ts).
 export async function postToAgent(
   sql: Sql,
   log: Logger,
@@ -135,6 +136,7 @@ export async function postToAgent(
     const posted = accepted(written!, actor, into);
     const at = written!.recipientIds.indexOf(recipient.id);
     if (at < 0) throw invalid(`${recipient.username} does not take part in this thread, or is archived; nothing was sent.`);
+    await tx`insert into a2a_message_ids (message_id, a2a_message_id) values (${posted.id}, ${idempotency.key})`;
     return { ...posted, deliveryId: written!.deliveryIds[at]! };
   });
   if (!answer.replayed) afterCommit(sql, log, written!);
