@@ -157,7 +157,7 @@ test('an agent holding every stream it may is told why on stderr, and the listen
   expect(held.filter((r) => r.status !== 200)).toEqual([]);
   const run = listener([], agent.key);
   const refused =
-    'The event stream dropped (This agent already holds 100 streams open on this server (event streams, MCP GET streams and A2A streams together), the most one agent may: close one before opening another.); connecting again in 500 ms.\n';
+    `The event stream at ${server.base} dropped (This agent already holds 100 streams open on this server (event streams, MCP GET streams and A2A streams together), the most one agent may: close one before opening another.); connecting again in 500 ms.\n`;
   await eventually(async () => run.stderr().startsWith(refused), 10_000);
   await held.pop()!.body!.cancel();
   await listening(h.config.STREAMS_PER_AGENT);

@@ -6,7 +6,8 @@ import { startTestServer, stopTestServer, TEST_TIMEOUT_MS } from './database';
 // own, at the checkout's root, must not change what the tests see.
 process.env.AMS_ENV_FILE = '/dev/null';
 
-// Bun reads no timeout from bunfig.toml; hooks and tests get TEST_TIMEOUT_MS (test/support/database.ts).
+// Bun reads no timeout from bunfig.toml, and a default set here holds for the first test file only:
+// `bun run test` passes --timeout for every file; this sets the first file's hooks to the same.
 setDefaultTimeout(TEST_TIMEOUT_MS);
 
 beforeAll(startTestServer, 120_000);
