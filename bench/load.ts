@@ -591,7 +591,7 @@ async function doorbellThroughput() {
 }
 
 // An agent's event stream held by this process: the time each message.created arrived, by message id.
-async function holdStream(key: string) {
+async function holdRequest(key: string) {
   const arrived = new Map<string, number>();
   const stop = new AbortController();
   const res = await fetch(`${base}/api/events`, { headers: { authorization: `Bearer ${key}` }, signal: stop.signal });
@@ -612,7 +612,7 @@ async function boundedWait() {
     const wakeAfterAnswer: number[] = [];
     const doorbell: number[] = [];
     const streamed: number[] = [];
-    const stream = await holdStream(keys.waiter!);
+    const stream = await holdRequest(keys.waiter!);
     for (let i = 0; i < rounds; i++) {
       const rang = Promise.withResolvers<number>();
       onDoorbell = (_d, at) => rang.resolve(at);

@@ -16,7 +16,7 @@ import { errorHandling } from './web/errors';
 import type { LossAuditor } from './domain/deliveries/loss-audit';
 import { createMetrics, type Metrics } from './metrics';
 import { healthRoutes, type WorkerPulse } from './web/health';
-import { heldStreams } from './web/held-streams';
+import { heldRequests } from './web/held-requests';
 import { metricsRoutes } from './web/metrics';
 import { nulGuard } from './web/nul-guard';
 import { requestIds } from './web/request-id';
@@ -45,8 +45,8 @@ export type AppDeps = {
 export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null }: AppDeps) {
   // One per process: the bound on searches holds across every door that searches.
   const searches = searchGate(sql, searchBounds(config));
-  // One count for the process, whichever door a stream is held through.
-  const streams = heldStreams(config.STREAMS_PER_AGENT);
+  // One count for the process, whichever door a request is held open through.
+  const held = heldRequests(config.HELD_REQUESTS_PER_AGENT);
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
@@ -57,13 +57,13 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(apiDocs(config.PUBLIC_URL))
     .use(welcomePage())
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
-    .use(deliveryRoutes(sql, inboxSignal, agentCache))
+    .use(deliveryRoutes(sql, inboxSignal, agentCache, held))
     .use(threadRoutes(sql, agentCache, log, config))
     .use(searchRoutes(sql, agentCache, searches))
-    .use(receiptRoutes(sql, inboxSignal, agentCache, config))
-    .use(eventRoutes(sql, inboxSignal, agentCache, streams, log, config))
-    .use(mcpRoutes(sql, inboxSignal, agentCache, streams, log, config, oauth, searches))
-    .use(a2aRoutes(sql, inboxSignal, agentCache, streams, log, config))
+    .use(receiptRoutes(sql, inboxSignal, agentCache, held, config))
+    .use(eventRoutes(sql, inboxSignal, agentCache, held, log, config))
+    .use(mcpRoutes(sql, inboxSignal, agentCache, held, log, config, oauth, searches))
+    .use(a2aRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(consentRoutes(sql, config, log, oauth))
     .use(dashboard({ sql, config, log, metrics, searches }));
 }

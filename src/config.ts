@@ -13,8 +13,9 @@ import type { SearchBounds } from './domain/shared/search-gate';
 const Int = (defaultValue: number, minimum = 0) => T.Integer({ default: defaultValue, minimum });
 const Port = (defaultValue: number, minimum: number) => T.Integer({ default: defaultValue, minimum, maximum: 65_535 });
 
-// Named because the API's document quotes the sentence a search stopped at this bound answers.
+// Named because the API's document quotes the sentences these defaults make.
 export const DEFAULT_SEARCH_TIMEOUT_MS = 5_000;
+export const DEFAULT_HELD_REQUESTS = 100;
 
 export const ConfigSchema = T.Object({
   PORT: Port(3000, 0),
@@ -52,9 +53,10 @@ export const ConfigSchema = T.Object({
   EVENT_RETENTION_HOURS: Int(168, 1),
   EVENT_HEARTBEAT_MS: Int(15_000, 10),
   EVENT_STREAM_STALL_MS: Int(60_000, 10),
-  // Streams one agent may hold open at once on one process: event streams, MCP GET streams and A2A
-  // streams together (web/held-streams.ts).
-  STREAMS_PER_AGENT: Int(100, 1),
+  // Requests one agent may hold open at once on one process: its streams (event streams, MCP GET
+  // streams, A2A streams) and its waits (inbox, receipts, MCP, A2A blocking sends) together
+  // (web/held-requests.ts).
+  HELD_REQUESTS_PER_AGENT: Int(DEFAULT_HELD_REQUESTS, 1),
   // How long A2A's blocking SendMessage (returnImmediately false) is held for its task to end before
   // it answers the task as it stands (docs/a2a.md); 0 answers at once.
   A2A_SEND_WAIT_MS: Int(30_000, 0),

@@ -8,8 +8,9 @@ import type { Sql } from '../src/db/connect';
 import { silentLogger } from '../src/log';
 import { createService, type HttpService } from '../src/service';
 import { callApp, useHarness, type TestAgent } from './support/harness';
+import { eventually } from './support/receiver';
 
-const h = useHarness({ EVENT_STREAM_STALL_MS: '300', EVENT_HEARTBEAT_MS: '50', STREAMS_PER_AGENT: '3' });
+const h = useHarness({ EVENT_STREAM_STALL_MS: '300', EVENT_HEARTBEAT_MS: '50', HELD_REQUESTS_PER_AGENT: '3' });
 const person = { kind: 'person' as const, id: '00000000-0000-7000-8000-000000000000', username: 'operator' };
 
 type Event = { id?: string; event?: string; data?: any; comment?: string };
@@ -350,7 +351,7 @@ describe('refusals', () => {
 describe('streams held at once', () => {
   const tooMany = {
     success: false,
-    error: 'This agent already holds 3 streams open on this server (event streams, MCP GET streams and A2A streams together), the most one agent may: close one before opening another.',
+    error: 'This agent already holds 3 requests open on this server (streams and waiting requests together), the most one agent may: close one before opening another.',
   };
   const mcpStream = (agent: TestAgent, signal?: AbortSignal) =>
     h.app.handle(new Request('http://localhost/mcp', { headers: { authorization: `Bearer ${agent.key}`, accept: 'text/event-stream' }, signal }));
@@ -372,7 +373,7 @@ describe('streams held at once', () => {
   const messagesFrom = async (agent: TestAgent) =>
     (await h.db.sql`select count(*)::int as n from messages m join agents a on a.id = m.sender_agent_id where a.username = ${agent.username}`)[0]!.n;
 
-  test('an agent holds at most STREAMS_PER_AGENT at once, through every door together; one more is refused before anything is done, until one ends', async () => {
+  test('an agent holds at most HELD_REQUESTS_PER_AGENT at once, through every door together; one more is refused before anything is done, until one ends', async () => {
     const agent = await h.agent('many-streams');
     const peer = await h.agent('many-streams-peer');
     const first = await open(agent);
@@ -405,6 +406,59 @@ describe('streams held at once', () => {
     await viaA2A.body!.cancel();
     await second.close();
     await again.close();
+  });
+
+  test('waits hold places too: the inbox wait, receipts waitFor, MCP waits and A2A blocking sends; a wait of 0 holds none, and an ended wait gives its place back', async () => {
+    const agent = await h.agent('many-waits');
+    const peer = await h.agent('many-waits-peer');
+    const thread = (await h.call('POST', '/api/threads', { key: agent.key, body: { title: 'Waits', participantUsernames: [peer.username] } })).body.data.id;
+    const mine = (await h.call('POST', `/api/threads/${thread}/messages`, { key: agent.key, body: { content: 'wait for me' } })).body.data.id;
+    const get = (path: string, signal?: AbortSignal) =>
+      h.app.handle(new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${agent.key}` }, signal }));
+    const mcpCall = (name: string, args: Record<string, unknown>) =>
+      h.app.handle(
+        new Request('http://localhost/mcp', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${agent.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+        }),
+      );
+    const toolText = async (response: Response) => {
+      const text = await response.text();
+      const json = JSON.parse(text.startsWith('{') ? text : text.split('\ndata: ')[1]!.split('\n')[0]!);
+      return [json.result.isError ?? false, json.result.content[0].text];
+    };
+
+    const leaving = new AbortController();
+    const inboxWait = get('/api/deliveries?wait=20', leaving.signal);
+    const receiptsWait = get(`/api/messages/${mine}/deliveries?waitFor=fetched&wait=20`, leaving.signal);
+    const stream = await open(agent);
+    // Three held (once both waits have reached their places): a fourth wait of any kind is refused
+    // before it waits.
+    await eventually(async () => (await get('/api/deliveries?wait=0.05')).status === 429 || null);
+    expect(await refusalOf(await get('/api/deliveries?wait=5'))).toEqual([429, tooMany]);
+    expect(await refusalOf(await get(`/api/messages/${mine}/deliveries?waitFor=delivered&wait=5`))).toEqual([429, tooMany]);
+    expect(await toolText(await mcpCall('check_inbox', { wait: 5 }))).toEqual([true, tooMany.error]);
+    expect(await toolText(await mcpCall('message_status', { messageId: mine, waitFor: 'fetched', wait: 5 }))).toEqual([true, tooMany.error]);
+    const sent = await messagesFrom(agent);
+    const blocking = await a2a(agent, peer, 'SendMessage', { message: { messageId: 'blocked-send', role: 'ROLE_USER', parts: [{ text: 'hello' }] } });
+    expect((await blocking.json()).error).toMatchObject({ code: -32602, message: tooMany.error });
+    expect(await messagesFrom(agent)).toBe(sent);
+    // Without a wait nothing is held.
+    expect((await get('/api/deliveries')).status).toBe(200);
+    expect((await get(`/api/messages/${mine}/deliveries`)).status).toBe(200);
+    const returned = await a2a(agent, peer, 'SendMessage', {
+      message: { messageId: 'not-held', role: 'ROLE_USER', parts: [{ text: 'hello' }] },
+      configuration: { returnImmediately: true },
+    });
+    expect((await returned.json()).result.task.status.state).toBe('TASK_STATE_SUBMITTED');
+
+    // The waits end (their clients leave): their places come back.
+    leaving.abort();
+    await Promise.allSettled([inboxWait, receiptsWait]);
+    await eventually(async () => (await get('/api/deliveries?wait=0.05')).status === 200 || null);
+    expect((await get(`/api/messages/${mine}/deliveries?waitFor=fetched&wait=0.05`)).status).toBe(200);
+    await stream.close();
   });
 
   test('a stream refused, failed or abandoned before it started holds no place', async () => {

@@ -151,16 +151,16 @@ test('a refused key is exit 1, events no longer kept are exit 3, each with the s
 test('an agent holding every stream it may is told why on stderr, and the listener connects once a place is free', async () => {
   const { agent, threadId } = await recipientWithThread();
   const held: Response[] = [];
-  for (let i = 0; i < h.config.STREAMS_PER_AGENT; i++) {
+  for (let i = 0; i < h.config.HELD_REQUESTS_PER_AGENT; i++) {
     held.push(await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${agent.key}` } })));
   }
   expect(held.filter((r) => r.status !== 200)).toEqual([]);
   const run = listener([], agent.key);
   const refused =
-    `The event stream at ${server.base} dropped (This agent already holds 100 streams open on this server (event streams, MCP GET streams and A2A streams together), the most one agent may: close one before opening another.); connecting again in 500 ms.\n`;
+    `The event stream at ${server.base} dropped (This agent already holds 100 requests open on this server (streams and waiting requests together), the most one agent may: close one before opening another.); connecting again in 500 ms.\n`;
   await eventually(async () => run.stderr().startsWith(refused), 10_000);
   await held.pop()!.body!.cancel();
-  await listening(h.config.STREAMS_PER_AGENT);
+  await listening(h.config.HELD_REQUESTS_PER_AGENT);
   const { id } = await h.post(sender, threadId, 'there was room after all');
   await eventually(async () => run.lines.length === 1, 10_000);
   expect(JSON.parse(run.lines[0]!).data.messageId).toBe(id);

@@ -8,7 +8,9 @@ import { useHarness } from './support/harness';
 import { parkedWait } from './support/inbox';
 import { mcpClient } from './support/mcp-client';
 
-const h = useHarness();
+// Held requests beyond the default bound on one agent's (web/held-requests.ts): the tests below hold
+// hundreds of one agent's waits to see them share reads.
+const h = useHarness({ HELD_REQUESTS_PER_AGENT: '1000' });
 let base: string;
 let keys: Record<string, string>;
 let threadId: string;

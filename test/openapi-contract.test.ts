@@ -133,14 +133,19 @@ test('every operation answers its own refusals as documented', async () => {
   // Events after this id were removed by the retention sweep.
   await h.db.sql`insert into agent_event_floors (agent_id, xid, seq) select id, '2', 1 from agents where username = ${member.username}`;
   expect(await statusOf('GET', '/api/events?lastEventId=1-1', { key: member.key })).toBe(410);
-  // One stream more than an agent may hold at once.
+  // One stream, or wait, more than an agent may hold open at once.
   const holder = await h.agent(uniqueName('holder'));
   const held: Response[] = [];
-  for (let i = 0; i < h.config.STREAMS_PER_AGENT; i++) {
+  for (let i = 0; i < h.config.HELD_REQUESTS_PER_AGENT; i++) {
     held.push(await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${holder.key}` } })));
   }
   expect(held.filter((r) => r.status !== 200)).toEqual([]);
   expect(await statusOf('GET', '/api/events', { key: holder.key })).toBe(429);
+  expect(await statusOf('GET', '/api/deliveries?wait=5', { key: holder.key })).toBe(429);
+  const sent = (await h.post(holder, await h.thread(holder, [member]), 'held')).id;
+  expect(await statusOf('GET', `/api/messages/${sent}/deliveries?waitFor=fetched&wait=5`, { key: holder.key })).toBe(429);
+  // Without a wait nothing is held, and the inbox answers.
+  expect(await statusOf('GET', '/api/deliveries', { key: holder.key })).toBe(200);
   for (const response of held) await response.body!.cancel();
 });
 

@@ -232,7 +232,7 @@ export interface paths {
          *
          *     A comment (`: keep-alive`) comes every 15 s by default, so proxies keep the connection open. The stream ends when the agent is archived (reconnecting is 401), and is cut when the client leaves events unread for a minute; it resumes by id.
          *
-         *     An agent holds at most `STREAMS_PER_AGENT` streams (100 by default) open at once on one server process, event streams, MCP GET streams and A2A streams together; one more is 429 until one of them ends. One stream carries every event of the agent: a client needs no second one.
+         *     An agent holds at most `HELD_REQUESTS_PER_AGENT` requests (100 by default) open at once on one server process: its streams (event streams, MCP GET streams, A2A streams) and its waits together; one more is 429 until one of them ends. One stream carries every event of the agent: a client needs no second one.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -615,6 +615,16 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller already has as many of these under way or open as it may; wait for one to end, then retry. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1596,6 +1606,16 @@ export interface operations {
             };
             /** @description No such record, or it is not visible to the caller. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller already has as many of these under way or open as it may; wait for one to end, then retry. */
+            429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

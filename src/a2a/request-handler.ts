@@ -47,9 +47,9 @@ export type A2AContext = {
   abort: AbortSignal;
   // Called when what the caller's key answers for may have changed, while a stream is open.
   credentialChanged: () => void;
-  // Takes one of the caller's places for a stream (web/held-streams.ts), or refuses when it holds
-  // all of them; answers how to give it back.
-  holdStream: () => () => void;
+  // Takes one of the caller's places for a stream or a blocking send (web/held-requests.ts), or
+  // refuses when it holds all of them; answers how to give it back.
+  holdRequest: () => () => void;
   requestId: string;
   caller: Agent;
   // The agent whose address was called: every task here is the delivery of a message to it.
@@ -93,18 +93,25 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
     if (!key) throw new RequestMalformedError('messageId is required: a message sent again with the same messageId creates nothing.');
     const push = params.configuration?.taskPushNotificationConfig;
     const checkedPush = push ? await checkPushConfig(pushInput(push), ctx.webhookPolicy) : null;
-    const posted = await postToAgent(
-      sql,
-      ctx.log,
-      caller,
-      recipient,
-      message.contextId || null,
-      { content: textOf(message), ...summaryOf(message) },
-      { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
-    );
-    if (checkedPush) await savePushConfig(sql, caller, recipient, posted.deliveryId, checkedPush);
-    const historyLength = params.configuration?.historyLength;
-    return held ? ended(posted.deliveryId, historyLength) : taskOf(posted.deliveryId, { historyLength, readAnswer: true });
+    // A blocking send holds one of the caller's places while it waits (web/held-requests.ts), taken
+    // before anything is sent: a refusal sends nothing.
+    const release = held ? ctx.holdRequest() : () => {};
+    try {
+      const posted = await postToAgent(
+        sql,
+        ctx.log,
+        caller,
+        recipient,
+        message.contextId || null,
+        { content: textOf(message), ...summaryOf(message) },
+        { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
+      );
+      if (checkedPush) await savePushConfig(sql, caller, recipient, posted.deliveryId, checkedPush);
+      const historyLength = params.configuration?.historyLength;
+      return held ? await ended(posted.deliveryId, historyLength) : await taskOf(posted.deliveryId, { historyLength, readAnswer: true });
+    } finally {
+      release();
+    }
   };
 
   // A blocking send (A2A's default: returnImmediately false) waits for its task to reach a state
@@ -292,7 +299,7 @@ async function answered<T>(ctx: A2AContext, run: () => Promise<T>): Promise<T> {
 async function* streamed<T>(ctx: A2AContext, run: () => AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
   let release: (() => void) | null = null;
   try {
-    release = ctx.holdStream();
+    release = ctx.holdRequest();
     yield* run();
   } catch (error) {
     throw asA2AError(ctx, error);

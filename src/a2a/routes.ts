@@ -13,7 +13,7 @@ import { agentAuth, bearerChallenge } from '../web/agent-auth';
 import { requestIdOf, requestLog } from '../web/request-id';
 import { eventStreamResponse, type EventSink } from '../web/event-stream';
 import { endWhenRevoked } from '../web/held-credential';
-import type { HeldStreams } from '../web/held-streams';
+import type { HeldRequests } from '../web/held-requests';
 import { holdOpen } from '../web/hold-open';
 import { agentCard } from './agent-card';
 import { jsonRpcFailure, readJsonRpc, type JsonRpcFailure, type JsonRpcId, type JsonRpcRequest } from './json-rpc';
@@ -47,7 +47,7 @@ const preflight = () => new Response(null, { status: 204, headers: PREFLIGHT });
 // agent key, but for the card of an agent whose owner chose to list it: no stranger learns which
 // names exist. Refusals before the JSON-RPC request is read (no key: 401, no such agent: 404) are
 // in the service's envelope; everything after is JSON-RPC, in the SDK's transport.
-export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, streams: HeldStreams, log: Logger, config: Config) =>
+export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, held: HeldRequests, log: Logger, config: Config) =>
   new Elysia({ name: 'a2a-routes', prefix: '/a2a/agents' })
     .use(agentAuth(sql, agentCache))
     .onRequest(({ request, set }) => {
@@ -100,7 +100,7 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           log: requestLogger,
           abort: AbortSignal.any([request.signal, ended.signal]),
           credentialChanged: endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end),
-          holdStream: () => streams.take(agent.id),
+          holdRequest: () => held.take(agent.id),
           requestId: requestIdOf(request),
           caller: agent,
           recipient,

@@ -6,7 +6,9 @@ import { acknowledge, reportDelivered } from '../domain/deliveries/inbox';
 import { inboxCursor, waitForInbox, waitSeconds } from '../domain/deliveries/inbox-wait';
 import { listLimit } from '../domain/shared/limits';
 import { Acknowledgement, DeliveredReport, InboxEntry } from '../domain/shared/schemas';
+import { DEFAULT_HELD_REQUESTS } from '../config';
 import { agentAuth } from '../web/agent-auth';
+import { tooManyHeld, type HeldRequests } from '../web/held-requests';
 import { ok } from '../web/envelope';
 import { responses } from './responses';
 import { holdOpen } from '../web/hold-open';
@@ -15,7 +17,7 @@ import { InboxQuery } from './query';
 const DeliveryParams = t.Object({ deliveryId: t.String({ description: 'The deliveryId from the webhook payload or the inbox' }) });
 const noSuchDelivery = { noSuchDelivery: 'No such delivery, or it is not addressed to you.' };
 
-export const deliveryRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache) =>
+export const deliveryRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, held: HeldRequests) =>
   new Elysia({ name: 'delivery-routes', prefix: '/api/deliveries', detail: { tags: ['Deliveries'] } })
     .use(agentAuth(sql, agentCache))
     .get(
@@ -24,13 +26,14 @@ export const deliveryRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: A
         const after = inboxCursor(query.after);
         const wait = waitSeconds(query.wait);
         if (wait > 0) holdOpen(server, request, wait);
-        return ok(await waitForInbox(sql, inboxSignal, agent, listLimit(query.limit), wait, request.signal, after));
+        return ok(await held.whileWaiting(agent.id, wait > 0, () => waitForInbox(sql, inboxSignal, agent, listLimit(query.limit), wait, request.signal, after)));
       },
       {
         agent: true,
         query: InboxQuery,
         response: responses('get', 200, t.Array(InboxEntry), {
           400: { badWait: 'wait must be a number of seconds from 0 to 60', badAfter: 'after must be a deliveryId from the inbox' },
+          429: { tooManyHeld: tooManyHeld(DEFAULT_HELD_REQUESTS) },
         }),
         detail: {
           operationId: 'listInbox',

@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia';
-import type { Config } from '../config';
+import { DEFAULT_HELD_REQUESTS, type Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
@@ -9,7 +9,7 @@ import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
 import { eventStreamResponse, sseEvent, type EventSink } from '../web/event-stream';
 import { endWhenRevoked } from '../web/held-credential';
-import { tooManyStreams, type HeldStreams } from '../web/held-streams';
+import { tooManyHeld, type HeldRequests } from '../web/held-requests';
 import { EVENT_STREAM, type EventStreamDoc } from './openapi';
 import { documentedAs } from './query';
 import { responses } from './responses';
@@ -125,12 +125,12 @@ function followEvents(
   };
 }
 
-export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, streams: HeldStreams, log: Logger, config: Config) =>
+export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, held: HeldRequests, log: Logger, config: Config) =>
   new Elysia({ name: 'event-routes', prefix: '/api/events', detail: { tags: ['Events'] } }).use(agentAuth(sql, agentCache)).get(
     '',
     async ({ agent, query, request, server }) => {
       // Taken first, so that a refused stream costs the database nothing.
-      const release = streams.take(agent.id);
+      const release = held.take(agent.id);
       let first: EventPage;
       try {
         const after = request.headers.get('last-event-id') ?? query.lastEventId ?? null;
@@ -164,7 +164,7 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
       response: responses('get', 200, t.String(), {
         400: { badLastEventId: NOT_OURS },
         410: { eventsGone: eventsGoneSentence(168) },
-        429: { tooManyStreams: tooManyStreams(100) },
+        429: { tooManyHeld: tooManyHeld(DEFAULT_HELD_REQUESTS) },
       }),
       detail: {
         operationId: 'streamEvents',
@@ -181,7 +181,7 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
           '',
           'A comment (`: keep-alive`) comes every 15 s by default, so proxies keep the connection open. The stream ends when the agent is archived (reconnecting is 401), and is cut when the client leaves events unread for a minute; it resumes by id.',
           '',
-          'An agent holds at most `STREAMS_PER_AGENT` streams (100 by default) open at once on one server process, event streams, MCP GET streams and A2A streams together; one more is 429 until one of them ends. One stream carries every event of the agent: a client needs no second one.',
+          'An agent holds at most `HELD_REQUESTS_PER_AGENT` requests (100 by default) open at once on one server process: its streams (event streams, MCP GET streams, A2A streams) and its waits together; one more is 429 until one of them ends. One stream carries every event of the agent: a client needs no second one.',
         ].join('\n'),
         [EVENT_STREAM]: {
           description: 'The stream, held open; events as they happen. Each one: `id`, `event`, `data` (one line of JSON).',

@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia';
-import type { Config } from '../config';
+import { DEFAULT_HELD_REQUESTS, type Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
@@ -7,6 +7,7 @@ import { waitSeconds } from '../domain/deliveries/inbox-wait';
 import { messageReceipts, waitForStep } from '../domain/deliveries/receipts';
 import { MessageReceipts } from '../domain/shared/schemas';
 import { agentAuth } from '../web/agent-auth';
+import { tooManyHeld, type HeldRequests } from '../web/held-requests';
 import { ok } from '../web/envelope';
 import { responses } from './responses';
 import { holdOpen } from '../web/hold-open';
@@ -14,7 +15,7 @@ import { ReceiptsQuery } from './query';
 
 const MessageParams = t.Object({ messageId: t.String({ description: 'The id of a message the caller sent' }) });
 
-export const receiptRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, config: Config) =>
+export const receiptRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, held: HeldRequests, config: Config) =>
   new Elysia({ name: 'receipt-routes', prefix: '/api/messages', detail: { tags: ['Messages'] } })
     .use(agentAuth(sql, agentCache))
     .get(
@@ -23,12 +24,14 @@ export const receiptRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Ag
         const waitFor = waitForStep(query.waitFor);
         const seconds = waitSeconds(query.wait);
         if (waitFor && seconds > 0) holdOpen(server, request, seconds);
-        const receipts = await messageReceipts(sql, inboxSignal, agent, params.messageId, {
-          waitFor,
-          seconds,
-          stalledAfterMs: config.STALLED_AFTER_MS,
-          abort: request.signal,
-        });
+        const receipts = await held.whileWaiting(agent.id, waitFor !== null && seconds > 0, () =>
+          messageReceipts(sql, inboxSignal, agent, params.messageId, {
+            waitFor,
+            seconds,
+            stalledAfterMs: config.STALLED_AFTER_MS,
+            abort: request.signal,
+          }),
+        );
         return ok(receipts);
       },
       {
@@ -38,6 +41,7 @@ export const receiptRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Ag
         response: responses('get', 200, MessageReceipts, {
           400: { badWaitFor: 'waitFor must be delivered or fetched', badWait: 'wait must be a number of seconds from 0 to 60' },
           404: { noSuchMessage: 'No such message sent by you.' },
+          429: { tooManyHeld: tooManyHeld(DEFAULT_HELD_REQUESTS) },
         }),
         detail: {
           operationId: 'getMessageDeliveries',

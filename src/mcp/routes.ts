@@ -15,7 +15,7 @@ import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp, MCP_STREAM_BACKLOG_BYTES, streamMcp } from './server';
 import { endWhenRevoked } from '../web/held-credential';
-import type { HeldStreams } from '../web/held-streams';
+import type { HeldRequests } from '../web/held-requests';
 import { credentialExpiresAt } from '../domain/agents/authentication';
 
 // A token's expiry is the database's time; the stream asks a moment after it.
@@ -51,7 +51,7 @@ export const mcpRoutes = (
   sql: Sql,
   inboxSignal: InboxSignal,
   agentCache: AgentCache,
-  streams: HeldStreams,
+  held: HeldRequests,
   log: Logger,
   config: Config,
   // Where a client learns how to get an access token (the OAuth server's metadata), when OAuth is on.
@@ -88,7 +88,7 @@ export const mcpRoutes = (
       ({ agent, body, request, server }) => {
         holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, searches, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+        const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
         return answerMcp(request, body as string, ctx, requestLogger);
       },
       { agentWithRawBody: true, detail: { hide: true } },
@@ -99,8 +99,8 @@ export const mcpRoutes = (
         // Silent between updates, longer than Bun's idle limit allows by default.
         server?.timeout(request, 0);
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, searches, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
-        const release = streams.take(agent.id);
+        const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+        const release = held.take(agent.id);
         // Whether the stream was opened: the transport may refuse the request first (406 to a
         // client that does not accept text/event-stream), and then holds nothing.
         let opened = false;

@@ -26,10 +26,12 @@ import { addParticipant, getThread, listThreads, openThread, requestClose, threa
 import { validate } from '../domain/shared/validate';
 import type { Logger } from '../log';
 import type { SearchGate } from '../domain/shared/search-gate';
+import type { HeldRequests } from '../web/held-requests';
 
 export type ToolContext = {
   sql: Sql;
   searches: SearchGate;
+  held: HeldRequests;
   log: Logger;
   inboxSignal: InboxSignal;
   agent: Agent;
@@ -98,16 +100,14 @@ export const tools: Record<string, Tool> = {
     }),
     output: T.Object({ entries: T.Array(InboxEntry) }),
     hints: reads,
-    run: async (ctx, args) => ({
-      entries: await waitForInbox(
-        ctx.sql,
-        ctx.inboxSignal,
-        ctx.agent,
-        listLimit(args.limit),
-        waitSeconds(args.wait, LIMITS.toolInboxWaitSeconds),
-        ctx.abort,
-      ),
-    }),
+    run: async (ctx, args) => {
+      const wait = waitSeconds(args.wait, LIMITS.toolInboxWaitSeconds);
+      return {
+        entries: await ctx.held.whileWaiting(ctx.agent.id, wait > 0, () =>
+          waitForInbox(ctx.sql, ctx.inboxSignal, ctx.agent, listLimit(args.limit), wait, ctx.abort),
+        ),
+      };
+    },
   },
   read_message: {
     title: 'Read a message',
@@ -187,13 +187,13 @@ export const tools: Record<string, Tool> = {
     }),
     output: MessageReceipts,
     hints: reads,
-    run: (ctx, args) =>
-      messageReceipts(ctx.sql, ctx.inboxSignal, ctx.agent, messageId(args), {
-        waitFor: waitForStep(args.waitFor),
-        seconds: waitSeconds(args.wait, LIMITS.toolInboxWaitSeconds),
-        stalledAfterMs: ctx.stalledAfterMs,
-        abort: ctx.abort,
-      }),
+    run: (ctx, args) => {
+      const waitFor = waitForStep(args.waitFor);
+      const seconds = waitSeconds(args.wait, LIMITS.toolInboxWaitSeconds);
+      return ctx.held.whileWaiting(ctx.agent.id, waitFor !== null && seconds > 0, () =>
+        messageReceipts(ctx.sql, ctx.inboxSignal, ctx.agent, messageId(args), { waitFor, seconds, stalledAfterMs: ctx.stalledAfterMs, abort: ctx.abort }),
+      );
+    },
   },
   search_messages: {
     title: 'Search messages',
