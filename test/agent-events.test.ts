@@ -442,7 +442,7 @@ describe('streams held at once', () => {
     expect(await toolText(await mcpCall('message_status', { messageId: mine, waitFor: 'fetched', wait: 5 }))).toEqual([true, tooMany.error]);
     const sent = await messagesFrom(agent);
     const blocking = await a2a(agent, peer, 'SendMessage', { message: { messageId: 'blocked-send', role: 'ROLE_USER', parts: [{ text: 'hello' }] } });
-    expect((await blocking.json()).error).toMatchObject({ code: -32602, message: tooMany.error });
+    expect(((await blocking.json()) as { error: unknown }).error).toMatchObject({ code: -32602, message: tooMany.error });
     expect(await messagesFrom(agent)).toBe(sent);
     // Without a wait nothing is held.
     expect((await get('/api/deliveries')).status).toBe(200);
@@ -451,7 +451,7 @@ describe('streams held at once', () => {
       message: { messageId: 'not-held', role: 'ROLE_USER', parts: [{ text: 'hello' }] },
       configuration: { returnImmediately: true },
     });
-    expect((await returned.json()).result.task.status.state).toBe('TASK_STATE_SUBMITTED');
+    expect(((await returned.json()) as { result: { task: { status: { state: string } } } }).result.task.status.state).toBe('TASK_STATE_SUBMITTED');
 
     // The waits end (their clients leave): their places come back.
     leaving.abort();
