@@ -9,109 +9,152 @@ import type { SearchBounds } from './domain/shared/search-gate';
 
 // The one place that reads the configuration: the environment, over an optional `.env` file.
 // Defaults are the contract's values; tests and deployments override them through the same
-// variables.
-const Int = (defaultValue: number, minimum = 0) => T.Integer({ default: defaultValue, minimum });
-const Port = (defaultValue: number, minimum: number) => T.Integer({ default: defaultValue, minimum, maximum: 65_535 });
+// variables. Each variable's group and meaning here are what docs/reference/configuration.md
+// shows (written by `bun run docs:config`; a test fails while the page differs), so that the one
+// table readers see cannot drift from what is read.
+type Doc = { group: Group; meaning: string };
+export const GROUPS = ['Server', 'Database', 'Bounds on callers', 'Webhooks and the worker', 'Agent event streams', 'People and the dashboard', 'MCP and OAuth', 'History kept', 'Operations'] as const;
+type Group = (typeof GROUPS)[number];
+const Int = (defaultValue: number, minimum: number, doc: Doc) => T.Integer({ default: defaultValue, minimum, ...doc });
+const Port = (defaultValue: number, minimum: number, doc: Doc) => T.Integer({ default: defaultValue, minimum, maximum: 65_535, ...doc });
+const server = (meaning: string): Doc => ({ group: 'Server', meaning });
+const database = (meaning: string): Doc => ({ group: 'Database', meaning });
+const bounds = (meaning: string): Doc => ({ group: 'Bounds on callers', meaning });
+const webhooks = (meaning: string): Doc => ({ group: 'Webhooks and the worker', meaning });
+const events = (meaning: string): Doc => ({ group: 'Agent event streams', meaning });
+const people = (meaning: string): Doc => ({ group: 'People and the dashboard', meaning });
+const mcp = (meaning: string): Doc => ({ group: 'MCP and OAuth', meaning });
+const history = (meaning: string): Doc => ({ group: 'History kept', meaning });
+const operations = (meaning: string): Doc => ({ group: 'Operations', meaning });
 
 // Named because the API's document quotes the sentences these defaults make.
 export const DEFAULT_SEARCH_TIMEOUT_MS = 5_000;
 export const DEFAULT_HELD_REQUESTS = 100;
 
 export const ConfigSchema = T.Object({
-  PORT: Port(3000, 0),
-  HOST: T.String({ default: '0.0.0.0' }),
-  DATABASE_URL: T.Optional(T.String({ minLength: 1 })),
-  DATA_DIR: T.String({ default: './data' }),
-  EMBEDDED_PG_PORT: Port(54329, 1),
-  DB_POOL_SIZE: Int(20, 1),
-  DB_CONNECT_TIMEOUT_S: Int(5, 1),
-  // The longest any one statement of the service's pool may run (migrations aside): a request
-  // whose statement runs past it is answered 503 and changes nothing.
-  STATEMENT_TIMEOUT_MS: Int(30_000, 100),
-  // The address clients reach the service at (https://ams.example.com). Also turns on OAuth sign-in
-  // for MCP clients: it is the authorization server's issuer and names the /mcp resource.
+  PORT: Port(3000, 0, server('HTTP port (`ams worker` serves its health and metrics there).')),
+  HOST: T.String({ default: '0.0.0.0', ...server('HTTP listen address.') }),
   PUBLIC_URL: T.Optional(
-    T.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'an absolute http(s) URL such as https://ams.example.com' }),
+    T.String({
+      pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+      description: 'an absolute http(s) URL such as https://ams.example.com',
+      ...server(
+        "The address clients reach the service at (`https://ams.example.com`): the API document's server, the start log's links, the clients' default address, and an `https://` one makes session cookies Secure. Set, it also turns on OAuth sign-in for MCP clients: it is the issuer, and tokens are bound to `{PUBLIC_URL}/mcp`.",
+      ),
+    }),
   ),
-  // OAuth for MCP clients (src/oauth): access tokens are short-lived; refresh tokens rotate at every use.
-  OAUTH_ACCESS_TOKEN_TTL_S: Int(3_600, 60),
-  OAUTH_REFRESH_TOKEN_TTL_S: Int(2_592_000, 300),
-  // Browser origins, besides PUBLIC_URL's and loopback ones, whose pages may call /mcp (comma-separated,
-  // e.g. "https://agents.example.com"); any other Origin is refused (DNS-rebinding protection).
-  MCP_ALLOWED_ORIGINS: T.String({
-    default: '',
-    pattern: '^$|^\\s*https?://[^\\s,/]+\\s*(,\\s*https?://[^\\s,/]+\\s*)*$',
-    description: 'a comma-separated list of origins such as https://agents.example.com',
+  BODY_LIMIT_BYTES: Int(1_048_576, 1024, server('Larger request bodies are refused with 413 before they are read.')),
+  TRUST_PROXY: T.Boolean({
+    default: false,
+    ...server(
+      "Take the client address from a reverse proxy's `X-Forwarded-For` (per-address sign-in and registration limits). `X-Forwarded-Proto: https` always makes session cookies Secure: it can only add protection.",
+    ),
   }),
-  // History kept (domain/messages/retention.ts): the attempt log and dead queue jobs are pruned after these
-  // many days; messages, with their deliveries, only if MESSAGE_RETENTION_DAYS is set.
-  ATTEMPT_LOG_RETENTION_DAYS: Int(30, 1),
-  DEAD_JOB_RETENTION_DAYS: Int(7, 1),
-  MESSAGE_RETENTION_DAYS: T.Optional(T.Integer({ minimum: 1 })),
-  // Agent event streams (GET /api/events, domain/deliveries/agent-events.ts): how long events are kept
-  // for resuming, a heartbeat comment's interval, and how long a client may leave events unread before it is cut.
-  EVENT_RETENTION_HOURS: Int(168, 1),
-  EVENT_HEARTBEAT_MS: Int(15_000, 10),
-  EVENT_STREAM_STALL_MS: Int(60_000, 10),
-  // Requests one agent may hold open at once on one process: its streams (event streams, MCP GET
-  // streams, A2A streams) and its waits (inbox, receipts, MCP, A2A blocking sends) together
-  // (web/held-requests.ts).
-  HELD_REQUESTS_PER_AGENT: Int(DEFAULT_HELD_REQUESTS, 1),
-  // How long A2A's blocking SendMessage (returnImmediately false) is held for its task to end before
-  // it answers the task as it stands (docs/a2a.md); 0 answers at once.
-  A2A_SEND_WAIT_MS: Int(30_000, 0),
-  // How long an Idempotency-Key is remembered: a repeat within it answers the first answer.
-  IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000),
-  // Searches (domain/shared/search-gate.ts): how long a search's statement may run before it is
-  // stopped, and how many may hold a database connection at once in a process (never more than
-  // half of DB_POOL_SIZE, so that searches leave the inbox and posting connections of their own).
-  SEARCH_TIMEOUT_MS: Int(DEFAULT_SEARCH_TIMEOUT_MS, 10),
-  SEARCH_CONCURRENCY: Int(4, 1),
-  // Bearer token a Prometheus scraper (GET /metrics) or an operator (GET /health/details) sends; unset, neither is served.
-  METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
-  // The loss audit (domain/deliveries/loss-audit.ts): how often it runs, how old an owed doorbell must be to
-  // count, and how far back messages are checked.
-  LOSS_AUDIT_INTERVAL_MS: Int(60_000, 100),
-  LOSS_AUDIT_AFTER_MS: Int(300_000, 1),
-  LOSS_AUDIT_WINDOW_MS: Int(86_400_000, 1),
-  BODY_LIMIT_BYTES: Int(1_048_576, 1024),
-  WEBHOOK_TIMEOUT_MS: Int(120_000, 1),
+  WORKER: T.Union([T.Literal('inline'), T.Literal('off')], {
+    default: 'inline',
+    ...server('`inline` runs the webhook worker inside the server; `off` leaves doorbells to a separate `ams worker`.'),
+  }),
+  LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')], {
+    default: 'info',
+    ...server('`debug`, `info`, `warn` or `error`; logs are JSON lines on stderr.'),
+  }),
+  DATABASE_URL: T.Optional(T.String({ minLength: 1, ...database('PostgreSQL (15 or newer) to use. Unset: the embedded PostgreSQL under `DATA_DIR`, started by the server and shared by `ams`.') })),
+  DATA_DIR: T.String({
+    default: './data',
+    ...database(
+      "Where the embedded PostgreSQL keeps its data (it survives restarts); a relative path is the checkout's, from wherever the process starts (the compiled executable's: its working folder).",
+    ),
+  }),
+  EMBEDDED_PG_PORT: Port(54329, 1, database("Port of the embedded PostgreSQL (it listens on 127.0.0.1 only); `ams` finds a running one at the port its server chose.")),
+  DB_POOL_SIZE: Int(20, 1, database("Connections in the server's pool.")),
+  DB_CONNECT_TIMEOUT_S: Int(5, 1, database('How long a connection attempt to PostgreSQL may take; bounds how long a request waits for its 503 while the database is away.')),
+  STATEMENT_TIMEOUT_MS: Int(
+    30_000,
+    100,
+    database('The longest any one statement may run (migrations aside): a request whose statement runs past it is stopped, answered 503 and changes nothing.'),
+  ),
+  SEARCH_TIMEOUT_MS: Int(
+    DEFAULT_SEARCH_TIMEOUT_MS,
+    10,
+    bounds('How long a search may run before it is stopped in the database (400: narrow it), and how long a search waits for its turn (503).'),
+  ),
+  SEARCH_CONCURRENCY: Int(
+    4,
+    1,
+    bounds('Searches holding a database connection at once per process (never more than half of `DB_POOL_SIZE`), so that searches leave the inbox and posting connections of their own.'),
+  ),
+  HELD_REQUESTS_PER_AGENT: Int(
+    DEFAULT_HELD_REQUESTS,
+    1,
+    bounds(
+      'Requests one agent may hold open at once on one process: its streams (event streams, MCP GET streams, A2A streams) and its waits (the inbox, receipts, MCP, A2A blocking sends) together; one more is 429.',
+    ),
+  ),
+  A2A_SEND_WAIT_MS: Int(30_000, 0, bounds("How long A2A's blocking `SendMessage` is held for its task to be completed or failed before it answers the task as it stands; `0` answers at once.")),
+  IDEMPOTENCY_RETENTION_MS: Int(86_400_000, 1000, bounds('How long an `Idempotency-Key` is remembered (expired keys are swept hourly).')),
+  WEBHOOK_TIMEOUT_MS: Int(120_000, 1, webhooks('How long a webhook handler has to answer.')),
   WEBHOOK_RETRY_DELAYS_MS: T.String({
     default: '1000,12000,148000',
     pattern: '^\\d+(,\\d+)*$',
     description: 'whole numbers of milliseconds separated by commas, such as 1000,12000,148000',
+    ...webhooks('Delays before each retry (1 attempt + 3 retries).'),
   }),
-  WEBHOOK_ALLOW_LOCAL: T.Boolean({ default: false }),
-  WEBHOOK_CONCURRENCY: Int(32, 1),
-  // Doorbells in flight at once to one webhook URL, per process: a slow or dead handler holds no
-  // more worker slots than this.
-  WEBHOOK_ENDPOINT_CONCURRENCY: Int(4, 1),
-  // Endpoint health (domain/agents/endpoint-health.ts): a webhook failing without a success warns
-  // people after each of these spells (off: never), and is switched off after the last one (0: never).
+  WEBHOOK_ALLOW_LOCAL: T.Boolean({
+    default: false,
+    ...webhooks('Allow `http://`, loopback and private addresses and ports below 1024 for webhooks, A2A pushes and OAuth client metadata documents: for trying webhooks on one machine, and tests; never in production.'),
+  }),
+  WEBHOOK_CONCURRENCY: Int(32, 1, webhooks("Doorbell jobs run at once per process; a post's doorbell is rung at once by its own process only while fewer than this are in flight.")),
+  WEBHOOK_ENDPOINT_CONCURRENCY: Int(
+    4,
+    1,
+    webhooks(
+      'Doorbells in flight at once to one webhook URL that is slow or not yet heard from, per process (one answering within a second may use up to half of `WEBHOOK_CONCURRENCY`, from a shared reserve); the rest wait parked, holding no slot.',
+    ),
+  ),
   WEBHOOK_WARN_AFTER_MS: T.String({
     default: '3600000,86400000',
     pattern: '^(off|\\d+(,\\d+)*)$',
     description: 'off, or whole numbers of milliseconds separated by commas, such as 3600000,86400000',
+    ...webhooks('A webhook failing without a 2xx warns people after each of these spells, once each (log, metric, email where SMTP is set); `off` for none.'),
   }),
-  WEBHOOK_DISABLE_AFTER_MS: Int(432_000_000, 0),
-  REPUBLISH_CRON: T.String({ default: '*/15 * * * *' }),
-  PUBLISH_ATTEMPTS: Int(3, 1),
-  STALLED_AFTER_MS: Int(300_000, 1),
-  // Sign-in codes go out over SMTP (nodemailer URL, e.g. smtps://user:pass@mail.example.com);
-  // unset, they are written to the server log instead, for local development.
-  SMTP_URL: T.Optional(T.String({ minLength: 1 })),
-  SMTP_FROM: T.String({ default: 'Agent Messaging Service <no-reply@localhost>' }),
-  SESSION_TTL_MS: Int(604_800_000, 60_000),
-  // How often an open live view checks that its session has not expired or been signed out elsewhere.
-  SESSION_CHECK_MS: Int(5_000, 10),
-  // Behind a reverse proxy, the client address for sign-in rate limits comes from X-Forwarded-For.
-  TRUST_PROXY: T.Boolean({ default: false }),
-  WORKER: T.Union([T.Literal('inline'), T.Literal('off')], { default: 'inline' }),
-  WORKER_HEARTBEAT_MS: Int(3_000, 10),
-  WORKER_STALE_MS: Int(15_000, 50),
-  LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')], {
-    default: 'info',
+  WEBHOOK_DISABLE_AFTER_MS: Int(432_000_000, 0, webhooks('After failing this long (5 days) a webhook is switched off and its agent polls until a person switches it back on; `0` never.')),
+  REPUBLISH_CRON: T.String({ default: '*/15 * * * *', ...webhooks('When to re-publish doorbells that never reached the queue.') }),
+  PUBLISH_ATTEMPTS: Int(3, 1, webhooks('Publish attempts in total before a delivery is marked Failed.')),
+  STALLED_AFTER_MS: Int(300_000, 1, webhooks('A delivery Notified this long without a delivered report reads as stalled.')),
+  WORKER_HEARTBEAT_MS: Int(3_000, 10, webhooks('How often a worker records that it is alive.')),
+  WORKER_STALE_MS: Int(15_000, 50, webhooks('A worker silent this long is taken for dead and its doorbells are picked up by another; at least twice `WORKER_HEARTBEAT_MS`.')),
+  EVENT_RETENTION_HOURS: Int(168, 1, events('How long agent events are kept for resuming a stream by id (swept hourly); resuming from before that is 410.')),
+  EVENT_HEARTBEAT_MS: Int(15_000, 10, events('How often an idle stream sends a `: keep-alive` comment.')),
+  EVENT_STREAM_STALL_MS: Int(60_000, 10, events('A stream whose client leaves events unread this long is cut (it resumes by id).')),
+  SMTP_URL: T.Optional(
+    T.String({ minLength: 1, ...people('Where sign-in codes and webhook warnings are sent from (`smtps://user:pass@mail.example.com`); unset, sign-in codes are written to the server log.') }),
+  ),
+  SMTP_FROM: T.String({ default: 'Agent Messaging Service <no-reply@localhost>', ...people('Sender of the emails.') }),
+  SESSION_TTL_MS: Int(604_800_000, 60_000, people('How long a dashboard session lasts (7 days).')),
+  SESSION_CHECK_MS: Int(
+    5_000,
+    10,
+    people("How often an open dashboard checks that its session has not expired or been signed out through another instance (signing out through the same instance ends it at once)."),
+  ),
+  MCP_ALLOWED_ORIGINS: T.String({
+    default: '',
+    pattern: '^$|^\\s*https?://[^\\s,/]+\\s*(,\\s*https?://[^\\s,/]+\\s*)*$',
+    description: 'a comma-separated list of origins such as https://agents.example.com',
+    ...mcp("Browser origins, besides `PUBLIC_URL`'s and loopback ones, whose pages may call `/mcp` (comma-separated); any other `Origin` is refused (403), against DNS rebinding."),
   }),
+  OAUTH_ACCESS_TOKEN_TTL_S: Int(3_600, 60, mcp('Lifetime of an OAuth access token for `/mcp`, in seconds.')),
+  OAUTH_REFRESH_TOKEN_TTL_S: Int(2_592_000, 300, mcp('Lifetime of a refresh token (30 days); each use rotates it.')),
+  ATTEMPT_LOG_RETENTION_DAYS: Int(30, 1, history('Days of doorbell attempt log kept (pruned hourly).')),
+  DEAD_JOB_RETENTION_DAYS: Int(7, 1, history('Days queue jobs that gave up are kept.')),
+  MESSAGE_RETENTION_DAYS: T.Optional(
+    T.Integer({ minimum: 1, ...history('When set, messages (with their deliveries) older than this are deleted; unset, history is kept (about 1 GiB per million messages).') }),
+  ),
+  METRICS_TOKEN: T.Optional(
+    T.String({ minLength: 16, ...operations('Operator bearer token for `GET /metrics` and `GET /health/details` (at least 16 characters); unset, neither is served.') }),
+  ),
+  LOSS_AUDIT_INTERVAL_MS: Int(60_000, 100, operations('How often each process runs the loss audit.')),
+  LOSS_AUDIT_AFTER_MS: Int(300_000, 1, operations('How long an owed doorbell may lack a job, or a due job wait for a worker, before the audit counts it.')),
+  LOSS_AUDIT_WINDOW_MS: Int(86_400_000, 1, operations('How far back the audit checks that every message has its deliveries.')),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -175,7 +218,7 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
 
 // What a variable must be, in words, from its schema. The value given is not repeated: it may be
 // a secret put in the wrong variable.
-function expected(schema: TSchema): string {
+export function expected(schema: TSchema): string {
   if (schema.description) return schema.description;
   if (schema.anyOf) return `one of ${(schema.anyOf as TSchema[]).map((s) => s.const).join(', ')}`;
   if (schema.type === 'boolean') return 'true or false';
