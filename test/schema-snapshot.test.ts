@@ -11,7 +11,7 @@ import { emptyDatabase } from './support/empty-database';
 import { freePort } from './support/ports';
 import { schemaSnapshot } from './support/schema-snapshot';
 
-const SNAPSHOT_FILE = resolve(import.meta.dir, '../docs/schema.sql');
+const SNAPSHOT_FILE = resolve(import.meta.dir, '../docs/internals/schema.sql');
 
 // The snapshot is taken on the major version of the embedded PostgreSQL, which CI runs the tests
 // on: the schema differs between versions (005 gives uuid_v7() another body from 18 on, and each
@@ -56,7 +56,7 @@ const header = `-- The schema that the migrations in sql/ build, ${migrations[0]
 
 `;
 
-test(`docs/schema.sql is the schema the migrations build (\`bun run schema:snapshot\` writes it again)`, async () => {
+test(`docs/internals/schema.sql is the schema the migrations build (\`bun run schema:snapshot\` writes it again)`, async () => {
   const snapshot = header + (await snapshotOfMigratedDatabase());
   if (process.env.UPDATE_SCHEMA_SNAPSHOT === '1') writeFileSync(SNAPSHOT_FILE, snapshot);
   const committed = existsSync(SNAPSHOT_FILE) ? readFileSync(SNAPSHOT_FILE, 'utf8') : '';
