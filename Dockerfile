@@ -5,7 +5,7 @@
 #
 # The base images are the versions the project is tested with (Bun as in .ci/run; Debian as on the
 # CI machines); a test keeps them in step. How to refresh them, and pin them by digest, is in
-# docs/deployment.md.
+# docs/guides/deploy.md.
 ARG BUN_IMAGE=oven/bun:1.4.5
 ARG RUNTIME_IMAGE=debian:12.11-slim
 

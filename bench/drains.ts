@@ -141,7 +141,7 @@ try {
     return { key: created.apiKey, actor: asActor({ id: row!.id, username }) };
   };
   const sender = await agent('sender');
-  // A webhook URL each, as the throughput scenario of bench/load.ts gives them (docs/performance.md).
+  // A webhook URL each, as the throughput scenario of bench/load.ts gives them (docs/internals/performance-history.md).
   const hooks = await Promise.all(
     Array.from({ length: recipients }, (_, i) => agent(`hook${i + 1}`, `http://127.0.0.1:${receiver.port}/hook/${i + 1}`)),
   );

@@ -161,7 +161,7 @@ const graphilePost = graphileQueue('post');
 // leave: its attempt logged and its delivery moved to Notified, one statement a job, on a pool the
 // size of the service's query pool, into the service's own tables (their indexes and triggers
 // included). No owed check, signature, batching or endpoint health: the fair baseline for doorbell
-// throughput (docs/performance.md, "Targets a baseline cannot reach by design"). Each run first
+// throughput (docs/internals/performance.md, "Targets a baseline cannot reach by design"). Each run first
 // has 4 000 deliveries accepted for ten polling agents, untimed; job i records the i-th.
 const graphileRecord: NoopQueue = {
   ...graphileQueue('record'),

@@ -21,7 +21,7 @@ const rate = (runs: Run[]) => figure(pick(runs, 'perSecond'), 'rate');
 const fromAnswer = (runs: (Run & { afterAnswer?: Run })[]): Run[] => runs.map((r) => r.afterAnswer!);
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)} ×`;
 const met = (ok: boolean) => (ok ? 'met' : '**missed**');
-// A stretch target is one a baseline makes unreachable by design (docs/performance.md says why
+// A stretch target is one a baseline makes unreachable by design (docs/internals/performance.md says why
 // for each): reaching it is news, falling short of it is not a failure.
 const stretch = (ok: boolean) => (ok ? 'met (stretch)' : 'below (stretch)');
 

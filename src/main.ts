@@ -40,6 +40,7 @@ try {
   worker
   migrate
   healthcheck
+  help
   ${WAIT_USAGE}
   ${LISTEN_USAGE}
   ${CHANNEL_USAGE}
@@ -187,7 +188,7 @@ type ClientSettings = { env: Record<string, string | undefined>; serviceUrl: str
 
 // Exit 0 with the new entries printed, 2 with nothing printed when the timeout passed.
 function waitCommand(args: string[], { env, serviceUrl }: ClientSettings) {
-  return clientCommand(() => waitForMail(parseWaitOptions(args, env, serviceUrl), (text) => console.log(text)));
+  return clientCommand((signal) => waitForMail(parseWaitOptions(args, env, serviceUrl), (text) => console.log(text), signal));
 }
 
 function listenCommand(args: string[], { env, serviceUrl }: ClientSettings) {

@@ -47,7 +47,7 @@ test('every 201 survives kill -9; every doorbell goes out after the restart, at 
   }
 
   // Clients post until MESSAGES posts were acknowledged. During the outage a post gets no answer
-  // (the connection is refused or dropped) or 503, never a 500 (docs/reliability.md); its outcome
+  // (the connection is refused or dropped) or 503, never a 500 (docs/internals/reliability.md); its outcome
   // is unknown (the message may or may not have committed).
   const accepted = new Map<string, number>();
   const unexpected: Answer[] = [];

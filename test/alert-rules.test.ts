@@ -101,7 +101,7 @@ test("promtool's unit tests pass, and they make every alert both fire and stay q
   expect([...new Set(cases.filter((c) => c.exp_alerts.length === 0).map((c) => c.alertname))].sort()).toEqual(alerts);
 });
 
-test('every rule has its severity, a summary, a description and a runbook entry in docs/operations.md', async () => {
+test('every rule has its severity, a summary, a description and a runbook entry in docs/reference/metrics-and-logs.md', async () => {
   expect(rules.map((rule) => [rule.alert, rule.for, rule.labels.severity])).toEqual([
     ['AmsWebhookEndpointDisabled', '0m', 'warning'],
     ['AmsWebhookEndpointsFailing', '15m', 'warning'],
@@ -118,10 +118,10 @@ test('every rule has its severity, a summary, a description and a runbook entry 
       ['severity'],
       ['description', 'runbook', 'summary'],
     ]);
-    expect(rule.annotations.runbook).toBe(`docs/operations.md#${rule.alert.toLowerCase()}`);
+    expect(rule.annotations.runbook).toBe(`docs/reference/metrics-and-logs.md#${rule.alert.toLowerCase()}`);
   }
   // Each runbook anchor is the heading of that alert's entry, in the rules' order.
-  const operations = await Bun.file(join(root, 'docs/operations.md')).text();
+  const operations = await Bun.file(join(root, 'docs/reference/metrics-and-logs.md')).text();
   const section = operations.slice(operations.indexOf('\n## Alerting rules\n')).split(/\n## (?!Alerting rules\n)/)[0]!;
   expect([...section.matchAll(/^### (\S+)$/gm)].map((heading) => heading[1])).toEqual(rules.map((rule) => rule.alert));
 });
@@ -164,7 +164,7 @@ test("on a real service's series, where one handler answers 503, only the doorbe
         exp_annotations: {
           summary: '50% of doorbell attempts failing',
           description: '50% of doorbell attempts over the last 15 minutes were not answered 2xx. Either a few busy endpoints fail, or the service cannot reach handlers at all.',
-          runbook: 'docs/operations.md#amsdoorbellfailurerate',
+          runbook: 'docs/reference/metrics-and-logs.md#amsdoorbellfailurerate',
         },
       },
     ],

@@ -49,6 +49,25 @@ test('an empty inbox until the timeout: nothing printed, exit 2', async () => {
   expect(run).toEqual({ stdout: '', stderr: '', code: 2 });
 });
 
+test('SIGTERM or SIGINT ends a wait at once, as its timeout would: nothing printed, exit 2, the held request let go', async () => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const { agent } = await recipientWithThread();
+    const child = Bun.spawn(['bun', main, 'wait', '--base-url', server.base, '--timeout', '60'], {
+      env: { ...process.env, AMS_AGENT_KEY: agent.key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    await eventually(async () => h.inboxSignal.waiting() === 1 || null);
+    const sent = performance.now();
+    child.kill(signal);
+    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    expect([signal, code, stdout, stderr]).toEqual([signal, 2, '', '']);
+    // Long before the 60 s it would otherwise hold.
+    expect(performance.now() - sent).toBeLessThan(10_000);
+    await eventually(async () => h.inboxSignal.waiting() === 0 || null);
+  }
+});
+
 test('it blocks until mail arrives, and with --since-file never prints the same entry twice', async () => {
   const { agent, threadId } = await recipientWithThread();
   const since = join(await mkdtemp(join(tmpdir(), 'ams-wait-')), 'seen');

@@ -4,7 +4,7 @@ import { createTestDatabase } from './support/database';
 
 // patches/postgres@3.4.9.patch: a query goes to the connection that went idle last, not to the one
 // idle longest. At a low rate the same few backends answer, still scheduled and warm, instead of
-// every connection the pool opened under an earlier burst taking its turn (docs/performance.md,
+// every connection the pool opened under an earlier burst taking its turn (docs/internals/performance-history.md,
 // "Warm connections after a burst").
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let sql: Sql;

@@ -131,8 +131,8 @@ test('one mapping gives every failure its status and code; the code travels only
   }
 });
 
-test('docs/dashboard.md lists every code a refusal or an ended session can carry', async () => {
-  const docs = await Bun.file(new URL('../docs/dashboard.md', import.meta.url)).text();
+test('docs/internals/dashboard.md lists every code a refusal or an ended session can carry', async () => {
+  const docs = await Bun.file(new URL('../docs/internals/dashboard.md', import.meta.url)).text();
   const codes = [...REFUSAL_CODES, ...Object.values(SESSION_ENDED).map((end) => end.code)];
   expect(codes.filter((code) => !docs.includes(`| \`${code}\` |`))).toEqual([]);
 });

@@ -8,7 +8,7 @@ import { git, ROOT } from './support/releases';
 // The deployment files, held to the service they deploy: every variable they set is one the
 // service reads, ports and probe paths are the service's, and the image is built from what it
 // needs and nothing else. (That the probes answer as intended on live processes:
-// test/healthcheck.test.ts. The image itself is built by hand: docs/deployment.md.)
+// test/healthcheck.test.ts. The image itself is built by hand: docs/guides/deploy.md.)
 const CONFIG_KEYS = Object.keys(ConfigSchema.properties);
 const DEFAULT_PORT = loadConfig({}).PORT;
 

@@ -145,7 +145,7 @@ describe('fetching jobs after the jobs table was vacuumed empty', () => {
   // say it holds nothing. graphile-worker's fetch then locked its batch by walking every queued job
   // once per job taken (a nested loop over the whole table): 19 ms per fetch of 32 from a backlog of
   // 4 000 instead of 0.4 ms, until the next analyze. patches/graphile-worker@0.18.0.patch has it
-  // take its batch by key whatever the statistics say (docs/performance.md, "A fetch that read
+  // take its batch by key whatever the statistics say (docs/internals/performance-history.md, "A fetch that read
   // the whole queue").
   test("the fetch takes its batch by key, reading none of the other queued jobs", async () => {
     const { run } = await import('graphile-worker');

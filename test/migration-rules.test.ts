@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { contractions, statements } from './support/expand-only';
 import { git, previousRelease, ROOT } from './support/releases';
 
-// Migrations and the previous release (docs/deployment.md): what a release shipped never changes,
+// Migrations and the previous release (docs/guides/upgrade.md): what a release shipped never changes,
 // and what came after it only adds. The previous release running on the new schema is driven for
 // real by test-upgrade/.
 const release = previousRelease();

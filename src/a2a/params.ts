@@ -4,7 +4,7 @@
 // the wrong reason. Only the fields this door reads are named; others are let through, as the
 // SDK lets them through. A field may be spelled as in A2A's JSON (messageId) or as in its protocol
 // buffers (message_id), as the SDK reads both; null is the field left out, as in proto3 JSON.
-// `pageSize` is not checked: a page size is never refused (docs/a2a.md).
+// `pageSize` is not checked: a page size is never refused (docs/reference/a2a.md).
 type Shape =
   | 'string'
   | 'integer'

@@ -3,7 +3,7 @@ import type { PushConfig, PushMessage } from '../domain/deliveries/push-configs'
 import type { SentDelivery } from '../domain/deliveries/sent-deliveries';
 import { statusUpdate, toTask } from './tasks';
 
-// What an A2A push says (docs/a2a.md): the task's status as A2A's status update, with A2A's token
+// What an A2A push says (docs/reference/a2a.md): the task's status as A2A's status update, with A2A's token
 // header and the configured credentials. The worker sends it (webhooks/push-task.ts); `status` is
 // what it compares with the last push delivered to the URL.
 export function a2aPush(sent: SentDelivery, config: PushConfig): PushMessage {

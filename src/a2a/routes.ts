@@ -29,7 +29,7 @@ const originOf = (request: Request, config: Config) => (config.PUBLIC_URL ? new 
 // few; this is many of them).
 const STREAM_BACKLOG_BYTES = 256 * 1024;
 
-// Browser A2A clients are served (docs/decisions.md, A2A): an agent key travels in a header that a
+// Browser A2A clients are served (docs/internals/decisions.md, A2A): an agent key travels in a header that a
 // page must be handed, never in a cookie, so a page elsewhere gains nothing by being let in. Every
 // answer under /a2a/agents may be read by a page of any origin; a preflight is answered for the
 // headers A2A clients send.
@@ -42,7 +42,7 @@ const PREFLIGHT = {
 };
 const preflight = () => new Response(null, { status: 204, headers: PREFLIGHT });
 
-// A2A (docs/a2a.md): each active agent is reached at /a2a/agents/{username}/ (the slash optional),
+// A2A (docs/reference/a2a.md): each active agent is reached at /a2a/agents/{username}/ (the slash optional),
 // JSON-RPC 2.0 over POST, and described by its card below that address. Both need the caller's own
 // agent key, but for the card of an agent whose owner chose to list it: no stranger learns which
 // names exist. Refusals before the JSON-RPC request is read (no key: 401, no such agent: 404) are

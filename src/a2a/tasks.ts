@@ -2,7 +2,7 @@ import { Role, TaskState, type Message, type Part, type Task, type TaskStatusUpd
 import type { SentDelivery, SentFilter } from '../domain/deliveries/sent-deliveries';
 import type { MessageRecord } from '../domain/shared/schemas';
 
-// How a delivery reads in A2A's terms (docs/a2a.md): the task is the delivery of the caller's
+// How a delivery reads in A2A's terms (docs/reference/a2a.md): the task is the delivery of the caller's
 // message to the agent it was sent to; its context is the thread. The recipient's first message
 // in the thread after it is the answer, and completes the task.
 export function taskState(sent: SentDelivery): TaskState {

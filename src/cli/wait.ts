@@ -43,17 +43,20 @@ const readCursor = (path: string | null) => (path ? readStateFile(path) : Promis
 const asText = (entries: InboxEntry[]) =>
   entries.map((e) => `[${e.thread}] ${e.sender}: ${e.summary} (message ${e.messageId})`).join('\n');
 
-export async function waitForMail(options: WaitOptions, print: (text: string) => void): Promise<number> {
+// Ends as at the time-out (nothing printed, TIMED_OUT) when `signal` aborts: SIGINT or SIGTERM.
+export async function waitForMail(options: WaitOptions, print: (text: string) => void, signal?: AbortSignal): Promise<number> {
   const deadline = options.timeoutSeconds === null ? Infinity : performance.now() + options.timeoutSeconds * 1000;
   const after = await readCursor(options.sinceFile);
   for (;;) {
     const remaining = (deadline - performance.now()) / 1000;
-    if (remaining <= 0) return TIMED_OUT;
+    if (remaining <= 0 || signal?.aborted) return TIMED_OUT;
     const query = new URLSearchParams({ wait: String(Math.min(60, Math.max(1, Math.floor(remaining)))) });
     if (after) query.set('after', after);
-    const res = await fetch(`${options.baseUrl}/api/deliveries?${query}`, { headers: { authorization: `Bearer ${options.key}` } }).catch((error: Error) => {
+    const res = await fetch(`${options.baseUrl}/api/deliveries?${query}`, { headers: { authorization: `Bearer ${options.key}` }, signal }).catch((error: Error) => {
+      if (signal?.aborted) return null;
       throw invalid(`Could not reach the service at ${options.baseUrl} (--base-url or AMS_URL): ${error.message}`);
     });
+    if (res === null) return TIMED_OUT;
     const body = (await res.json().catch(() => null)) as { success?: boolean; data?: InboxEntry[]; error?: string } | null;
     if (!res.ok || !body?.success) throw invalid(body?.error ?? `The service answered HTTP ${res.status}.`);
     const entries = body.data!;

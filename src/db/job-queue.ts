@@ -148,14 +148,14 @@ export const retiredFirst = (sql: Queries) => sql`(select count(*) from retired)
 // deleted when done), and each fetch of the next job walks past those its index still points at.
 // Autovacuum visits a database at most once per autovacuum_naptime (a minute by default): a backlog
 // drained at 1 000 doorbells/s leaves 120 000 by then, and every doorbell paid more for its fetch
-// (docs/performance.md, "Flat over time"). A table another vacuum holds is skipped; a role that
+// (docs/internals/performance-history.md, "Flat over time"). A table another vacuum holds is skipped; a role that
 // does not own it gets PostgreSQL's warning, not an error, and leaves it to autovacuum. The empty
 // pages at the table's end are kept for the next jobs rather than truncated: truncating takes an
 // ACCESS EXCLUSIVE lock that every job fetch and add queued behind, and doorbells owed after a
 // crash went out 30 s late instead of within a few (test-faults/crash.test.ts). A vacuum of the
 // emptied table leaves statistics that say it holds nothing; graphile-worker's fetch is patched to
 // take its batch by key whatever they say, as on them it walked the whole queue for every job it
-// took (patches/graphile-worker@0.18.0.patch, docs/performance.md).
+// took (patches/graphile-worker@0.18.0.patch, docs/internals/performance-history.md).
 export async function vacuumJobs(sql: Sql): Promise<void> {
   await sql`vacuum (skip_locked, truncate false) graphile_worker._private_jobs`;
 }

@@ -7,7 +7,7 @@ import { isDatabaseUnavailable } from './unavailable';
 // statements every doorbell sends (delivery-steps.ts: the "still owed?" look-up and the attempt's
 // record), planning them afresh at every call, because a custom plan knows how many ids the batch
 // holds and the generic one guesses, so looks dearer than it is: 0.28 and 0.8 ms of planning against
-// 0.03 and 0.41 ms of work (docs/performance.md, "Plans kept for the doorbell's statements"). Not
+// 0.03 and 0.41 ms of work (docs/internals/performance-history.md, "Plans kept for the doorbell's statements"). Not
 // for the whole pool: the inbox read needs its custom plan (test/inbox-plan.test.ts).
 //
 // The setting goes out as a SET, which also opens the connection, rather than as a startup

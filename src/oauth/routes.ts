@@ -26,7 +26,7 @@ function routeTemplate(path: string): string | null {
 
 // What the authorization server metadata may say. The library writes OpenID Connect's discovery
 // document, which also names ID tokens, their claims and signing keys, and the library's endpoints
-// for logout and pushed requests: none of those is offered here (docs/decisions.md), so a client
+// for logout and pushed requests: none of those is offered here (docs/internals/decisions.md), so a client
 // reading the document is told only of what it can use. `offline_access` is accepted in a request
 // but not advertised: refresh tokens come with the refresh_token grant, whatever the scope.
 const OFFERED_METADATA = [

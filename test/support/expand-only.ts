@@ -1,4 +1,4 @@
-// The rule for migrations after a release (docs/deployment.md, "Upgrading without downtime"): a
+// The rule for migrations after a release (docs/guides/upgrade.md): a
 // migration may only add what the previous release does not use, because that release keeps
 // running on the new schema until the upgrade is over. A statement that drops, renames, narrows
 // or replaces what exists, or adds a rule old writes may break, needs a `-- contract:` comment

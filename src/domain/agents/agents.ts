@@ -123,7 +123,7 @@ export async function activeAgentNamed(sql: Sql, username: string): Promise<Agen
   return agent;
 }
 
-// Whether the agent's A2A card is served to anyone (docs/a2a.md), as a person sets it.
+// Whether the agent's A2A card is served to anyone (docs/reference/a2a.md), as a person sets it.
 export async function setCardListed(sql: Sql, username: string, listed: unknown) {
   if (typeof listed !== 'boolean') throw invalid('listed must be true or false', 'listed');
   const [row] = await sql<{ username: string; listed: boolean }[]>`

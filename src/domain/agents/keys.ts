@@ -6,7 +6,7 @@ export const AGENT_KEY_PATTERN = /^agt_[A-Za-z0-9_-]{43}$/;
 
 export const newAgentKey = () => `agt_${randomBytes(32).toString('base64url')}`;
 // The Standard Webhooks form (standard base64, not base64url), which their libraries decode into
-// the key of the webhook-signature header; docs/webhooks.md tells what older secrets do.
+// the key of the webhook-signature header; docs/reference/webhooks.md tells what older secrets do.
 export const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 export const hashKey = (key: string) => createHash('sha256').update(key).digest();
 

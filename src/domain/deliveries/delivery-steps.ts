@@ -40,7 +40,7 @@ export const owesDoorbell = (sql: Queries) => sql`
 // The deliveries `d` by their primary key, before anything else the statement asks of them. Asked
 // together with the owed conditions, PostgreSQL 18 (after an autoanalyze) skip-scanned
 // deliveries_inbox_idx (recipient_id, id) for the id instead, reading twenty times the buffers of
-// the key: a doorbell's owed check went from 50 to 430 µs (docs/performance.md, "Flat over time").
+// the key: a doorbell's owed check went from 50 to 430 µs (docs/internals/performance-history.md, "Flat over time").
 const deliveriesById = (sql: Queries, deliveryIds: string[]) =>
   sql`with d as materialized (select * from deliveries where id = any(${deliveryIds}::uuid[]))`;
 
@@ -81,7 +81,7 @@ export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDo
 // one in flight, gathering every doorbell that asks in the same turn of the event loop (the jobs of
 // one fetched batch start together). A drain of 4 000 in the bench asked in 536 statements instead
 // of 1 104 (two in flight, each sent at once), one of the changes that took a doorbell from 766 to
-// 527 µs of CPU, with no change to doorbell latency at 200/s (docs/performance.md, "Fewer
+// 527 µs of CPU, with no change to doorbell latency at 200/s (docs/internals/performance-history.md, "Fewer
 // statements per doorbell").
 export const owedPreparedAttempt = (pool: StatementPool, deliveryId: string, version: string): Promise<AttemptNumbers | null> =>
   askOwedPrepared(pool, { deliveryId, version });

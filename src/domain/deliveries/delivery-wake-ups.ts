@@ -31,7 +31,7 @@ import type { Logger } from '../../log';
 //    (delivery-steps.ts): a process sends those one statement at a time, so holding the lock
 //    through their commit queues none of its own attempts behind another (it still shares the lock
 //    with every other notifying commit: posts, other processes), and a statement of its own per
-//    batch cost the worker more than the lock (docs/performance.md, "Fewer statements per
+//    batch cost the worker more than the lock (docs/internals/performance-history.md, "Fewer statements per
 //    doorbell"). A wake-up refused here (PostgreSQL's notification queue full) refuses the write
 //    with it: a post that queues a doorbell fails, an attempt goes unrecorded and its doorbell is
 //    rung again.

@@ -6,7 +6,7 @@ import { isId } from '../shared/ids';
 import { noSuchDelivery, sentTo, type SentDelivery } from './sent-deliveries';
 
 // Where the sender of a message asks to be told that a delivery of it moved on (the A2A door's
-// push-notification configurations, docs/a2a.md). The URL is held to the webhook rules (public
+// push-notification configurations, docs/reference/a2a.md). The URL is held to the webhook rules (public
 // https addresses unless local ones are allowed), checked when it is given and again, resolved
 // afresh, at every push. A push is queued by the database in the transaction that moves the
 // delivery (sql/022_a2a_push.sql), and sent by the worker (webhooks/push-task.ts).

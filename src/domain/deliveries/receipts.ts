@@ -31,7 +31,7 @@ const reached = (recipients: RecipientStatus[], waitFor: WaitFor) => recipients.
 // The recipient's name is looked up per delivery rather than joined: past tens of millions of
 // deliveries the planner's sampled estimate of deliveries per message grew (10 for 2 or 3 at
 // 10 M messages) and it hashed the whole agents table for a message's few rows instead, a cost
-// that grew with the table (docs/performance.md, "Search and growth").
+// that grew with the table (docs/internals/performance-history.md, "Search and growth").
 export const receiptColumns = (sql: Queries) => sql`
   (select a.username from agents a where a.id = d.recipient_id) as username,
   d.step, d.failed_step, d.webhook, d.next_attempt_at, d.created_at,

@@ -12,7 +12,7 @@ export const activityNow = (sql: Queries) => sql`last_activity_at = greatest(las
 // ten times a second at most instead of once per statement: every write is a new row version with
 // new index entries, and makes the next statement's write wait for this one's commit. Written on
 // every statement, posts to one thread lost about a seventh of their throughput in the bench
-// (docs/performance.md); written this way, nothing measurable.
+// (docs/internals/performance-history.md); written this way, nothing measurable.
 const POSTS_MOVE_AFTER = '100 milliseconds';
 
 // The threads `threadIds` (a query of thread ids) marked active by posts, each row once however many

@@ -145,7 +145,7 @@ function Connections({ agent }: { agent: Agent }) {
   </section>`;
 }
 
-// Whether the agent's A2A card is served to anyone (docs/a2a.md): the agent's address for A2A
+// Whether the agent's A2A card is served to anyone (docs/reference/a2a.md): the agent's address for A2A
 // clients, and the owner's choice to let strangers read its card.
 function A2ACard({ agent }: { agent: Agent }) {
   const [action, run] = useAction();
