@@ -55,6 +55,22 @@ test('every route, tool, command, flag, variable, script, path and link the docs
   expect((await Promise.all(projectDocs().map((doc) => driftIn(doc, v)))).flat()).toEqual([]);
 });
 
+test('the reference names everything there is: every tool, every command, every operation', () => {
+  const page = (path: string) => readFileSync(join(ROOT, 'docs/reference', path), 'utf8');
+  const mcp = page('mcp.md');
+  expect(v.tools.filter((tool) => !mcp.includes(`\`${tool}\``))).toEqual([]);
+  const cli = page('cli.md');
+  const commands = v.cliHelp
+    .split('\n')
+    .map((line) => line.trim().split(/\s+[<[(]/)[0]!.trim())
+    .filter((command) => /^[a-z]/.test(command));
+  expect(commands.filter((command) => !cli.includes(`ams ${command}`))).toEqual([]);
+  const flags = [...new Set(v.cliHelp.match(/--[a-z][a-z-]*/g))];
+  expect(flags.filter((flag) => !cli.includes(`\`${flag}`))).toEqual([]);
+  const http = page('http-api.md');
+  expect(v.apiPaths.filter((path) => !http.includes(path))).toEqual([]);
+});
+
 test('the check finds a route, tool, command, flag, variable, path and link that do not exist', async () => {
   const doc = {
     path: 'docs/example.md',

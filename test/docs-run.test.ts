@@ -15,7 +15,7 @@ const PAGE_TIMEOUT_MS = 150_000;
 const GUIDES = join(ROOT, 'docs/guides');
 const guides = readdirSync(GUIDES).filter((f) => f.endsWith('.md')).sort();
 // What the README asks of a reader before any guide: `ams` on the PATH.
-const AMS_ON_PATH = '```sh\nbun link >/dev/null 2>&1\nexport PATH="$HOME/.bun/bin:$PATH"\n```\n\n';
+const AMS_ON_PATH = '```sh\nbun link >/dev/null 2>&1\nexport PATH="$HOME/.bun/bin:$PATH"\n```\n';
 let dataDir: string;
 
 const portFree = (port: number) =>
@@ -46,7 +46,7 @@ describe('every guide', () => {
     const database = await createTestDatabase();
     try {
       const text = readFileSync(join(GUIDES, guide), 'utf8');
-      const run = await runPage(`docs/guides/${guide}`, AMS_ON_PATH + text, { DATABASE_URL: database.url, DATA_DIR: join(dataDir, guide) }, PAGE_TIMEOUT_MS);
+      const run = await runPage(`docs/guides/${guide}`, text, { DATABASE_URL: database.url, DATA_DIR: join(dataDir, guide) }, PAGE_TIMEOUT_MS, AMS_ON_PATH);
       expect(run.ok ? 'ran' : failure(run)).toBe('ran');
     } finally {
       await database.drop();
@@ -77,8 +77,8 @@ test('the runner stops at a broken step and names it: a wrong route, a command t
   ].join('\n');
   const database = await createTestDatabase();
   try {
-    const run = await runPage('docs/example.md', AMS_ON_PATH + page, { DATABASE_URL: database.url }, PAGE_TIMEOUT_MS);
-    expect([run.ok, run.failedAt]).toEqual([false, 'docs/example.md:18']);
+    const run = await runPage('docs/example.md', page, { DATABASE_URL: database.url }, PAGE_TIMEOUT_MS, AMS_ON_PATH);
+    expect([run.ok, run.failedAt]).toEqual([false, 'docs/example.md:12']);
     expect(run.output).not.toContain('never reached');
   } finally {
     await database.drop();

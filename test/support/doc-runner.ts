@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fencedBlocks, ROOT } from './docs';
@@ -16,6 +16,7 @@ const SHELL_LANGS = new Set(['sh', 'bash', 'shell']);
 const READY_WITHIN_S = 60;
 
 type Step = { line: number; body: string; background: boolean; ready: string | null };
+type PageStep = Step & { path: string };
 
 export function stepsOf(text: string): Step[] {
   return fencedBlocks(text)
@@ -38,7 +39,7 @@ const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 
 // The script a page's steps make. Each background block is a bash of its own, in a process group
 // of its own so that everything it started goes when the page ends.
-function script(path: string, steps: Step[], work: string): string {
+function script(steps: PageStep[], work: string): string {
   const lines = [
     'set -euo pipefail -a',
     `cd ${quote(ROOT)}`,
@@ -46,7 +47,7 @@ function script(path: string, steps: Step[], work: string): string {
     'trap \'for g in "${__groups[@]}"; do kill -TERM -- -"$g" 2>/dev/null || true; done; sleep 0.5; for g in "${__groups[@]}"; do kill -KILL -- -"$g" 2>/dev/null || true; done\' EXIT',
   ];
   steps.forEach((step, i) => {
-    lines.push(`echo ${quote(`::: ${path}:${step.line}`)} >&2`);
+    lines.push(`echo ${quote(`::: ${step.path}:${step.line}`)} >&2`);
     if (!step.background) {
       lines.push(step.body);
       return;
@@ -66,14 +67,18 @@ function script(path: string, steps: Step[], work: string): string {
 
 // Runs a page (`path` names it in the output) with `env` on top of this process's environment, in
 // a home of its own, so that `bun link` and the PATH a page sets up touch nothing of the machine's.
-export async function runPage(path: string, text: string, env: Record<string, string>, timeoutMs: number): Promise<PageRun> {
+// `prelude`: blocks a reader has run before this page (the README's setup, for a guide), run first
+// and named as such.
+export async function runPage(path: string, text: string, env: Record<string, string>, timeoutMs: number, prelude = ''): Promise<PageRun> {
   const work = mkdtempSync(join(tmpdir(), 'ams-doc-'));
   try {
     const home = join(work, 'home');
     mkdirSync(home);
-    const steps = stepsOf(text);
     const file = join(work, 'page.sh');
-    writeFileSync(file, script(path, steps, work));
+    writeFileSync(file, script([...stepsOf(prelude).map((s) => ({ ...s, path: `${path} (what the README sets up first)` })), ...stepsOf(text).map((s) => ({ ...s, path }))], work));
+    // Files, not pipes: Bun's pipes are sockets, which a command writing to /dev/stderr cannot open.
+    const out = join(work, 'out.log');
+    const err = join(work, 'err.log');
     const child = Bun.spawn(['bash', file], {
       cwd: ROOT,
       env: {
@@ -83,12 +88,13 @@ export async function runPage(path: string, text: string, env: Record<string, st
         BUN_INSTALL_CACHE_DIR: process.env.BUN_INSTALL_CACHE_DIR ?? join(homedir(), '.bun/install/cache'),
         ...env,
       },
-      stdout: 'pipe',
-      stderr: 'pipe',
+      stdout: Bun.file(out),
+      stderr: Bun.file(err),
     });
     const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    const code = await child.exited;
     clearTimeout(timer);
+    const [stdout, stderr] = [readFileSync(out, 'utf8'), readFileSync(err, 'utf8')];
     const output = `${stdout}${stderr}`;
     const markers = [...stderr.matchAll(/^::: (.+)$/gm)].map((m) => m[1]!);
     return { ok: code === 0, output, failedAt: code === 0 ? null : (markers.at(-1) ?? path) };
