@@ -57,7 +57,7 @@ test('an admin command from another folder uses the service\'s settings, not tha
   expect(row!.webhook_url).toBe('http://127.0.0.1:9/hook');
   // The environment wins over the file, and the refusal names the setting that would allow it.
   const strict = await run(['ams', 'webhooks', 'set', name, 'http://127.0.0.1:9/other'], { WEBHOOK_ALLOW_LOCAL: 'false' });
-  expect(strict).toEqual({ stdout: '', stderr: 'webhookUrl must use https:// unless the server runs with WEBHOOK_ALLOW_LOCAL=true\n', code: 1 });
+  expect(strict).toEqual({ stdout: '', stderr: 'webhookUrl must use https:// unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook)\n', code: 1 });
 });
 
 test('the example hook finds `ams` on the PATH and the service where its settings put it', async () => {

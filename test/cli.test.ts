@@ -65,11 +65,11 @@ describe('admin CLI commands', () => {
     await run('agents', 'create', name);
     const strict = { sql: h.db.sql, config: { ...h.config, WEBHOOK_ALLOW_LOCAL: false } };
     for (const [url, error] of [
-      ['http://example.com/hook', 'webhookUrl must use https:// unless the server runs with WEBHOOK_ALLOW_LOCAL=true'],
-      ['https://127.0.0.1/hook', 'webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; 127.0.0.1 resolves to a private, loopback or reserved one'],
-      ['https://169.254.169.254/latest', 'webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; 169.254.169.254 resolves to a private, loopback or reserved one'],
-      ['https://[::1]/hook', 'webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; ::1 resolves to a private, loopback or reserved one'],
-      ['https://10.1.2.3/hook', 'webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; 10.1.2.3 resolves to a private, loopback or reserved one'],
+      ['http://example.com/hook', 'webhookUrl must use https:// unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook)'],
+      ['https://127.0.0.1/hook', 'webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); 127.0.0.1 resolves to a private, loopback or reserved one'],
+      ['https://169.254.169.254/latest', 'webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); 169.254.169.254 resolves to a private, loopback or reserved one'],
+      ['https://[::1]/hook', 'webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); ::1 resolves to a private, loopback or reserved one'],
+      ['https://10.1.2.3/hook', 'webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); 10.1.2.3 resolves to a private, loopback or reserved one'],
       ['https://user:pw@93.184.216.34/hook', 'webhookUrl must not contain credentials'],
       ['not a url', 'webhookUrl must be an absolute URL such as https://example.com/hooks/agent'],
       ['ftp://93.184.216.34/', 'webhookUrl must use https://'],

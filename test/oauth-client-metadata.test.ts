@@ -219,7 +219,7 @@ describe('a metadata document that does not hold up', () => {
       expect.objectContaining({
         event: 'oauth_client_metadata_refused',
         url: clientId,
-        reason: 'the client metadata address must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; localhost resolves to a private, loopback or reserved one',
+        reason: 'the client metadata address must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); localhost resolves to a private, loopback or reserved one',
       }),
     );
   });

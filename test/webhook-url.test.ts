@@ -158,7 +158,7 @@ describe('which URLs a webhook may have', () => {
     for (const url of ['https://8.8.8.8:22/hook', 'https://8.8.8.8:25/hook', 'https://8.8.8.8:80/hook', 'https://8.8.8.8:1023/hook']) {
       expect([url, await refusal(url)]).toEqual([
         url,
-        ['invalid', 'webhookUrl must use port 443 or a port from 1024 to 65535 unless the server runs with WEBHOOK_ALLOW_LOCAL=true'],
+        ['invalid', 'webhookUrl must use port 443 or a port from 1024 to 65535 unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook)'],
       ]);
     }
     expect(await refusal('https://8.8.8.8:0/hook')).toEqual(['invalid', 'webhookUrl must not use port 0']);

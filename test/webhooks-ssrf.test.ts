@@ -11,15 +11,15 @@ const strict = { policy: { allowLocal: false }, timeoutMs: 1_000 };
 
 describe('when a doorbell is sent', () => {
   test.each([
-    ['plain http', `http://127.0.0.1:PORT/hook`, 'refused to send: webhookUrl must use https:// unless the server runs with WEBHOOK_ALLOW_LOCAL=true'],
-    ['loopback', `https://127.0.0.1:PORT/hook`, 'refused to send: webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; 127.0.0.1 resolves to a private, loopback or reserved one'],
-    ['a name for loopback', `https://localhost:PORT/hook`, 'refused to send: webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; localhost resolves to a private, loopback or reserved one'],
-    ['private', 'https://10.20.30.40/hook', 'refused to send: webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; 10.20.30.40 resolves to a private, loopback or reserved one'],
-    ['the metadata address', 'https://169.254.169.254/latest/meta-data', 'refused to send: webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; 169.254.169.254 resolves to a private, loopback or reserved one'],
-    ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/hook', 'refused to send: webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; ::ffff:7f00:1 resolves to a private, loopback or reserved one'],
-    ['IPv4-translated loopback', `https://[::ffff:0:127.0.0.1]:PORT/hook`, 'refused to send: webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; ::ffff:0:7f00:1 resolves to a private, loopback or reserved one'],
-    ['local-use NAT64', 'https://[64:ff9b:1::a00:1]/hook', 'refused to send: webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; 64:ff9b:1::a00:1 resolves to a private, loopback or reserved one'],
-    ['a well-known service port', 'https://hooks.example.invalid:25/hook', 'refused to send: webhookUrl must use port 443 or a port from 1024 to 65535 unless the server runs with WEBHOOK_ALLOW_LOCAL=true'],
+    ['plain http', `http://127.0.0.1:PORT/hook`, 'refused to send: webhookUrl must use https:// unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook)'],
+    ['loopback', `https://127.0.0.1:PORT/hook`, 'refused to send: webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); 127.0.0.1 resolves to a private, loopback or reserved one'],
+    ['a name for loopback', `https://localhost:PORT/hook`, 'refused to send: webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); localhost resolves to a private, loopback or reserved one'],
+    ['private', 'https://10.20.30.40/hook', 'refused to send: webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); 10.20.30.40 resolves to a private, loopback or reserved one'],
+    ['the metadata address', 'https://169.254.169.254/latest/meta-data', 'refused to send: webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); 169.254.169.254 resolves to a private, loopback or reserved one'],
+    ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/hook', 'refused to send: webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); ::ffff:7f00:1 resolves to a private, loopback or reserved one'],
+    ['IPv4-translated loopback', `https://[::ffff:0:127.0.0.1]:PORT/hook`, 'refused to send: webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); ::ffff:0:7f00:1 resolves to a private, loopback or reserved one'],
+    ['local-use NAT64', 'https://[64:ff9b:1::a00:1]/hook', 'refused to send: webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); 64:ff9b:1::a00:1 resolves to a private, loopback or reserved one'],
+    ['a well-known service port', 'https://hooks.example.invalid:25/hook', 'refused to send: webhookUrl must use port 443 or a port from 1024 to 65535 unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook)'],
     ['a control character', 'https://hooks.example.invalid/hook\n', 'refused to send: webhookUrl must not contain spaces or control characters such as a newline'],
   ])('%s is refused without connecting', async (_name, url, error) => {
     const outcome = await sendDoorbell(doorbell(url.replace('PORT', String(hook.port))), strict);
@@ -37,7 +37,7 @@ describe('when a doorbell is sent', () => {
     const { deliveryId } = await post(h, sender, recipient, { content: 'reach inside' });
     const d = await untilStep(h, deliveryId, 'failed');
     expect(d.error).toBe(
-      'Gave up after 4 attempts; the last one: refused to send: webhookUrl must point to a public address unless the server runs with WEBHOOK_ALLOW_LOCAL=true; 127.0.0.1 resolves to a private, loopback or reserved one.',
+      'Gave up after 4 attempts; the last one: refused to send: webhookUrl must point to a public address unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook); 127.0.0.1 resolves to a private, loopback or reserved one.',
     );
     expect((await attemptRows(h, deliveryId)).every((a) => a.status === null)).toBe(true);
     expect(hook.received).toHaveLength(0);

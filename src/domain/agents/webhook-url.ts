@@ -52,7 +52,7 @@ export function isPublicAddress(address: string): boolean {
 
 // What the refusals that WEBHOOK_ALLOW_LOCAL would lift add, so that whoever reads one (an agent,
 // a person on the dashboard, an operator at the CLI) learns which setting of the server decides.
-const UNLESS_LOCAL_ALLOWED = ' unless the server runs with WEBHOOK_ALLOW_LOCAL=true';
+const UNLESS_LOCAL_ALLOWED = ' unless WEBHOOK_ALLOW_LOCAL=true is set (for the server, and for ams when ams registers the webhook)';
 
 // Ports below 1024 belong to well-known services (SSH, SMTP, LDAP, IMAP …); a webhook has no reason to
 // be there but 443, and refusing them keeps doorbells away from such services on public hosts.
