@@ -83,7 +83,9 @@ async function startListening(config: Config, log: Logger, options: Omit<Service
     throw error;
   }
   // Addresses a person can open: where this process listens, and where the service is reached.
-  log.info('listening', { url: localUrl(config, port), ...(options.http && welcomeLinks(serviceUrl(config, port))) });
+  // `url` is one a person can open here; `address` is what is bound, which on 0.0.0.0 (the default
+  // HOST) is every interface of the machine, not this machine alone.
+  log.info('listening', { url: localUrl(config, port), address: `${config.HOST}:${port}`, ...(options.http && welcomeLinks(serviceUrl(config, port))) });
   return service.stop;
 }
 

@@ -17,8 +17,8 @@ describe('agent authentication', () => {
     ['missing header', {}, 'Authorization header is missing; send "Authorization: Bearer agt_…".'],
     ['not Bearer', { authorization: 'Basic abc' }, 'Authorization header is malformed; expected "Bearer agt_…".'],
     ['Bearer without a key', { authorization: 'Bearer ' }, 'Authorization header is malformed; expected "Bearer agt_…".'],
-    ['wrong prefix', { authorization: `Bearer sk_${'a'.repeat(43)}` }, 'The API key is malformed; agent keys start with agt_.'],
-    ['too short', { authorization: 'Bearer agt_abc' }, 'The API key is malformed; agent keys start with agt_.'],
+    ['wrong prefix', { authorization: `Bearer sk_${'a'.repeat(43)}` }, 'The API key is malformed: an agent key is agt_ and 43 more letters, digits, - or _; check that it was copied whole.'],
+    ['too short', { authorization: 'Bearer agt_abc' }, 'The API key is malformed: an agent key is agt_ and 43 more letters, digits, - or _; check that it was copied whole.'],
     [
       'well formed but unknown',
       { authorization: `Bearer agt_${'A'.repeat(43)}` },

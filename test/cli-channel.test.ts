@@ -68,6 +68,57 @@ test('declares itself a channel, with instructions, and pushes each new message 
   await listening(0);
 });
 
+test('nothing is pushed before the host has finished its handshake, and the state file does not move past what waits for it', async () => {
+  const agent = await h.agent(uniqueName('slow-host'));
+  const threadId = await h.thread(sender, [agent], 'Before the handshake');
+  const dir = await mkdtemp(join(tmpdir(), 'ams-channel-'));
+  const state = join(dir, 'state');
+  // A first session: it hears one message, and its state file keeps where it got to.
+  const first = await host(agent, ['--state-file', state]);
+  await listening(1);
+  await h.post(sender, threadId, 'heard in the first session');
+  await eventually(async () => first.received.length === 1, 10_000);
+  await first.client.close();
+  await listening(0);
+  const kept = await Bun.file(state).text();
+  // Posted while no session runs: the next session replays it.
+  const { id: missed } = await h.post(sender, threadId, 'posted while the session was closed');
+
+  // A host that starts the server again and takes its time to initialize it, speaking the stdio
+  // framing itself: one JSON-RPC message per line.
+  const child = Bun.spawn(['bun', main, 'channel', '--base-url', server.base, '--state-file', state], {
+    env: { ...process.env, AMS_AGENT_KEY: agent.key, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/unused' },
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const lines: Record<string, any>[] = [];
+  const reading = (async () => {
+    let partial = '';
+    for await (const chunk of child.stdout) {
+      partial += new TextDecoder().decode(chunk);
+      const parts = partial.split('\n');
+      partial = parts.pop()!;
+      for (const part of parts) if (part.trim()) lines.push(JSON.parse(part));
+    }
+  })();
+  await Bun.sleep(1_500);
+  expect(lines).toEqual([]);
+  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'slow', version: '1' } } })}\n`);
+  await eventually(async () => lines.length === 1, 10_000);
+  expect(lines[0]).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'ams-channel' } } });
+  await Bun.sleep(500);
+  expect(lines).toHaveLength(1);
+  expect(await Bun.file(state).text()).toBe(kept);
+  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+  await eventually(async () => lines.length === 2, 10_000);
+  expect(lines[1]).toMatchObject({ method: 'notifications/claude/channel', params: { meta: { message_id: missed } } });
+  child.stdin.end();
+  expect(await child.exited).toBe(0);
+  await reading;
+  await listening(0);
+});
+
 test('with --receipts the sender hears that its message was read; closing stdin ends the server', async () => {
   const reader = await h.agent(uniqueName('reader'));
   const threadId = await h.thread(sender, [reader], 'Receipts');

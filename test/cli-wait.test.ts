@@ -97,7 +97,7 @@ test('a wrong key or none is exit 1 with a sentence on stderr', async () => {
   const away = `http://127.0.0.1:${await freePort()}`;
   const unreachable = await wait(['--timeout', '1', '--base-url', away], 'agt_x');
   expect([unreachable.code, unreachable.stdout]).toEqual([1, '']);
-  expect(unreachable.stderr).toStartWith(`Could not reach the service at ${away} (--base-url or AMS_URL): `);
+  expect(unreachable.stderr).toStartWith(`Could not reach the service at ${away} (the address is --base-url, else AMS_URL, else PUBLIC_URL, else PORT on this machine): `);
 });
 
 test('the example hook prints new mail as text and exits 0 either way', async () => {

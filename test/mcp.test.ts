@@ -56,7 +56,7 @@ describe('authentication at the HTTP level', () => {
     });
     const malformed = await post(listToolsRpc, { authorization: 'Bearer sk_nope' });
     expect(malformed.status).toBe(401);
-    expect(await malformed.json()).toEqual({ success: false, error: 'The API key is malformed; agent keys start with agt_.' });
+    expect(await malformed.json()).toEqual({ success: false, error: 'The API key is malformed: an agent key is agt_ and 43 more letters, digits, - or _; check that it was copied whole.' });
     const unknown = await post(listToolsRpc, { authorization: `Bearer agt_${'x'.repeat(43)}` });
     expect(unknown.status).toBe(401);
     expect(await unknown.json()).toEqual({ success: false, error: 'The API key is not recognised or its agent is archived.' });

@@ -191,7 +191,7 @@ describe('the authorization code flow', () => {
     const { accessToken } = await o.connect(session, 'api-agent');
     const res = await callApp(h.dash, 'GET', '/api/deliveries', { headers: { authorization: `Bearer ${accessToken}` } });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ success: false, error: 'The API key is malformed; agent keys start with agt_.' });
+    expect(res.body).toEqual({ success: false, error: 'The API key is malformed: an agent key is agt_ and 43 more letters, digits, - or _; check that it was copied whole.' });
   });
 
   test('a person picks the agent at every authorization, in the same browser too', async () => {

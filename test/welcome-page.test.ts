@@ -65,11 +65,12 @@ async function listeningLine(role: 'serve' | 'worker', settings: Record<string, 
 test('the start log names the address to open, the dashboard, the API reference and health', async () => {
   // On every address (the default HOST): the line names one a person can open on this machine.
   const all = await listeningLine('serve', { HOST: '0.0.0.0' });
-  const local = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(all.url as string)?.[0];
+  const [local, port] = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(all.url as string) ?? [];
   expect(all).toEqual({
     level: 'info',
     event: 'listening',
     url: local,
+    address: `0.0.0.0:${port}`,
     dashboard: `${local}/dashboard`,
     apiReference: `${local}/openapi`,
     health: `${local}/health`,
@@ -81,11 +82,17 @@ test('the start log names the address to open, the dashboard, the API reference 
     level: 'info',
     event: 'listening',
     url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+    address: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
     dashboard: 'https://ams.example.org/dashboard',
     apiReference: 'https://ams.example.org/openapi',
     health: 'https://ams.example.org/health',
   });
   // A worker serves its health and metrics only: no page to point to.
   const worker = await listeningLine('worker', { HOST: '127.0.0.1' });
-  expect(worker).toEqual({ level: 'info', event: 'listening', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
+  expect(worker).toEqual({
+    level: 'info',
+    event: 'listening',
+    url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+    address: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+  });
 }, 120_000);

@@ -82,7 +82,18 @@ export async function runChannel(options: ChannelOptions, { err, signal }: { err
   const stop = new AbortController();
   signal.addEventListener('abort', () => stop.abort());
   server.onclose = () => stop.abort();
+  // Nothing is pushed before the host has finished the handshake (notifications/initialized): a
+  // notification before it may be dropped by the host, and the state file would have moved past it.
+  const initialized = new Promise<void>((resolve) => {
+    server.oninitialized = resolve;
+    stop.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
   await server.connect(new StdioServerTransport());
+  await initialized;
+  if (stop.signal.aborted) {
+    await server.close();
+    return 0;
+  }
   const push = (notice: ChannelNotice) => server.notification({ method: CHANNEL_NOTIFICATION, params: notice });
   let code: number;
   // Events after the kept id are gone (the session was closed longer than the service keeps

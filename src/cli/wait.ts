@@ -54,7 +54,7 @@ export async function waitForMail(options: WaitOptions, print: (text: string) =>
     if (after) query.set('after', after);
     const res = await fetch(`${options.baseUrl}/api/deliveries?${query}`, { headers: { authorization: `Bearer ${options.key}` }, signal }).catch((error: Error) => {
       if (signal?.aborted) return null;
-      throw invalid(`Could not reach the service at ${options.baseUrl} (--base-url or AMS_URL): ${error.message}`);
+      throw invalid(`Could not reach the service at ${options.baseUrl} (the address is --base-url, else AMS_URL, else PUBLIC_URL, else PORT on this machine): ${error.message}`);
     });
     if (res === null) return TIMED_OUT;
     const body = (await res.json().catch(() => null)) as { success?: boolean; data?: InboxEntry[]; error?: string } | null;

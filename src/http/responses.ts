@@ -42,7 +42,7 @@ const everyRoute = {
   401: {
     missingKey: 'Authorization header is missing; send "Authorization: Bearer agt_…".',
     malformedHeader: 'Authorization header is malformed; expected "Bearer agt_…".',
-    malformedKey: 'The API key is malformed; agent keys start with agt_.',
+    malformedKey: 'The API key is malformed: an agent key is agt_ and 43 more letters, digits, - or _; check that it was copied whole.',
     unknownKey: 'The API key is not recognised or its agent is archived.',
   },
   500: { internal: internalError(EXAMPLE_REQUEST_ID) },

@@ -17,7 +17,7 @@ export async function authenticateAgent(
 ): Promise<Agent> {
   const key = bearerToken(authorization);
   if (accessTokenResource && !key.startsWith('agt_')) return authenticateAccessToken(sql, key, accessTokenResource);
-  if (!AGENT_KEY_PATTERN.test(key)) throw unauthorized('The API key is malformed; agent keys start with agt_.');
+  if (!AGENT_KEY_PATTERN.test(key)) throw unauthorized('The API key is malformed: an agent key is agt_ and 43 more letters, digits, - or _; check that it was copied whole.');
   const keyHash = hashKey(key);
   const cacheKey = keyHash.toString('base64');
   const cached = cache.get(cacheKey);
