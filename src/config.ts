@@ -13,7 +13,7 @@ import type { SearchBounds } from './domain/shared/search-gate';
 // shows (written by `bun run docs:config`; a test fails while the page differs), so that the one
 // table readers see cannot drift from what is read.
 type Doc = { group: Group; meaning: string };
-export const GROUPS = ['Server', 'Database', 'Bounds on callers', 'Webhooks and the worker', 'Agent event streams', 'People and the dashboard', 'MCP and OAuth', 'History kept', 'Operations'] as const;
+export const GROUPS = ['Server', 'Database', 'Bounds on callers', 'Webhooks and the worker', 'Agent event streams', 'People and the dashboard', 'Governing agents', 'MCP and OAuth', 'History kept', 'Operations'] as const;
 type Group = (typeof GROUPS)[number];
 const Int = (defaultValue: number, minimum: number, doc: Doc) => T.Integer({ default: defaultValue, minimum, ...doc });
 const Port = (defaultValue: number, minimum: number, doc: Doc) => T.Integer({ default: defaultValue, minimum, maximum: 65_535, ...doc });
@@ -23,6 +23,7 @@ const bounds = (meaning: string): Doc => ({ group: 'Bounds on callers', meaning 
 const webhooks = (meaning: string): Doc => ({ group: 'Webhooks and the worker', meaning });
 const events = (meaning: string): Doc => ({ group: 'Agent event streams', meaning });
 const people = (meaning: string): Doc => ({ group: 'People and the dashboard', meaning });
+const governing = (meaning: string): Doc => ({ group: 'Governing agents', meaning });
 const mcp = (meaning: string): Doc => ({ group: 'MCP and OAuth', meaning });
 const history = (meaning: string): Doc => ({ group: 'History kept', meaning });
 const operations = (meaning: string): Doc => ({ group: 'Operations', meaning });
@@ -144,7 +145,27 @@ export const ConfigSchema = T.Object({
   }),
   OAUTH_ACCESS_TOKEN_TTL_S: Int(3_600, 60, mcp('Lifetime of an OAuth access token for `/mcp`, in seconds.')),
   OAUTH_REFRESH_TOKEN_TTL_S: Int(2_592_000, 300, mcp('Lifetime of a refresh token (30 days); each use rotates it.')),
+  SEND_MESSAGES_PER_MINUTE: Int(
+    1_000,
+    0,
+    governing('Messages one agent may send per minute, unless a person set its own quota; over it, 429 with `Retry-After`. `0`: no quota.'),
+  ),
+  SEND_THREADS_PER_HOUR: Int(
+    500,
+    0,
+    governing('Threads one agent may open per hour, unless a person set its own quota; over it, 429 with `Retry-After`. `0`: no quota.'),
+  ),
+  LOOP_BREAKER_MESSAGES: Int(
+    50,
+    0,
+    governing(
+      "The loop breaker pauses a thread once its agents (two or more) have exchanged more than this many messages within `LOOP_BREAKER_WINDOW_MINUTES` with no person's message among them; later posts wait for a person. `0`: off.",
+    ),
+  ),
+  LOOP_BREAKER_WINDOW_MINUTES: Int(10, 1, governing('The window the loop breaker counts in.')),
+  HOLD_EXPIRES_AFTER_HOURS: Int(168, 1, governing('A held message no person decided on is rejected this many hours after it was sent.')),
   ATTEMPT_LOG_RETENTION_DAYS: Int(30, 1, history('Days of doorbell attempt log kept (pruned hourly).')),
+  AUDIT_RETENTION_DAYS: Int(365, 1, history('Days the audit trail of people\'s decisions is kept (pruned hourly).')),
   DEAD_JOB_RETENTION_DAYS: Int(7, 1, history('Days queue jobs that gave up are kept.')),
   MESSAGE_RETENTION_DAYS: T.Optional(
     T.Integer({ minimum: 1, ...history('When set, messages (with their deliveries) older than this are deleted; unset, history is kept (about 1 GiB per million messages).') }),

@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 024_a2a_message_ids,
+-- The schema that the migrations in sql/ build, 001_core to 025_governance,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -75,6 +75,23 @@ CREATE OR REPLACE FUNCTION public.add_counts(a integer[], b integer[])
 AS $function$
   select array(select coalesce(x, 0) + coalesce(y, 0) from unnest(a, b) with ordinality as u(x, y, i) order by i)
 $function$;
+
+CREATE OR REPLACE FUNCTION public.agent_events_for_holds()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if tg_op = 'UPDATE' and old.state = new.state then
+    return null;
+  end if;
+  insert into agent_events (agent_id, type, message_id)
+  select new.sender_agent_id, 'message.' || new.state, new.id
+  from agents a where a.id = new.sender_agent_id and a.events_recorded_since is not null;
+  if found then
+    perform pg_notify('ams_events', new.sender_agent_id::text);
+  end if;
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.agent_events_for_new_deliveries()
  RETURNS trigger
@@ -280,6 +297,19 @@ CREATE TABLE public.a2a_push_configs (
 );
 CREATE INDEX a2a_push_configs_answer_idx ON public.a2a_push_configs USING btree (thread_id, recipient_id) WHERE (NOT answered);
 
+CREATE TABLE public.agent_contacts (
+    agent_id uuid NOT NULL,
+    contact_id uuid NOT NULL,
+    list text NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT agent_contacts_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT agent_contacts_check CHECK ((agent_id <> contact_id)),
+    CONSTRAINT agent_contacts_contact_id_fkey FOREIGN KEY (contact_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT agent_contacts_list_check CHECK ((list = ANY (ARRAY['allow'::text, 'block'::text]))),
+    CONSTRAINT agent_contacts_pkey PRIMARY KEY (agent_id, contact_id)
+);
+CREATE INDEX agent_contacts_contact_idx ON public.agent_contacts USING btree (contact_id);
+
 CREATE TABLE public.agent_event_floors (
     agent_id uuid NOT NULL,
     xid xid8 NOT NULL,
@@ -292,10 +322,11 @@ CREATE TABLE public.agent_events (
     xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     seq bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     type text NOT NULL,
-    delivery_id uuid NOT NULL,
+    delivery_id uuid,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    message_id uuid,
     CONSTRAINT agent_events_pkey PRIMARY KEY (agent_id, xid, seq),
-    CONSTRAINT agent_events_type_check CHECK ((type = ANY (ARRAY['message.created'::text, 'delivery.delivered'::text, 'delivery.fetched'::text])))
+    CONSTRAINT agent_events_type_check CHECK ((type = ANY (ARRAY['message.created'::text, 'delivery.delivered'::text, 'delivery.fetched'::text, 'message.held'::text, 'message.approved'::text, 'message.rejected'::text])))
 );
 CREATE INDEX agent_events_created_idx ON public.agent_events USING brin (created_at);
 
@@ -314,9 +345,16 @@ CREATE TABLE public.agents (
     webhook_failing_since timestamp with time zone,
     events_recorded_since timestamp with time zone,
     a2a_card_listed boolean DEFAULT false NOT NULL,
+    contact_policy text DEFAULT 'open'::text NOT NULL,
+    holds_messages boolean DEFAULT false NOT NULL,
+    messages_per_minute integer,
+    threads_per_hour integer,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
+    CONSTRAINT agents_contact_policy_check CHECK ((contact_policy = ANY (ARRAY['open'::text, 'contacts'::text, 'closed'::text]))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
+    CONSTRAINT agents_messages_per_minute_check CHECK ((messages_per_minute > 0)),
     CONSTRAINT agents_pkey PRIMARY KEY (id),
+    CONSTRAINT agents_threads_per_hour_check CHECK ((threads_per_hour > 0)),
     CONSTRAINT agents_username_key UNIQUE (username),
     CONSTRAINT agents_username_username_owner_fkey FOREIGN KEY (username, username_owner) REFERENCES public.usernames(username, owner)
 );
@@ -325,6 +363,25 @@ CREATE TRIGGER agents_card_listing_changed AFTER UPDATE OF a2a_card_listed ON pu
 CREATE TRIGGER agents_deleted AFTER DELETE ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url, webhook_disabled_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
+
+CREATE TABLE public.audit_events (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    person_id uuid,
+    actor text NOT NULL,
+    action text NOT NULL,
+    subject_type text NOT NULL,
+    subject text NOT NULL,
+    before jsonb,
+    after jsonb,
+    reason text,
+    CONSTRAINT audit_events_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.people(id) ON DELETE SET NULL,
+    CONSTRAINT audit_events_pkey PRIMARY KEY (id),
+    CONSTRAINT audit_events_subject_type_check CHECK ((subject_type = ANY (ARRAY['agent'::text, 'thread'::text, 'message'::text, 'delivery'::text, 'person'::text])))
+);
+CREATE INDEX audit_events_action_idx ON public.audit_events USING btree (action, id);
+CREATE INDEX audit_events_at_idx ON public.audit_events USING btree (at);
+CREATE INDEX audit_events_subject_idx ON public.audit_events USING btree (subject_type, subject, id);
 
 CREATE TABLE public.deliveries (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
@@ -428,6 +485,35 @@ CREATE TABLE public.endpoint_test_events (
 CREATE INDEX endpoint_test_events_agent_idx ON public.endpoint_test_events USING btree (agent_id, id);
 CREATE UNIQUE INDEX endpoint_test_events_one_pending_idx ON public.endpoint_test_events USING btree (agent_id) WHERE (attempted_at IS NULL);
 CREATE TRIGGER endpoint_test_events_changed AFTER INSERT OR UPDATE OF attempted_at ON public.endpoint_test_events FOR EACH ROW EXECUTE FUNCTION public.notify_test_event();
+
+CREATE TABLE public.held_messages (
+    id uuid NOT NULL,
+    thread_id uuid NOT NULL,
+    sender_agent_id uuid NOT NULL,
+    sender text NOT NULL,
+    content text NOT NULL,
+    summary text,
+    reason text NOT NULL,
+    state text DEFAULT 'held'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    decided_at timestamp with time zone,
+    decided_by uuid,
+    decided_by_name text,
+    rejection_reason text,
+    CONSTRAINT held_messages_check CHECK (((state = 'held'::text) = (decided_at IS NULL))),
+    CONSTRAINT held_messages_check1 CHECK (((state = 'rejected'::text) = (rejection_reason IS NOT NULL))),
+    CONSTRAINT held_messages_decided_by_fkey FOREIGN KEY (decided_by) REFERENCES public.people(id) ON DELETE SET NULL,
+    CONSTRAINT held_messages_pkey PRIMARY KEY (id),
+    CONSTRAINT held_messages_reason_check CHECK ((reason = ANY (ARRAY['agent'::text, 'thread'::text, 'loop'::text]))),
+    CONSTRAINT held_messages_sender_agent_id_fkey FOREIGN KEY (sender_agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT held_messages_state_check CHECK ((state = ANY (ARRAY['held'::text, 'approved'::text, 'rejected'::text]))),
+    CONSTRAINT held_messages_thread_id_fkey FOREIGN KEY (thread_id) REFERENCES public.threads(id) ON DELETE CASCADE
+);
+CREATE INDEX held_messages_sender_idx ON public.held_messages USING btree (sender_agent_id, id);
+CREATE INDEX held_messages_thread_idx ON public.held_messages USING btree (thread_id, id);
+CREATE INDEX held_messages_waiting_idx ON public.held_messages USING btree (expires_at) WHERE (state = 'held'::text);
+CREATE TRIGGER held_messages_events AFTER INSERT OR UPDATE OF state ON public.held_messages FOR EACH ROW EXECUTE FUNCTION public.agent_events_for_holds();
 
 CREATE TABLE public.idempotency_keys (
     agent_id uuid NOT NULL,
@@ -550,6 +636,15 @@ CREATE TABLE public.schema_migrations (
     CONSTRAINT schema_migrations_pkey PRIMARY KEY (name)
 );
 
+CREATE UNLOGGED TABLE public.send_counts (
+    agent_id uuid NOT NULL,
+    kind text NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    count integer NOT NULL,
+    CONSTRAINT send_counts_kind_check CHECK ((kind = ANY (ARRAY['message'::text, 'thread'::text]))),
+    CONSTRAINT send_counts_pkey PRIMARY KEY (agent_id, kind)
+);
+
 CREATE TABLE public.sessions (
     token_hash bytea NOT NULL,
     person_id uuid NOT NULL,
@@ -591,6 +686,9 @@ CREATE TABLE public.threads (
     closed_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_activity_at timestamp with time zone DEFAULT now() NOT NULL,
+    holds_messages boolean DEFAULT false NOT NULL,
+    paused_at timestamp with time zone,
+    loop_counted_from timestamp with time zone,
     CONSTRAINT threads_opened_by_fkey FOREIGN KEY (opened_by) REFERENCES public.agents(id),
     CONSTRAINT threads_pkey PRIMARY KEY (id)
 );
