@@ -314,6 +314,13 @@ function asA2AError(ctx: A2AContext, error: unknown): A2AError {
   if (failure.log && failure.log !== 'fault') ctx.log.warn(failure.log, { door: 'a2a', error: (error as Error).message });
   if (failure.log === 'fault') ctx.log.error('a2a_request_failed', { agent: ctx.caller.username, error: (error as Error).stack ?? String(error) });
   if (error instanceof DomainError && error.kind === 'not_found') return new TaskNotFoundError(failure.sentence);
+  // A refusal people configured (a contact policy, a quota): the request is refused as it stands,
+  // with the HTTP API's status and code, and the seconds to wait, in the error's metadata.
+  if (error instanceof DomainError && error.detail.code) {
+    const metadata: Record<string, string> = { status: String(failure.status), code: error.detail.code };
+    if (error.detail.retryAfterSeconds !== undefined) metadata.retryAfter = String(error.detail.retryAfterSeconds);
+    return new RequestMalformedError({ message: failure.sentence, metadata });
+  }
   if (error instanceof DomainError) return new RequestMalformedError(failure.sentence);
   return new A2AError(failure.sentence);
 }

@@ -10,7 +10,8 @@ import {
   UnsubscribeRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { failureOf } from '../web/failure';
+import { failureOf, type FailureAnswer } from '../web/failure';
+import { isGovernanceCode } from '../web/envelope';
 import { requestIdOf } from '../web/request-id';
 import type { Logger } from '../log';
 import { protocolError } from './protocol-error';
@@ -28,12 +29,17 @@ const success = (structured: Record<string, unknown>): CallToolResult => ({
   structuredContent: structured,
 });
 // A refusal is a tool result, so the model can read it and correct itself: the sentence as text,
-// and for programs the status the same refusal gets over HTTP, in _meta. Not as structured
-// content: clients check that against the tool's output schema, refusals included.
-const refusal = (sentence: string, status: number): CallToolResult => ({
-  content: [{ type: 'text', text: sentence }],
+// and for programs the status the same refusal gets over HTTP, in _meta, with the machine code and
+// the seconds to wait of a refusal people configured. Not as structured content: clients check
+// that against the tool's output schema, refusals included.
+const refusal = (failure: FailureAnswer): CallToolResult => ({
+  content: [{ type: 'text', text: failure.sentence }],
   isError: true,
-  _meta: { status },
+  _meta: {
+    status: failure.status,
+    ...(isGovernanceCode(failure.code) && { code: failure.code }),
+    ...(typeof failure.retryAfter === 'number' && { retryAfter: failure.retryAfter }),
+  },
 });
 
 
@@ -47,7 +53,7 @@ async function callTool(ctx: ToolContext, log: Logger, request: Request, name: s
     const failure = failureOf(error, requestIdOf(request));
     if (failure.log && failure.log !== 'fault') log.warn(failure.log, { door: 'mcp', tool: name, error: (error as Error).message });
     if (failure.log === 'fault') log.error('mcp_tool_failed', { tool: name, agent: ctx.agent.username, error: (error as Error).stack ?? String(error) });
-    return refusal(failure.sentence, failure.status);
+    return refusal(failure);
   }
 }
 

@@ -24,6 +24,10 @@ export const REFUSAL_CODES = [
   'conflict',
   'gone',
   'rate_limited',
+  // A refusal people configured (domain/shared/errors.ts GOVERNANCE_CODES): every door sends these.
+  'contact_policy',
+  'blocked',
+  'quota_exceeded',
   // The dashboard's guard: no session (none, expired or signed out), an agent key, a cross-site
   // state change.
   'no_session',

@@ -1,10 +1,13 @@
-import type { ErrorKind } from '../domain/shared/errors';
+import { GOVERNANCE_CODES, type ErrorKind, type GovernanceCode } from '../domain/shared/errors';
 import { DASHBOARD_PATH, type DashboardRefusal, type RefusalCode } from './dashboard-protocol';
 
 // The one place that shapes responses, for every door: { success: true, data } or
 // { success: false, error }.
 export const ok = <D>(data: D) => ({ success: true as const, data });
 export const fail = (error: string) => ({ success: false as const, error });
+// A refusal people configured carries its machine code beside the sentence at every door
+// (GOVERNANCE_CODES); every other public refusal is the contract's bare envelope.
+export const failWithCode = (error: string, code: GovernanceCode) => ({ success: false as const, error, code });
 
 // What a refusal says: the sentence for the person, the code for the program, and the input field
 // it is about, when it is one.
@@ -18,11 +21,15 @@ const underDashboard = (request: Request) => {
 // The dashboard's own API answers a refusal with its code beside the sentence, so that its pages
 // never read the sentence (dashboard-protocol.ts); everywhere else the contract fixes the envelope.
 export function refusalFor(request: Request, refusal: Refusal): ReturnType<typeof fail> | DashboardRefusal {
-  if (!underDashboard(request)) return fail(refusal.sentence);
+  if (!underDashboard(request)) {
+    return isGovernanceCode(refusal.code) ? failWithCode(refusal.sentence, refusal.code) : fail(refusal.sentence);
+  }
   const answer: DashboardRefusal = { success: false, error: refusal.sentence, code: refusal.code };
   if (refusal.field !== undefined) answer.field = refusal.field;
   return answer;
 }
+
+export const isGovernanceCode = (code: string): code is GovernanceCode => (GOVERNANCE_CODES as readonly string[]).includes(code);
 
 // The request id lets an operator find the logged fault from a client's report.
 export const internalError = (requestId: string) =>

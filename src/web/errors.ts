@@ -25,7 +25,7 @@ export const errorHandling = (log: Logger) =>
     if (failure.log !== 'fault') {
       if (failure.log) requestLog(log, request).warn(failure.log, { method: request.method, path, error: (cause as Error).message });
       set.status = failure.status;
-      if (failure.retryAfter) set.headers['retry-after'] = '1';
+      if (failure.retryAfter !== false) set.headers['retry-after'] = String(failure.retryAfter === true ? 1 : failure.retryAfter);
       return refusalFor(request, failure);
     }
     switch (code) {

@@ -10,7 +10,8 @@ import { internalError, statusOf, type Refusal } from './envelope';
 // (for the dashboard, envelope.ts), whether the client should wait a moment (Retry-After), and what
 // the door logs: nothing for a refusal, a warning (this event) for the database being away or a
 // statement stopped at its time bound, the stack for a fault. One mapping for HTTP, MCP and every door to come.
-export type FailureAnswer = Refusal & { status: number; retryAfter: boolean; log: 'database_unavailable' | 'statement_timeout' | 'fault' | null };
+// retryAfter: true for a moment (1 s), or the seconds until trying again can succeed.
+export type FailureAnswer = Refusal & { status: number; retryAfter: boolean | number; log: 'database_unavailable' | 'statement_timeout' | 'fault' | null };
 
 // PostgreSQL's query_canceled: a statement past STATEMENT_TIMEOUT_MS (or cancelled by an operator).
 const QUERY_CANCELED = '57014';
@@ -30,8 +31,9 @@ export class KernelRefusal extends DomainError {
 
 export function failureOf(error: unknown, requestId: string): FailureAnswer {
   if (error instanceof DomainError) {
-    const code = error instanceof KernelRefusal ? error.code : error.kind;
-    return { status: statusOf[error.kind], sentence: error.message, code, field: error.field, retryAfter: false, log: null };
+    const code = error instanceof KernelRefusal ? error.code : (error.detail.code ?? error.kind);
+    const retryAfter = error.detail.retryAfterSeconds ?? false;
+    return { status: statusOf[error.kind], sentence: error.message, code, field: error.field, retryAfter, log: null };
   }
   if (error instanceof BodyTooLarge) return { status: 413, sentence: error.message, code: 'too_large', retryAfter: false, log: null };
   if (error instanceof Overloaded || error instanceof SearchesBusy) return { status: 503, sentence: error.message, code: 'busy', retryAfter: true, log: null };

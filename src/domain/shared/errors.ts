@@ -3,12 +3,16 @@
 export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'gone' | 'rate_limited';
 
 // `field` names the input a refusal is about, when it is one, so that a form can show the sentence
-// beside it without reading the sentence.
+// beside it without reading the sentence. `code`, where a kind alone does not tell a program what
+// to do (a contact policy or a quota): every door carries it beside the sentence. `retryAfterSeconds`:
+// when trying again can succeed (a quota's window ends).
+export type RefusalDetail = { code?: GovernanceCode; retryAfterSeconds?: number };
 export class DomainError extends Error {
   constructor(
     readonly kind: ErrorKind,
     message: string,
     readonly field?: string,
+    readonly detail: RefusalDetail = {},
   ) {
     super(message);
     this.name = 'DomainError';
@@ -23,6 +27,13 @@ export const conflict = (message: string) => new DomainError('conflict', message
 // What the caller asked for existed and no longer does (an event stream's cursor past retention).
 export const gone = (message: string) => new DomainError('gone', message);
 export const rateLimited = (message: string) => new DomainError('rate_limited', message);
+
+// Refusals people configured: the recipient's contact policy or block list, or a send quota.
+export const GOVERNANCE_CODES = ['contact_policy', 'blocked', 'quota_exceeded'] as const;
+export type GovernanceCode = (typeof GOVERNANCE_CODES)[number];
+export const refusedByPolicy = (message: string, code: 'contact_policy' | 'blocked') => new DomainError('forbidden', message, undefined, { code });
+export const overQuota = (message: string, retryAfterSeconds: number) =>
+  new DomainError('rate_limited', message, undefined, { code: 'quota_exceeded', retryAfterSeconds });
 
 // The caller went away before its answer (the request aborted): what it asked was stopped, and
 // nobody is left to tell.
