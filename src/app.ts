@@ -1,3 +1,4 @@
+import { governSends, sendRules } from './domain/messages/send-rules';
 import { Elysia } from 'elysia';
 import { searchBounds, type Config } from './config';
 import { searchGate } from './domain/shared/search-gate';
@@ -47,6 +48,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
   const searches = searchGate(sql, searchBounds(config));
   // One count for the process, whichever door a request is held open through.
   const held = heldRequests(config.HELD_REQUESTS_PER_AGENT);
+  governSends(sql, sendRules(config));
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))

@@ -3,7 +3,7 @@ import type { Queries, Sql } from '../../db/connect';
 import type { Logger } from '../../log';
 import { once, type Idempotency } from './idempotency';
 import { asActor, type Actor, type Agent } from '../agents/actors';
-import { invalid, notFound } from '../shared/errors';
+import { invalid, notFound, overQuota } from '../shared/errors';
 import { wakeForNewDeliveries, wakeWithJobs } from '../deliveries/delivery-wake-ups';
 import { oneLine } from './summary-line';
 import { inIdOrder, toFetched } from '../deliveries/delivery-steps';
@@ -16,10 +16,11 @@ import { codePoints, validate } from '../shared/validate';
 import { markActive } from '../threads/activity';
 import { agentSeesThread, threadNotFound } from '../threads/visibility';
 import { createThread } from '../threads/threads';
+import { sendRulesFor } from './send-rules';
 
 const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
 
-type NewPost = {
+export type NewPost = {
   threadId: string;
   senderAgentId: string | null;
   sender: string;
@@ -29,8 +30,13 @@ type NewPost = {
   doorbellSummary: string;
   // How long its doorbell jobs wait for this process's ringer; null: due at once (notify-jobs.ts).
   ringWindowMs: number | null;
+  // A held message a person approved (holds.ts): written under its id, neither held nor counted again.
+  approvedId: string | null;
 };
-type PostOutcome = {
+// Why a message waits for a person, when it does: its sender is held, its thread is, or the loop
+// breaker paused its thread.
+export type HoldReason = 'agent' | 'thread' | 'loop';
+export type PostOutcome = {
   state: string | null;
   member: boolean;
   id: string | null;
@@ -41,6 +47,11 @@ type PostOutcome = {
   announced: boolean;
   // The doorbell jobs it queued, for the ringer once it has committed.
   doorbells: CommittedDoorbell[];
+  // Held instead of sent: why, and until when a person may decide.
+  heldReason: HoldReason | null;
+  heldUntil: Date | null;
+  // Refused by the sender's quota: the seconds until its window ends.
+  overQuotaFor: number | null;
 };
 
 // A message and one delivery per active participant other than the sender, plus the doorbell job
@@ -71,7 +82,7 @@ export async function postMessage(
   // the stored answer commit together; the wake-ups follow the commit, as for any post.
   let written: PostOutcome | undefined;
   const answer = await once(sql, actor.id, idempotency, 'send_message', { threadId, content: body.content, summary: body.summary }, async (tx) => {
-    [written] = await insertPosts(tx, [post]);
+    [written] = await insertPosts(tx, [post], sendRulesFor(sql));
     return accepted(written!, actor, threadId);
   });
   if (!answer.replayed) afterCommit(sql, log, written!);
@@ -80,7 +91,7 @@ export async function postMessage(
 
 // What follows a post's commit: the doorbells it owes rung by this process, and the wake-ups its
 // statement did not send.
-function afterCommit(sql: Sql, log: Logger, row: PostOutcome) {
+export function afterCommit(sql: Sql, log: Logger, row: PostOutcome) {
   ringAfterCommit(sql, log, row.doorbells);
   if (!row.announced) wakeForNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
 }
@@ -103,6 +114,7 @@ function draft(actor: Actor, input: unknown) {
     summary,
     doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
     ringWindowMs,
+    approvedId: null,
   });
   return { body, summary, into };
 }
@@ -132,7 +144,7 @@ export async function postToAgent(
   const request = { recipient: recipient.username, threadId, content: body.content, summary: body.summary };
   const answer = await once(sql, sender.id, idempotency, 'post_to_agent', request, async (tx) => {
     const into = threadId ?? (await createThread(tx, actor, { title, participantUsernames: [recipient.username] })).id;
-    [written] = await insertPosts(tx, [post(into, ringWindowFor(sql))]);
+    [written] = await insertPosts(tx, [post(into, ringWindowFor(sql))], sendRulesFor(sql));
     const posted = accepted(written!, actor, into);
     const at = written!.recipientIds.indexOf(recipient.id);
     if (at < 0) throw invalid(`${recipient.username} does not take part in this thread, or is archived; nothing was sent.`);
@@ -152,11 +164,17 @@ function accepted(row: PostOutcome, actor: Actor, threadId: string): PostedMessa
     throw invalid('The thread is closing: a close was requested and awaits a person, so sending is rejected.');
   }
   if (row.state === 'closed') throw invalid('The thread is closed.');
+  if (row.overQuotaFor !== null) throw overQuota(messagesQuotaSentence(row.overQuotaFor), row.overQuotaFor);
   if (!row.id) {
     throw invalid('Every other participant is archived, so the message would reach nobody; nothing was sent.');
   }
-  return { id: row.id, threadId, createdAt: row.createdAt!.toISOString(), recipients: row.deliveryIds.length };
+  const posted: PostedMessage = { id: row.id, threadId, createdAt: row.createdAt!.toISOString(), recipients: row.deliveryIds.length };
+  if (row.heldReason) posted.held = { reason: row.heldReason, expiresAt: row.heldUntil!.toISOString() };
+  return posted;
 }
+
+export const messagesQuotaSentence = (seconds: number) =>
+  `You have sent as many messages as your quota allows this minute; nothing was sent. Send again in ${seconds} s, or ask a person to raise your quota.`;
 
 // Posts waiting for their statement, at most (each holds up to 10 000 characters in memory): under
 // a burst the database works through a queue this long in well under a second.
@@ -165,33 +183,73 @@ const posts = batchedStatement(insertPosts, { maxQueued: MAX_QUEUED_POSTS });
 
 // Every post's outcome, in the order given: the thread's state and whether the sender takes part
 // (null state: no such thread), and the message with its deliveries when it was created.
-async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[]> {
+//
+// People's rules ride in the same statement, so that no rule changed at the same moment can let a
+// post through and nothing costs a round trip of its own. An agent's message counts against its
+// quota (send_counts: per minute, counted where the post is written, so across every instance);
+// over it, nothing is written. A message of a held agent, into a held thread or one the loop
+// breaker paused, is written to held_messages instead: no delivery, no doorbell, no event for
+// anyone but its sender until a person approves it (holds.ts). People are never counted or held.
+// `rules`: those of the pool; a caller that writes in its own transaction passes its pool's.
+export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRulesFor(sql as Sql)): Promise<PostOutcome[]> {
   const column = <K extends keyof NewPost>(key: K) => posts.map((p) => p[key]);
   return sql<PostOutcome[]>`
     with input as (
-      select i.n, uuid_v7() as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary, i.doorbell_summary,
-             i.ring_window_ms
+      select i.n, coalesce(i.approved_id, uuid_v7()) as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary,
+             i.doorbell_summary, i.ring_window_ms, i.approved_id is not null as approved
       from unnest(${column('threadId')}::uuid[], ${column('senderAgentId')}::uuid[], ${column('sender')}::text[],
                   ${column('content')}::text[], ${column('summary')}::text[], ${column('doorbellSummary')}::text[],
-                  ${column('ringWindowMs')}::int[])
-           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, ring_window_ms, n)
+                  ${column('ringWindowMs')}::int[], ${column('approvedId')}::uuid[])
+           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, ring_window_ms, approved_id, n)
     ), thread as (
       select i.n, t.state, t.title,
              i.sender_agent_id is null or exists (
                select 1 from participants p where p.thread_id = t.id and p.agent_id = i.sender_agent_id
-             ) as member
-      from input i join threads t on t.id = i.thread_id
+             ) as member,
+             case when s.id is null or i.approved then null
+                  when t.paused_at is not null then 'loop'
+                  when t.holds_messages then 'thread'
+                  when s.holds_messages then 'agent' end as held,
+             case when s.id is null or i.approved then 0 else coalesce(s.messages_per_minute, ${rules.messagesPerMinute}) end as quota
+      from input i join threads t on t.id = i.thread_id left join agents s on s.id = i.sender_agent_id
     ), recipients as (
       select i.n, a.id, ${webhookActive(sql, 'a')} as webhook, a.webhook_url, ${webhookVersion(sql, 'a')} as webhook_version
       from input i join participants p on p.thread_id = i.thread_id join agents a on a.id = p.agent_id
       where a.archived_at is null and a.id is distinct from i.sender_agent_id
+    ), sendable as (
+      select i.n, i.sender_agent_id, thread.held, thread.quota
+      from input i join thread on thread.n = i.n
+      where thread.member and thread.state = 'open' and exists (select 1 from recipients r where r.n = i.n)
+    ), counting as (
+      select s.n, s.sender_agent_id, s.quota, row_number() over (partition by s.sender_agent_id order by s.n) as rank,
+             count(*) over (partition by s.sender_agent_id) as posts
+      from sendable s where s.quota > 0
+    ), counter as (
+      insert into send_counts as c (agent_id, kind, window_start, count)
+      select sender_agent_id, 'message', date_trunc('minute', now()), max(posts) from counting group by sender_agent_id
+      on conflict (agent_id, kind) do update
+        set count = case when c.window_start = excluded.window_start then c.count + excluded.count else excluded.count end,
+            window_start = excluded.window_start
+      returning agent_id, count
+    ), over_quota as (
+      select k.n from counting k join counter c on c.agent_id = k.sender_agent_id where c.count - k.posts + k.rank > k.quota
+    ), admitted as (
+      select s.n, s.held from sendable s where not exists (select 1 from over_quota o where o.n = s.n)
     ), message as (
       insert into messages (id, thread_id, sender_agent_id, sender, content, summary)
       select i.message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary
-      from input i join thread on thread.n = i.n
-      where thread.member and thread.state = 'open' and exists (select 1 from recipients r where r.n = i.n)
+      from input i join admitted on admitted.n = i.n
+      where admitted.held is null
       order by i.n
       returning id, created_at
+    ), held as (
+      insert into held_messages (id, thread_id, sender_agent_id, sender, content, summary, reason, expires_at)
+      select i.message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary, admitted.held,
+             now() + ${rules.holdHours} * interval '1 hour'
+      from input i join admitted on admitted.n = i.n
+      where admitted.held is not null
+      order by i.n
+      returning id, created_at, reason, expires_at
     ), delivery as (
       insert into deliveries (message_id, thread_id, recipient_id, webhook, publish_attempts)
       select i.message_id, i.thread_id, r.id, r.webhook, case when r.webhook then 1 else 0 end
@@ -223,13 +281,17 @@ async function insertPosts(sql: Queries, posts: NewPost[]): Promise<PostOutcome[
       group by d.message_id
     )
     -- job and wake are plain SELECTs, which PostgreSQL runs only when referenced: hence the counts.
-    select thread.state, coalesce(thread.member, false) as member, message.id, message.created_at as "createdAt",
+    select thread.state, coalesce(thread.member, false) as member, coalesce(message.id, held.id) as id,
+           coalesce(message.created_at, held.created_at) as "createdAt",
            coalesce(delivered.ids, '{}') as "deliveryIds", coalesce(delivered.recipients, '{}') as "recipientIds",
            (select count(*) from job) + (select count(*) from wake) > 0 as announced,
-           coalesce(rung.jobs, '[]') as doorbells
+           coalesce(rung.jobs, '[]') as doorbells, held.reason as "heldReason", held.expires_at as "heldUntil",
+           case when exists (select 1 from over_quota o where o.n = i.n)
+                then ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - clock_timestamp()))::int end as "overQuotaFor"
     from input i
     left join thread on thread.n = i.n
     left join message on message.id = i.message_id
+    left join held on held.id = i.message_id
     left join delivered on delivered.message_id = i.message_id
     left join rung on rung.message_id = i.message_id
     order by i.n`;

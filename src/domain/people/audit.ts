@@ -31,3 +31,16 @@ export async function recordDecision(sql: Queries, decider: Decider, d: Decision
             ${d.subject}, ${d.before === undefined ? null : sql.json(d.before as never)}, ${d.after === undefined ? null : sql.json(d.after as never)},
             ${d.reason ?? null})`;
 }
+
+// Many decisions of one decider in one statement (a person approving a thousand held messages).
+export async function recordDecisions(sql: Queries, decider: Decider, ds: Decision[]): Promise<void> {
+  if (ds.length === 0) return;
+  const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+  await sql`
+    insert into audit_events (person_id, actor, action, subject_type, subject, before, after, reason)
+    select ${decider.kind === 'person' ? decider.person.id : null}, ${deciderName(decider)}, d.action, d.subject_type, d.subject,
+           d.before::jsonb, d.after::jsonb, d.reason
+    from unnest(${ds.map((d) => d.action)}::text[], ${ds.map((d) => d.subjectType)}::text[], ${ds.map((d) => d.subject)}::text[],
+                ${ds.map((d) => json(d.before))}::text[], ${ds.map((d) => json(d.after))}::text[], ${ds.map((d) => d.reason ?? null)}::text[])
+         as d(action, subject_type, subject, before, after, reason)`;
+}

@@ -81,7 +81,22 @@ export const PostedMessage = T.Object({
   id: Id('Message id'),
   threadId: Id('Thread id'),
   createdAt: Timestamp('When the message was accepted'),
-  recipients: T.Integer({ description: 'Number of agents that will actually receive the message; check it.' }),
+  recipients: T.Integer({ description: 'Number of agents that will actually receive the message; check it. 0 while the message is held.' }),
+  held: T.Optional(
+    T.Object(
+      {
+        reason: T.Union([T.Literal('agent'), T.Literal('thread'), T.Literal('loop')], {
+          description: 'Why: a person holds your messages (`agent`), or every message in this thread (`thread`), or the loop breaker paused the thread (`loop`)',
+        }),
+        expiresAt: Timestamp('When the message is rejected if no person has decided by then'),
+      },
+      {
+        title: 'Hold',
+        description:
+          'Present when the message waits for a person (answered 202): no recipient sees anything until a person approves it. Its delivery receipts and your event stream tell you the decision.',
+      },
+    ),
+  ),
 }, { title: 'PostedMessage' });
 export type PostedMessage = Static<typeof PostedMessage>;
 
