@@ -48,7 +48,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
   const searches = searchGate(sql, searchBounds(config));
   // One count for the process, whichever door a request is held open through.
   const held = heldRequests(config.HELD_REQUESTS_PER_AGENT);
-  governSends(sql, sendRules(config));
+  governSends(sql, sendRules(config), metrics.sendWatcher);
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))

@@ -53,6 +53,18 @@ export function createMetrics() {
     registers: [registry],
   });
   for (const transition of ['warned', 'disabled', 'enabled']) endpointTransitions.inc({ transition }, 0);
+  const quotaRefusals = new Counter({
+    name: 'ams_quota_refusals_total',
+    help: "Sends refused because the agent's quota was used up: messages (per minute) or threads (per hour), as seen by this process.",
+    labelNames: ['quota'] as const,
+    registers: [registry],
+  });
+  for (const quota of ['messages', 'threads']) quotaRefusals.inc({ quota }, 0);
+  const loopsBroken = new Counter({
+    name: 'ams_loops_broken_total',
+    help: 'Threads the loop breaker paused, as seen by this process.',
+    registers: [registry],
+  });
   let sources: MetricsSources | undefined;
 
   const fromDatabase = async () => {
@@ -194,6 +206,11 @@ export function createMetrics() {
     },
     endpointTransition(transition: 'warned' | 'disabled' | 'enabled') {
       endpointTransitions.inc({ transition });
+    },
+    // What the send rules did (domain/messages/send-rules.ts).
+    sendWatcher: {
+      overQuota: (kind: 'message' | 'thread') => quotaRefusals.inc({ quota: kind === 'message' ? 'messages' : 'threads' }),
+      loopBroken: () => loopsBroken.inc(),
     },
     render: () => registry.metrics(),
     contentType: registry.contentType,

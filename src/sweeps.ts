@@ -2,6 +2,7 @@ import type { Config } from './config';
 import type { Sql } from './db/connect';
 import { sweepIdempotencyKeys } from './domain/messages/idempotency';
 import { sweepExpiredSignIns } from './domain/people/people';
+import { expireHolds } from './domain/messages/holds';
 import { pruneHistory } from './domain/messages/retention';
 import { indexOlderMessages } from './domain/messages/message-search';
 import type { Logger } from './log';
@@ -9,9 +10,12 @@ import type { Logger } from './log';
 // The hourly clean-ups, run from graphile-worker's crontab by whichever worker takes each: expired
 // sign-in codes and sessions, idempotency keys past their retention, and history past its own.
 // Each logs what it removed. And every minute, until it is done, the search index's catching up
-// with the messages an upgrade found (message-search.ts).
+// with the messages an upgrade found (message-search.ts), and the rejection of held messages no
+// person decided on in time (holds.ts).
 // Less than the minute between runs, so that two never overlap.
 const INDEXING_MS = 45_000;
+// Held messages rejected on expiry per transaction (domain/messages/holds.ts).
+const EXPIRE_AT_ONCE = 500;
 
 export function sweeps(sql: Sql, log: Logger, config: Config) {
   const tasks = {
@@ -28,12 +32,17 @@ export function sweeps(sql: Sql, log: Logger, config: Config) {
           eventHours: config.EVENT_RETENTION_HOURS,
         }),
       ),
+    expire_holds: async () => {
+      let expired = 0;
+      for (let n = EXPIRE_AT_ONCE; n === EXPIRE_AT_ONCE; expired += n) n = await expireHolds(sql, EXPIRE_AT_ONCE, config.HOLD_EXPIRES_AFTER_HOURS);
+      if (expired > 0) log.info('holds_expired', { expired });
+    },
     index_messages: async () => {
       const { indexed, done } = await indexOlderMessages(sql, INDEXING_MS);
       if (indexed > 0) log.info('messages_indexed', { indexed, done });
     },
   };
   // Spread over the hour so that they never run together.
-  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history', '* * * * * index_messages'];
+  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history', '* * * * * index_messages', '* * * * * expire_holds'];
   return { tasks, crontab };
 }

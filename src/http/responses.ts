@@ -1,5 +1,6 @@
 import { Type as T, type TSchema } from '@sinclair/typebox';
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
+import { GOVERNANCE_CODES } from '../domain/shared/errors';
 import { EXAMPLE_REQUEST_ID, internalError } from '../web/envelope';
 
 // The agent API's responses as the OpenAPI document describes them: the envelope's schemas, and
@@ -11,6 +12,15 @@ export const Failure = T.Object(
   {
     success: T.Literal(false),
     error: T.String({ description: 'A sentence for people; branch on the status code, never on this text.' }),
+    code: T.Optional(
+      T.Union(
+        GOVERNANCE_CODES.map((c) => T.Literal(c)),
+        {
+          description:
+            'Present on refusals people configured: `contact_policy` and `blocked` (403: the agent you named does not accept you), `quota_exceeded` (429: your send quota is used up; Retry-After says when it renews).',
+        },
+      ),
+    ),
   },
   { title: 'Error', description: 'Failure envelope: every refusal and fault, whatever its status.' },
 );
@@ -27,7 +37,7 @@ const meaning = {
   404: 'No such record, or it is not visible to the caller.',
   410: 'What the request names existed and is no longer kept.',
   413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',
-  429: 'The caller already has as many of these under way or open as it may; wait for one to end, then retry.',
+  429: 'The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives).',
   500: 'An unexpected fault, logged by the service. Nothing about the request will fix it.',
   503: 'The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed.',
 } as const;
@@ -56,11 +66,13 @@ const everyPost = {
 // Response schemas for a route, its success shape and every failure it can answer: its own (with
 // example sentences) and those every route or every POST can answer. Elysia checks the success
 // shape at run time; the document publishes them all.
+// `held`: the route may also answer 202 with the same shape, when what was sent waits for a person.
 export function responses<S extends TSchema>(
   method: 'get' | 'post',
   status: 200 | 201,
   data: S,
   own: Partial<Record<400 | 403 | 404 | 410 | 429 | 503, Examples>> = {},
+  held?: string,
 ) {
   const post = method === 'post' ? everyPost : { 400: {}, 413: undefined };
   const failures: Partial<Record<FailureStatus, Examples>> = {
@@ -75,6 +87,7 @@ export function responses<S extends TSchema>(
     503: { ...own[503], ...everyRoute[503] },
   };
   const out: Record<number, TSchema> = { [status]: Success(data) };
+  if (held) out[202] = T.Object(Success(data).properties, { description: held });
   for (const [code, examples] of Object.entries(failures)) {
     if (examples) out[Number(code)] = answer(Number(code) as FailureStatus, examples);
   }

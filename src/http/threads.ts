@@ -3,7 +3,7 @@ import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import { asActor } from '../domain/agents/actors';
 import { listLimit } from '../domain/shared/limits';
-import { listMessages, postMessage } from '../domain/messages/messages';
+import { listMessages, messagesQuotaSentence, postMessage } from '../domain/messages/messages';
 import { LIMITS, MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/shared/schemas';
 import { addParticipant, BAD_THREAD_CURSOR, getThread, listThreads, openThread, requestClose, threadListPage } from '../domain/threads/threads';
 import { checkIdempotencyKey, type Idempotency } from '../domain/messages/idempotency';
@@ -137,7 +137,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, conf
       async ({ agent, params, body, set, request }) => {
         const idempotency = idempotencyOf(request, config.IDEMPOTENCY_RETENTION_MS);
         const posted = await postMessage(sql, requestLog(log, request), asActor(agent), params.threadId, body, idempotency);
-        set.status = 201;
+        set.status = posted.held ? 202 : 201;
         return ok(posted);
       },
       {
@@ -153,8 +153,9 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, conf
             ...idempotencyRefusals,
           },
           404: noSuchThread,
+          429: { overQuota: messagesQuotaSentence(42) },
           503: { busy: new Overloaded().message },
-        }),
+        }, 'Accepted and held: the message waits for a person (see `held`); no recipient sees anything until a person approves it.'),
         detail: {
           ...jsonBody(NewMessage),
           operationId: 'postMessage',

@@ -1,6 +1,7 @@
 import type { Sql } from '../../db/connect';
 import type { Agent } from '../agents/actors';
 import { gone, invalid } from '../shared/errors';
+import { holdStatus, type HoldRowJson, type HoldStatus } from '../messages/holds';
 import { agentSeesThread } from '../threads/visibility';
 import { doorbellData, DOORBELL_EVENT, type DoorbellData } from './doorbell-body';
 
@@ -11,14 +12,18 @@ import { doorbellData, DOORBELL_EVENT, type DoorbellData } from './doorbell-body
 // - delivery.delivered and delivery.fetched, for the agent that sent the message, the first time
 //   its delivery is reported delivered and the first time it is read.
 // Reading them records nothing: a stream is a way to be told, not a read, and moves no step.
-export type EventType = typeof DOORBELL_EVENT | 'delivery.delivered' | 'delivery.fetched';
+export type EventType = typeof DOORBELL_EVENT | 'delivery.delivered' | 'delivery.fetched' | HoldEventType;
+// What a sender is told of its message that waits for a person, and of the decision.
+export type HoldEventType = 'message.held' | 'message.approved' | 'message.rejected';
+export type HoldEventData = { messageId: string; threadId: string } & HoldStatus;
 
 // What a sender is told of a recipient's step: which delivery, whose, and when it got there.
 export type ReceiptEventData = { deliveryId: string; messageId: string; threadId: string; recipient: string; at: string };
 
 export type AgentEvent =
   | { id: string; type: typeof DOORBELL_EVENT; data: DoorbellData }
-  | { id: string; type: 'delivery.delivered' | 'delivery.fetched'; data: ReceiptEventData };
+  | { id: string; type: 'delivery.delivered' | 'delivery.fetched'; data: ReceiptEventData }
+  | { id: string; type: HoldEventType; data: HoldEventData };
 
 // A position in one agent's events: the writing transaction's id, then the order within it. As an
 // event id it is written `<xid>-<seq>`, both decimal.
@@ -90,7 +95,9 @@ type EventRow = {
   xid: string;
   seq: string;
   type: EventType;
-  delivery_id: string;
+  delivery_id: string | null;
+  // A held message's events: the message as held_messages keeps it.
+  hold: (Omit<HoldRowJson, 'expires_at' | 'decided_at'> & { expires_at: string; decided_at: string | null; thread_id: string; id: string }) | null;
   // Null when the delivery is gone (pruned with its message) or the agent no longer sees the thread.
   message_id: string | null;
   thread_id: string | null;
@@ -123,7 +130,7 @@ export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, l
     with horizon as (
       select pg_snapshot_xmin(pg_current_snapshot()) as xmin
     ), page as (
-      select e.xid, e.seq, e.type, e.delivery_id
+      select e.xid, e.seq, e.type, e.delivery_id, e.message_id
       from agent_events e, horizon h
       where e.agent_id = ${agent.id} and (e.xid, e.seq) > (${cursor.xid}::xid8, ${cursor.seq}::bigint) and e.xid < h.xmin
       order by e.agent_id, e.xid, e.seq
@@ -131,8 +138,12 @@ export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, l
     ), rows as (
       select p.xid, p.seq, p.type, p.delivery_id, d.message_id, d.thread_id, t.title, m.sender, m.summary,
              case when m.summary is null then m.content end as content, r.username as recipient,
-             d.delivered_at, d.fetched_at
+             d.delivered_at, d.fetched_at,
+             case when held.id is not null then json_build_object(
+               'id', held.id, 'thread_id', held.thread_id, 'state', held.state, 'reason', held.reason, 'expires_at', held.expires_at,
+               'decided_at', held.decided_at, 'decided_by_name', held.decided_by_name, 'rejection_reason', held.rejection_reason) end as hold
       from page p
+      left join held_messages held on held.id = p.message_id
       left join deliveries d on d.id = p.delivery_id and ${agentSeesThread(sql, sql`d.thread_id`, agent.id)}
       left join messages m on m.id = d.message_id
       left join threads t on t.id = d.thread_id
@@ -141,7 +152,7 @@ export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, l
     select coalesce((select json_agg(json_build_object(
                'xid', r.xid::text, 'seq', r.seq::text, 'type', r.type, 'delivery_id', r.delivery_id, 'message_id', r.message_id,
                'thread_id', r.thread_id, 'title', r.title, 'sender', r.sender, 'summary', r.summary, 'content', r.content,
-               'recipient', r.recipient, 'delivered_at', r.delivered_at, 'fetched_at', r.fetched_at) order by r.xid, r.seq)
+               'recipient', r.recipient, 'delivered_at', r.delivered_at, 'fetched_at', r.fetched_at, 'hold', r.hold) order by r.xid, r.seq)
              from rows r), '[]') as rows,
            -- One lower bound on xid, so that the scan starts there: given beside the row comparison,
            -- PostgreSQL starts at the cursor and reads every event up to the horizon, on every page.
@@ -151,18 +162,29 @@ export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, l
   const rows = page!.rows;
   const last = rows.at(-1);
   return {
-    events: rows.flatMap((r) => (r.message_id === null ? [] : [toEvent(r)])),
+    events: rows.flatMap((r) => (r.hold !== null ? [toHoldEvent(r, r.hold)] : r.message_id === null ? [] : [toEvent(r)])),
     next: last ? { xid: last.xid, seq: last.seq } : cursor,
     more: rows.length === limit,
     held: page!.held,
   };
 }
 
+function toHoldEvent(r: EventRow, hold: NonNullable<EventRow['hold']>): AgentEvent {
+  const type = r.type as HoldEventType;
+  const status = holdStatus({ ...hold, expires_at: new Date(hold.expires_at), decided_at: hold.decided_at === null ? null : new Date(hold.decided_at) });
+  // What the event says is what happened then: a held event stays one of holding after a decision.
+  const data: HoldEventData =
+    type === 'message.held'
+      ? { messageId: hold.id, threadId: hold.thread_id, ...status, state: 'held', decidedAt: null, decidedBy: null, rejectionReason: null }
+      : { messageId: hold.id, threadId: hold.thread_id, ...status };
+  return { id: eventId(r), type, data };
+}
+
 function toEvent(r: EventRow): AgentEvent {
   const id = eventId(r);
   if (r.type === DOORBELL_EVENT) {
     const data = doorbellData({
-      deliveryId: r.delivery_id,
+      deliveryId: r.delivery_id!,
       messageId: r.message_id!,
       threadId: r.thread_id!,
       threadTitle: r.title!,
@@ -175,8 +197,8 @@ function toEvent(r: EventRow): AgentEvent {
   const at = r.type === 'delivery.delivered' ? r.delivered_at : r.fetched_at;
   return {
     id,
-    type: r.type,
-    data: { deliveryId: r.delivery_id, messageId: r.message_id!, threadId: r.thread_id!, recipient: r.recipient!, at: new Date(at!).toISOString() },
+    type: r.type as 'delivery.delivered' | 'delivery.fetched',
+    data: { deliveryId: r.delivery_id!, messageId: r.message_id!, threadId: r.thread_id!, recipient: r.recipient!, at: new Date(at!).toISOString() },
   };
 }
 

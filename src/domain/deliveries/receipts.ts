@@ -1,3 +1,4 @@
+import { holdOf, type HoldStatus } from '../messages/holds';
 import type { InboxSignal } from '../../db/inbox-signal';
 import type { Queries, Sql } from '../../db/connect';
 import type { Agent } from '../agents/actors';
@@ -73,9 +74,13 @@ async function read(sql: Sql, agent: Agent, messageId: string, stalledAfterMs: n
     join deliveries d on d.message_id = m.id
     where m.id = ${messageId} and m.sender_agent_id = ${agent.id}
     order by username`;
-  if (rows.length === 0) throw noSuchMessage();
+  // A message that has no deliveries may be one that waits for a person, or was rejected; one that
+  // has them may have waited before it was approved.
+  const hold = await holdOf(sql, agent.id, messageId);
+  if (rows.length === 0 && !hold) throw noSuchMessage();
   const recipients = rows.map((r) => recipientStatus(r, stalledAfterMs));
-  return { deliveryIds: rows.map((r) => r.id), threadId: rows[0]!.thread_id, recipients };
+  const threadId = rows[0]?.thread_id ?? hold!.threadId;
+  return { deliveryIds: rows.map((r) => r.id), threadId, recipients, hold: hold && withoutThread(hold) };
 }
 
 // The receipts of a message the agent sent. With `waitFor`, held for up to `seconds` until every
@@ -90,13 +95,15 @@ export async function messageReceipts(
 ): Promise<MessageReceipts> {
   const { waitFor, seconds, stalledAfterMs, abort } = options;
   let status = await read(sql, agent, messageId, stalledAfterMs);
-  const answer = () => ({
+  const answer = (): MessageReceipts => ({
     messageId,
     threadId: status.threadId,
     recipients: status.recipients,
     reached: waitFor ? reached(status.recipients, waitFor) : null,
+    ...(status.hold && { hold: status.hold }),
   });
-  if (!waitFor || seconds <= 0 || reached(status.recipients, waitFor)) return answer();
+  // A held message has nobody to wait for until a person decides.
+  if (!waitFor || seconds <= 0 || status.recipients.length === 0 || reached(status.recipients, waitFor)) return answer();
   const deadline = performance.now() + seconds * 1000;
   for (;;) {
     const woken = Promise.withResolvers<void>();
@@ -114,3 +121,5 @@ export async function messageReceipts(
     }
   }
 }
+
+const withoutThread = ({ threadId: _, ...hold }: HoldStatus & { threadId: string }): HoldStatus => hold;

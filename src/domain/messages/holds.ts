@@ -24,6 +24,12 @@ export type HoldStatus = {
   rejectionReason: string | null;
 };
 
+export type HoldRowJson = {
+  state: HoldState;
+  reason: HoldReason;
+  decided_by_name: string | null;
+  rejection_reason: string | null;
+};
 type HoldRow = {
   state: HoldState;
   reason: HoldReason;
@@ -138,12 +144,14 @@ const whyUnwritten = (o: PostOutcome) =>
 export async function approveHeld(sql: Sql, log: Logger, decider: Decider, messageIds: unknown): Promise<Decided> {
   const ids = checkIds(messageIds);
   let outcomes: PostOutcome[] = [];
+  let threadIds: string[] = [];
   const decided = await sql.begin(async (tx) => {
     const rows = await tx<{ id: string; thread_id: string; sender_agent_id: string; sender: string; content: string; summary: string | null }[]>`
       select id, thread_id, sender_agent_id, sender, content, summary from held_messages
       where id = any(${ids}::uuid[]) and state = 'held' order by id for update`;
     if (rows.length === 0) return { approved: [], rejected: [] };
     const ringWindowMs = ringWindowFor(sql);
+    threadIds = rows.map((r) => r.thread_id);
     outcomes = await insertPosts(
       tx,
       rows.map((r) => ({
@@ -164,7 +172,8 @@ export async function approveHeld(sql: Sql, log: Logger, decider: Decider, messa
     await decide(tx, decider, rejected.map((r) => ({ id: r.id, state: 'rejected' as const, reason: r.reason })));
     return { approved, rejected };
   });
-  for (const outcome of outcomes) if (outcome.id !== null) afterCommit(sql, log, outcome);
+  // A person's yes: what it lets through does not count towards a loop.
+  outcomes.forEach((outcome, i) => outcome.id !== null && afterCommit(sql, log, outcome, threadIds[i]!, false));
   return decided;
 }
 

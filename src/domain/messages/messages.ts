@@ -17,6 +17,7 @@ import { markActive } from '../threads/activity';
 import { agentSeesThread, threadNotFound } from '../threads/visibility';
 import { createThread } from '../threads/threads';
 import { sendRulesFor } from './send-rules';
+import { countTowardsLoop } from '../threads/loop-breaker';
 
 const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
 
@@ -75,25 +76,26 @@ export async function postMessage(
   const post = into(threadId, ringWindowFor(sql));
   if (!idempotency) {
     const row = await posts(sql, post);
-    afterCommit(sql, log, row);
-    return accepted(row, actor, threadId);
+    afterCommit(sql, log, row, threadId, actor.kind === 'agent');
+    return accepted(sql, row, actor, threadId);
   }
   // Written in the key's own transaction rather than a shared statement, so that the message and
   // the stored answer commit together; the wake-ups follow the commit, as for any post.
   let written: PostOutcome | undefined;
   const answer = await once(sql, actor.id, idempotency, 'send_message', { threadId, content: body.content, summary: body.summary }, async (tx) => {
     [written] = await insertPosts(tx, [post], sendRulesFor(sql));
-    return accepted(written!, actor, threadId);
+    return accepted(sql, written!, actor, threadId);
   });
-  if (!answer.replayed) afterCommit(sql, log, written!);
+  if (!answer.replayed) afterCommit(sql, log, written!, threadId, actor.kind === 'agent');
   return answer.data;
 }
 
 // What follows a post's commit: the doorbells it owes rung by this process, and the wake-ups its
 // statement did not send.
-export function afterCommit(sql: Sql, log: Logger, row: PostOutcome) {
+export function afterCommit(sql: Sql, log: Logger, row: PostOutcome, threadId: string, fromAgent: boolean) {
   ringAfterCommit(sql, log, row.doorbells);
   if (!row.announced) wakeForNewDeliveries(sql, log, row.deliveryIds, row.recipientIds);
+  if (fromAgent && row.deliveryIds.length > 0) countTowardsLoop(sql, log, threadId);
 }
 
 // A post's body, validated and with the summary rule applied, ready to go into a thread.
@@ -143,28 +145,31 @@ export async function postToAgent(
   let written: PostOutcome | undefined;
   const request = { recipient: recipient.username, threadId, content: body.content, summary: body.summary };
   const answer = await once(sql, sender.id, idempotency, 'post_to_agent', request, async (tx) => {
-    const into = threadId ?? (await createThread(tx, actor, { title, participantUsernames: [recipient.username] })).id;
+    const into = threadId ?? (await createThread(tx, actor, { title, participantUsernames: [recipient.username] }, sendRulesFor(sql))).id;
     [written] = await insertPosts(tx, [post(into, ringWindowFor(sql))], sendRulesFor(sql));
-    const posted = accepted(written!, actor, into);
+    const posted = accepted(sql, written!, actor, into);
     const at = written!.recipientIds.indexOf(recipient.id);
     if (at < 0) throw invalid(`${recipient.username} does not take part in this thread, or is archived; nothing was sent.`);
     await tx`insert into a2a_message_ids (message_id, a2a_message_id) values (${posted.id}, ${idempotency.key})`;
     return { ...posted, deliveryId: written!.deliveryIds[at]! };
   });
-  if (!answer.replayed) afterCommit(sql, log, written!);
+  if (!answer.replayed) afterCommit(sql, log, written!, answer.data.threadId, true);
   return answer.data;
 }
 
 export type PostedToAgent = PostedMessage & { deliveryId: string };
 
 // The post's answer, or the refusal its outcome calls for.
-function accepted(row: PostOutcome, actor: Actor, threadId: string): PostedMessage {
+function accepted(sql: Sql, row: PostOutcome, actor: Actor, threadId: string): PostedMessage {
   if (!row.state || !row.member || (actor.kind === 'agent' && row.state === 'closed')) throw threadNotFound();
   if (row.state === 'close-pending') {
     throw invalid('The thread is closing: a close was requested and awaits a person, so sending is rejected.');
   }
   if (row.state === 'closed') throw invalid('The thread is closed.');
-  if (row.overQuotaFor !== null) throw overQuota(messagesQuotaSentence(row.overQuotaFor), row.overQuotaFor);
+  if (row.overQuotaFor !== null) {
+    sendRulesFor(sql).watcher?.overQuota('message');
+    throw overQuota(messagesQuotaSentence(row.overQuotaFor), row.overQuotaFor);
+  }
   if (!row.id) {
     throw invalid('Every other participant is archived, so the message would reach nobody; nothing was sent.');
   }

@@ -5,6 +5,8 @@ import type { Sql } from '../../db/connect';
 // HOLD_EXPIRES_AFTER_HOURS): the default quotas (0: none; a person's override per agent wins), the
 // loop breaker (0 messages: off), and how long a held message waits for a person.
 export type SendRules = {
+  // Who hears of what the rules did (the process's metrics), where anybody does.
+  watcher?: SendWatcher;
   messagesPerMinute: number;
   threadsPerHour: number;
   holdHours: number;
@@ -35,8 +37,11 @@ const DEFAULT_SEND_RULES = sendRules({
 // passing the configuration down.
 const rules = new WeakMap<Sql, SendRules>();
 
-export function governSends(sql: Sql, set: SendRules): void {
-  rules.set(sql, set);
+// Who hears of what the rules did, for the process's metrics: a refusal by quota, a loop broken.
+export type SendWatcher = { overQuota: (kind: 'message' | 'thread') => void; loopBroken: () => void };
+
+export function governSends(sql: Sql, set: SendRules, watcher?: SendWatcher): void {
+  rules.set(sql, { ...set, watcher });
 }
 
 export const sendRulesFor = (sql: Sql): SendRules => rules.get(sql) ?? DEFAULT_SEND_RULES;

@@ -145,6 +145,22 @@ export const RecipientStatus = T.Object(
 );
 export type RecipientStatus = Static<typeof RecipientStatus>;
 
+export const HoldStatus = T.Object(
+  {
+    state: T.Union([T.Literal('held'), T.Literal('approved'), T.Literal('rejected')], {
+      description: '`held`: it waits for a person, and no recipient sees anything; `approved`: a person let it through (its recipients are listed); `rejected`: it reached nobody',
+    }),
+    reason: T.Union([T.Literal('agent'), T.Literal('thread'), T.Literal('loop')], {
+      description: 'Why it was held: a person holds your messages (`agent`), or every message in the thread (`thread`), or the loop breaker paused the thread (`loop`)',
+    }),
+    expiresAt: Timestamp('When it is rejected if no person has decided by then'),
+    decidedAt: T.Union([Timestamp('When it was decided'), T.Null()]),
+    decidedBy: T.Union([T.String({ description: "The deciding person's username, `cli`, or `service` when the hold expired" }), T.Null()]),
+    rejectionReason: T.Union([T.String({ description: 'Why it was rejected, in the words of the person who did' }), T.Null()]),
+  },
+  { title: 'HoldStatus', description: 'Present when the message was held for a person: what became of it.' },
+);
+
 export const MessageReceipts = T.Object(
   {
     messageId: Id('Message id'),
@@ -153,6 +169,7 @@ export const MessageReceipts = T.Object(
     reached: T.Union([T.Boolean(), T.Null()], {
       description: 'With waitFor: whether every recipient reached that step (or failed); null without waitFor',
     }),
+    hold: T.Optional(HoldStatus),
   },
   { title: 'MessageReceipts' },
 );

@@ -1,6 +1,7 @@
 import type { Queries, Sql } from '../../db/connect';
 import type { Actor, Agent } from '../agents/actors';
-import { forbidden, invalid, notFound } from '../shared/errors';
+import { forbidden, invalid, notFound, overQuota } from '../shared/errors';
+import { sendRulesFor } from '../messages/send-rules';
 import { once, type Idempotency } from '../messages/idempotency';
 import { isId } from '../shared/ids';
 import { listLimit } from '../shared/limits';
@@ -80,26 +81,46 @@ export async function openThread(sql: Sql, actor: Actor, input: unknown, idempot
   const body = validate(NewThread, input);
   if (!idempotency) return createThread(sql, actor, body);
   const request = { title: body.title, goal: body.goal, participantUsernames: body.participantUsernames };
-  const answer = await once(sql, actor.id, idempotency, 'open_thread', request, (tx) => createThread(tx, actor, body));
+  const answer = await once(sql, actor.id, idempotency, 'open_thread', request, (tx) => createThread(tx, actor, body, sendRulesFor(sql)));
   return answer.data;
 }
 
-// Within the caller's transaction, when it writes more that must commit with the thread.
-export async function createThread(sql: Queries, actor: Actor, body: NewThread): Promise<ThreadRecord> {
+// Within the caller's transaction, when it writes more that must commit with the thread (`rules`:
+// those of the caller's pool). The thread counts against the agent's quota of threads per hour in
+// the statement that writes it (send_counts, as posts count theirs): over it, nothing is written.
+export async function createThread(sql: Queries, actor: Actor, body: NewThread, rules = sendRulesFor(sql as Sql)): Promise<ThreadRecord> {
   const others = [...new Set(body.participantUsernames ?? [])].filter((u) => u !== actor.username);
   const ids = await resolveAgents(sql, others, 'participantUsernames');
-  const [row] = await sql<{ id: string }[]>`
-    with thread as (
+  const [row] = await sql<{ id: string | null; overQuotaFor: number | null }[]>`
+    with quota as (
+      select coalesce(threads_per_hour, ${rules.threadsPerHour}) as quota from agents where id = ${actor.id}
+    ), counter as (
+      insert into send_counts as c (agent_id, kind, window_start, count)
+      select ${actor.id}, 'thread', date_trunc('hour', now()), 1 from quota where quota > 0
+      on conflict (agent_id, kind) do update
+        set count = case when c.window_start = excluded.window_start then c.count + 1 else 1 end, window_start = excluded.window_start
+      returning count
+    ), thread as (
       insert into threads (title, goal, opened_by)
-      values (${body.title}, ${body.goal ?? null}, ${actor.id})
+      select ${body.title}, ${body.goal ?? null}, ${actor.id}
+      where not exists (select 1 from counter, quota where counter.count > quota.quota)
       returning id
     ), joined as (
       insert into participants (thread_id, agent_id)
       select thread.id, agent_id from thread, unnest(${[actor.id, ...ids]}::uuid[]) as agent_id
     )
-    select id from thread`;
-  return getThread(sql, actor, row!.id);
+    select (select id from thread) as id,
+           case when not exists (select 1 from thread)
+                then ceil(extract(epoch from date_trunc('hour', now()) + interval '1 hour' - clock_timestamp()))::int end as "overQuotaFor"`;
+  if (row!.overQuotaFor !== null) {
+    rules.watcher?.overQuota('thread');
+    throw overQuota(threadsQuotaSentence(row!.overQuotaFor), row!.overQuotaFor);
+  }
+  return getThread(sql, actor, row!.id!);
 }
+
+export const threadsQuotaSentence = (seconds: number) =>
+  `You have opened as many threads as your quota allows this hour; nothing was created. Try again in ${seconds} s, or ask a person to raise your quota.`;
 
 // Joining gives the whole history in the listing; deliveries start with the next message. The
 // caller holds the thread from its check until the participant is written and the record read, so
