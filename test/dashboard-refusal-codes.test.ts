@@ -61,7 +61,7 @@ describe('the dashboard API', () => {
         },
       ],
       ['a bad cursor', as('GET', '/threads?after=not-an-id'), 400, { success: false, error: 'after must be a cursor taken from the list', code: 'invalid' }],
-      ['no such thread', as('GET', `/threads/${ZERO_ID}`), 404, { success: false, error: 'No such thread, or you are not a participant.', code: 'not_found' }],
+      ['no such thread', as('GET', `/threads/${ZERO_ID}`), 404, { success: false, error: 'No such thread.', code: 'not_found' }],
       ['a name taken', as('POST', '/agents', { username: 'coded-agent' }), 409, { success: false, error: 'An agent named coded-agent already exists.', code: 'conflict' }],
       ['no such route', as('GET', '/nowhere'), 404, { success: false, error: 'No route for GET /dashboard/api/nowhere.', code: 'no_route' }],
     ];

@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 025_governance,
+-- The schema that the migrations in sql/ build, 001_core to 026_settings,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -361,6 +361,7 @@ CREATE TABLE public.agents (
 CREATE TRIGGER agents_archived_end_oauth_connections AFTER UPDATE OF archived_at ON public.agents FOR EACH ROW WHEN (((new.archived_at IS NOT NULL) AND (old.archived_at IS NULL))) EXECUTE FUNCTION public.oauth_end_connections_of_archived();
 CREATE TRIGGER agents_card_listing_changed AFTER UPDATE OF a2a_card_listed ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
 CREATE TRIGGER agents_deleted AFTER DELETE ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_change();
+CREATE TRIGGER agents_governance_changed AFTER UPDATE OF contact_policy, holds_messages, messages_per_minute, threads_per_hour ON public.agents FOR EACH ROW WHEN (((old.contact_policy IS DISTINCT FROM new.contact_policy) OR (old.holds_messages IS DISTINCT FROM new.holds_messages) OR (old.messages_per_minute IS DISTINCT FROM new.messages_per_minute) OR (old.threads_per_hour IS DISTINCT FROM new.threads_per_hour))) EXECUTE FUNCTION public.notify_agent_listing();
 CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url, webhook_disabled_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
 
@@ -696,6 +697,7 @@ CREATE INDEX threads_activity_idx ON public.threads USING btree (last_activity_a
 CREATE INDEX threads_close_pending_idx ON public.threads USING btree (id) WHERE (state = 'close-pending'::public.thread_state);
 CREATE INDEX threads_goal_trgm_idx ON public.threads USING gin (goal public.gin_trgm_ops);
 CREATE INDEX threads_title_trgm_idx ON public.threads USING gin (title public.gin_trgm_ops);
+CREATE TRIGGER threads_governance_changed AFTER UPDATE OF holds_messages, paused_at ON public.threads FOR EACH ROW WHEN (((old.holds_messages IS DISTINCT FROM new.holds_messages) OR (old.paused_at IS DISTINCT FROM new.paused_at))) EXECUTE FUNCTION public.notify_thread_listing();
 CREATE TRIGGER threads_listing_changed AFTER INSERT OR UPDATE OF state, title, goal ON public.threads FOR EACH ROW EXECUTE FUNCTION public.notify_thread_listing();
 
 CREATE TABLE public.usernames (

@@ -1,9 +1,12 @@
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents/agents';
+import { setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { resendDelivery } from '../domain/deliveries/delivery-steps';
 import { invalid } from '../domain/shared/errors';
+import { BY_CLI } from '../domain/people/audit';
 import { invitePerson } from '../domain/people/people';
+import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { confirmClose, declineClose } from '../domain/threads/threads';
 
 export type CliDeps = { sql: Sql; config: Config };
@@ -28,6 +31,22 @@ export const commands: Record<string, Command> = {
     usage: 'agents unarchive <username>',
     run: ({ sql }, [username]) => setArchived(sql, username!, false),
   },
+  'agents quotas': {
+    usage: 'agents quotas <username> [--messages-per-minute <n|default>] [--threads-per-hour <n|default>]',
+    run: ({ sql }, [username], flags) =>
+      setSendQuotas(sql, BY_CLI, username!, {
+        messagesPerMinute: quotaFlag(flags['messages-per-minute']),
+        threadsPerHour: quotaFlag(flags['threads-per-hour']),
+      }),
+  },
+  'agents hold': {
+    usage: 'agents hold <username>',
+    run: ({ sql }, [username]) => setAgentHolds(sql, BY_CLI, username!, true),
+  },
+  'agents release': {
+    usage: 'agents release <username>',
+    run: ({ sql }, [username]) => setAgentHolds(sql, BY_CLI, username!, false),
+  },
   'webhooks set': {
     usage: 'webhooks set <username> <url>',
     run: ({ sql, config }, [username, url]) => setWebhook(sql, username!, url!, webhookUrlPolicy(config)),
@@ -44,6 +63,18 @@ export const commands: Record<string, Command> = {
     usage: 'threads decline-close <threadId>',
     run: ({ sql }, [threadId]) => declineClose(sql, threadId!),
   },
+  'threads hold': {
+    usage: 'threads hold <threadId>',
+    run: ({ sql }, [threadId]) => setThreadHolds(sql, BY_CLI, threadId!, true),
+  },
+  'threads release': {
+    usage: 'threads release <threadId>',
+    run: ({ sql }, [threadId]) => setThreadHolds(sql, BY_CLI, threadId!, false),
+  },
+  'threads resume': {
+    usage: 'threads resume <threadId>',
+    run: ({ sql }, [threadId]) => resumeThread(sql, BY_CLI, threadId!),
+  },
   'deliveries resend': {
     usage: 'deliveries resend <deliveryId>',
     run: ({ sql }, [deliveryId]) => resendDelivery(sql, deliveryId!),
@@ -53,6 +84,11 @@ export const commands: Record<string, Command> = {
     run: ({ sql }, [email, username]) => invitePerson(sql, { email, username }),
   },
 };
+
+// A quota flag's value as the domain takes it: `default` is null (the deployment's default), a flag
+// left out leaves its quota as it is, and what is not a whole number goes on as typed, for the
+// domain's sentence.
+const quotaFlag = (value: string | undefined) => (value === 'default' ? null : value !== undefined && /^-?\d+$/.test(value) ? Number(value) : value);
 
 export const usage = () => Object.values(commands).map((c) => `  ${c.usage}`).join('\n');
 
@@ -75,7 +111,7 @@ export function parseCommand(argv: string[]): { command: Command; args: string[]
   }
   const expected = (command.usage.match(/<[^>]+>/g) ?? []).length - (command.usage.match(/\[--[^\]]+\]/g) ?? []).length;
   if (args.length !== expected) throw invalid(`Usage: ${command.usage}`);
-  const allowedFlags = [...command.usage.matchAll(/--(\w+)/g)].map((m) => m[1]);
+  const allowedFlags = [...command.usage.matchAll(/--([\w-]+)/g)].map((m) => m[1]);
   const unknown = Object.keys(flags).find((f) => !allowedFlags.includes(f));
   if (unknown) throw invalid(`Unknown option --${unknown}. Usage: ${command.usage}`);
   return { command, args, flags };

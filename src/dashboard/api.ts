@@ -4,6 +4,7 @@ import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
 import { createAgent, enableWebhook, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
+import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
 import { overview } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
@@ -13,11 +14,13 @@ import { resendDelivery, resendFailed } from '../domain/deliveries/delivery-step
 import { pageQuery, timeKeyedPageQuery } from '../domain/shared/keyset';
 import { postMessage } from '../domain/messages/messages';
 import { disconnectClient } from '../domain/oauth/oauth-connections';
+import { byPerson } from '../domain/people/audit';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people/people';
 import { searchText } from '../domain/shared/search';
 import { searchingIf, type SearchGate } from '../domain/shared/search-gate';
-import { listThreadsPage, threadFilter, threadMessages } from '../domain/threads/thread-overview';
-import { confirmClose, declineClose, getThread, removeParticipant } from '../domain/threads/threads';
+import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
+import { listThreadsPage, threadFilter, threadForPeople, threadMessages } from '../domain/threads/thread-overview';
+import { confirmClose, declineClose, removeParticipant } from '../domain/threads/threads';
 import { DASHBOARD_API, STREAM_PATH } from '../web/dashboard-protocol';
 import { ok } from '../web/envelope';
 import { requestLog } from '../web/request-id';
@@ -130,6 +133,15 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       },
       { person: true },
     )
+    .get('/agents/:username/governance', async ({ params }) => ok(await agentGovernance(sql, params.username, config)), { person: true })
+    .put('/agents/:username/quotas', async ({ params, body, person }) => ok(await setSendQuotas(sql, byPerson(person), params.username, body)), {
+      person: true,
+    })
+    .put(
+      '/agents/:username/holds',
+      async ({ params, body, person }) => ok(await setAgentHolds(sql, byPerson(person), params.username, bodyField(body, 'holds'))),
+      { person: true },
+    )
     .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
       person: true,
     })
@@ -142,7 +154,13 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       },
       { person: true },
     )
-    .get('/threads/:threadId', async ({ person, params }) => ok(await getThread(sql, personActor(person), params.threadId)), { person: true })
+    .get('/threads/:threadId', async ({ params }) => ok(await threadForPeople(sql, params.threadId, config)), { person: true })
+    .put(
+      '/threads/:threadId/holds',
+      async ({ params, body, person }) => ok(await setThreadHolds(sql, byPerson(person), params.threadId, bodyField(body, 'holds'))),
+      { person: true },
+    )
+    .post('/threads/:threadId/resume', async ({ params, person }) => ok(await resumeThread(sql, byPerson(person), params.threadId)), { person: true })
     .get(
       '/threads/:threadId/messages',
       async ({ params, query }) => ok(await threadMessages(sql, params.threadId, pageQuery(query), config.STALLED_AFTER_MS)),

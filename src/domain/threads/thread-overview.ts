@@ -1,3 +1,4 @@
+import type { Config } from '../../config';
 import type { Queries, Sql } from '../../db/connect';
 import { isRetrying, isStalled } from '../deliveries/delivery-states';
 import { invalid, notFound } from '../shared/errors';
@@ -44,6 +45,32 @@ export async function listThreadsPage(sql: Queries, filter: ThreadFilter, page: 
     limit ${page.limit + 1}`;
   const threads = rows.map((r) => ({ ...toRecord(r), lastActivityAt: r.lastActivityAt.toISOString(), cursor: r.cursor }));
   return pageOf(threads, page.limit, (t) => t.cursor);
+}
+
+// One thread as people see it: the record agents get, with what people decide about the thread
+// (thread-holds.ts), which agents are not shown. loopBreaker: the deployment's setting, for the
+// sentence that says why a paused thread was paused.
+export type PeoplesThread = ThreadRecord & {
+  holdsMessages: boolean;
+  pausedAt: string | null;
+  loopBreaker: { messages: number; windowMinutes: number };
+};
+
+type LoopBreaker = Pick<Config, 'LOOP_BREAKER_MESSAGES' | 'LOOP_BREAKER_WINDOW_MINUTES'>;
+
+export async function threadForPeople(sql: Queries, threadId: string, config: LoopBreaker): Promise<PeoplesThread> {
+  if (!isId(threadId)) throw notFound('No such thread.');
+  const [row] = await sql<(ThreadRow & { holdsMessages: boolean; pausedAt: Date | null })[]>`
+    ${selectThreads(sql, sql`, t.holds_messages as "holdsMessages", t.paused_at as "pausedAt"`)}
+    where t.id = ${threadId}`;
+  if (!row) throw notFound('No such thread.');
+  const { holdsMessages, pausedAt, ...record } = row;
+  return {
+    ...toRecord(record),
+    holdsMessages,
+    pausedAt: pausedAt?.toISOString() ?? null,
+    loopBreaker: { messages: config.LOOP_BREAKER_MESSAGES, windowMinutes: config.LOOP_BREAKER_WINDOW_MINUTES },
+  };
 }
 
 export type RecipientProgress = {

@@ -3,6 +3,7 @@ import type { Ref } from 'preact';
 import { api } from '../shared/api.ts';
 import { confirmAction, type ConfirmRequest } from '../shared/confirm.ts';
 import { HealthBadge, LastHourFigure, refocus, WebhookHealth } from './agent-health.ts';
+import { Sending } from './agent-sending.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html, valueOf } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
@@ -241,6 +242,7 @@ function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; 
             <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />
             <${Connections} agent=${agent} />
             <${A2ACard} agent=${agent} />
+            <${Sending} username=${agent.username} />
             <${Archiving} agent=${agent} />
           </td>
         </tr>`

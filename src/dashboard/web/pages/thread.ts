@@ -6,8 +6,9 @@ import { html } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
 import { useLive } from '../shared/live.ts';
 import { PostForm, THREAD_STATE_LABELS, ThreadBody } from '../shared/thread-parts.ts';
-import type { Thread, ThreadMessage } from '../shared/types.ts';
+import type { PeoplesThread, ThreadHolds, ThreadMessage } from '../shared/types.ts';
 import { Time } from '../shared/ui.ts';
+import { PausedBanner, ThreadHoldSwitch } from './thread-holds.ts';
 
 function RecipientBadges({ message }: { message: ThreadMessage }) {
   return html`<ul class="recipients" aria-label="Deliveries">
@@ -18,7 +19,7 @@ function RecipientBadges({ message }: { message: ThreadMessage }) {
   </ul>`;
 }
 
-type ThreadView = { status: 'loading' | 'ready' | 'error'; record: Thread | null; error: string | null };
+type ThreadView = { status: 'loading' | 'ready' | 'error'; record: PeoplesThread | null; error: string | null };
 
 // One thread: its card, with everything the Threads page offers, and its messages, each with how
 // far it got to each recipient. The messages read as a conversation, top to bottom: the list is
@@ -30,7 +31,7 @@ export function ThreadPage() {
   const messages = usePagedList<ThreadMessage>(`/threads/${threadId}/messages`, {});
   const loadThread = async () => {
     try {
-      const record = await api<Thread>('GET', `/threads/${threadId}`);
+      const record = await api<PeoplesThread>('GET', `/threads/${threadId}`);
       setThread({ status: 'ready', record, error: null });
       document.title = `${record.title} · Agent Messaging Service`;
     } catch (error) {
@@ -50,6 +51,7 @@ export function ThreadPage() {
     else if (event.type === 'delivery' && event.delivery.threadId === threadId) messages.refresh();
   });
   const t = thread.record;
+  const holdsChanged = (changed: ThreadHolds) => setThread((v) => (v.record ? { ...v, record: { ...v.record, ...changed } } : v));
   return html`
     <p><a href="/dashboard/threads">All threads</a></p>
     ${t
@@ -57,9 +59,12 @@ export function ThreadPage() {
           <div class="card-head">
             <h1>${t.title}</h1>
             <span class=${`badge state-${t.state}`}>${THREAD_STATE_LABELS[t.state]}</span>
+            ${t.pausedAt ? html`<span class="badge state-closed">Paused</span>` : null}
           </div>
           ${thread.error ? html`<p class="notice problem" role="alert">Could not refresh the thread: ${thread.error}</p>` : null}
+          <${PausedBanner} thread=${t} onChanged=${holdsChanged} />
           <${ThreadBody} thread=${t} level=${2} post=${false} />
+          <${ThreadHoldSwitch} thread=${t} onChanged=${holdsChanged} />
         </div>`
       : html`<h1>Thread</h1>
           ${thread.status === 'loading'

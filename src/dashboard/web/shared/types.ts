@@ -64,6 +64,17 @@ export type Thread = {
   participants: { username: string }[];
 };
 
+// A thread on its own page, with what people decide about it (agents are not shown these): every
+// agent's message here waits for a person, the loop breaker paused it, and the loop breaker's setting.
+export type PeoplesThread = Thread & {
+  holdsMessages: boolean;
+  pausedAt: string | null;
+  loopBreaker: { messages: number; windowMinutes: number };
+};
+
+// The answer of PUT /threads/:threadId/holds and POST /threads/:threadId/resume.
+export type ThreadHolds = { id: string; holdsMessages: boolean; pausedAt: string | null };
+
 // A thread as the Threads page lists it: its last activity, and its place in that order (what
 // `since` and `after` take back).
 export type ListedThread = Thread & { lastActivityAt: string; cursor: string };
@@ -99,6 +110,15 @@ export type Agent = {
   // Null without a webhook.
   health: EndpointHealth | null;
   lastTestEvent: TestEvent | null;
+};
+
+// What people set about an agent's sending; a null quota is the deployment's default (0: none).
+export type SendQuotas = { messagesPerMinute: number | null; threadsPerHour: number | null };
+export type AgentGovernance = SendQuotas & {
+  username: string;
+  contactPolicy: 'open' | 'contacts' | 'closed';
+  holdsMessages: boolean;
+  defaults: { messagesPerMinute: number; threadsPerHour: number };
 };
 
 export type WindowFigures = {
