@@ -11,6 +11,8 @@ import { useListening } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventReader } from './support/events';
 import { eventually } from './support/receiver';
+import { a2aClient } from './support/a2a-client';
+import { GetTaskRequest, SendMessageRequest, TaskState, type Task } from '@a2a-js/sdk';
 
 // Quotas, holds and the loop breaker as agents meet them through the post path: counted and held
 // in the post's own statement, approved as the post it would have been, rejected, expired.
@@ -162,7 +164,7 @@ describe('approval holds', () => {
     expect(receipts.recipients.map((r: { username: string }) => r.username)).toEqual([b.username]);
     expect(receipts.hold).toMatchObject({ state: 'approved', decidedBy: ada.person.username, rejectionReason: null });
     const audit = await h.db.sql`select actor, action, subject, before, after from audit_events where subject = ${posted.id}`;
-    expect(audit).toEqual([{ actor: ada.person.username, action: 'message.approve', subject: posted.id, before: { state: 'held' }, after: { state: 'approved' } }]);
+    expect([...audit]).toEqual([{ actor: ada.person.username, action: 'message.approve', subject: posted.id, before: { state: 'held' }, after: { state: 'approved' } }]);
     // Deciding again changes nothing and names nothing.
     expect(await approveHeld(h.db.sql, silentLogger, ada, [posted.id])).toEqual({ approved: [], rejected: [] });
     expect(await deliveriesIn(threadId)).toBe(1);
@@ -240,7 +242,33 @@ describe('the loop breaker', () => {
     }
     await Bun.sleep(300);
     const paused = await h.db.sql`select id from threads where id in (${threadId}, ${second.threadId}) and paused_at is not null`;
-    expect(paused).toEqual([]);
+    expect([...paused]).toEqual([]);
     expect(b.username).toBeTruthy();
+  });
+});
+
+describe('A2A', () => {
+  test('a held send is a submitted task named by the message; approved, it becomes its delivery; rejected, A2A rejected', async () => {
+    const { a, b } = await pair('a2a-held');
+    await h.db.sql`update agents set holds_messages = true where username = ${a.username}`;
+    const client = await a2aClient(at.base, a, b.username);
+    const sendOne = async (id: string) =>
+      (await client.sendMessage(
+        SendMessageRequest.fromJSON({ message: { messageId: id, role: 'ROLE_USER', parts: [{ text: `held ${id}` }] }, configuration: { returnImmediately: true } }),
+      )) as Task;
+    const task = await sendOne(uniqueName('a2a-msg'));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    const [held] = await h.db.sql<{ id: string }[]>`select id from held_messages where id = ${task.id}`;
+    expect(held?.id).toBe(task.id);
+    await approveHeld(h.db.sql, silentLogger, BY_CLI, [task.id]);
+    const [delivery] = await h.db.sql<{ id: string }[]>`select id from deliveries where message_id = ${task.id}`;
+    const approved = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+    expect([approved.id, approved.status?.state]).toEqual([delivery!.id, TaskState.TASK_STATE_SUBMITTED]);
+
+    const other = await sendOne(uniqueName('a2a-msg'));
+    await rejectHeld(h.db.sql, BY_CLI, [other.id], 'Not now');
+    const rejected = await client.getTask(GetTaskRequest.fromJSON({ id: other.id }));
+    expect(rejected.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+    expect(rejected.status?.message?.parts[0]?.content).toEqual({ $case: 'text', value: `Not sent to ${b.username}: Not now` });
   });
 });

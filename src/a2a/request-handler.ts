@@ -37,7 +37,8 @@ import { postToAgent } from '../domain/messages/messages';
 import { DomainError } from '../domain/shared/errors';
 import type { Logger } from '../log';
 import { failureOf } from '../web/failure';
-import { stateFilter, statusUpdate, taskState, toTask } from './tasks';
+import { heldTask, stateFilter, statusUpdate, taskState, toTask } from './tasks';
+import { approvedDelivery, holdOf } from '../domain/messages/holds';
 
 export type A2AContext = {
   sql: Sql;
@@ -72,8 +73,16 @@ const PAGE_DEFAULT = 50;
 // process, where here a task is a delivery whose state PostgreSQL holds and any process changes.
 export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
   const { sql, caller, recipient } = ctx;
-  const taskOf = async (id: string, read: { historyLength?: number; readAnswer: boolean }) => {
+  const taskOf = async (id: string, read: { historyLength?: number; readAnswer: boolean }): Promise<Task> => {
     if (!id.trim()) throw new RequestMalformedError('id is required: the task to read.');
+    // A task named by a message the caller sent that was held for a person: its delivery's once
+    // approved, else what became of the hold.
+    const hold = await holdOf(sql, caller.id, id);
+    if (hold) {
+      const deliveryId = hold.state === 'approved' ? await approvedDelivery(sql, id, recipient.id) : null;
+      if (deliveryId === null) return heldTask({ ...hold, messageId: id }, recipient.username);
+      id = deliveryId;
+    }
     const sent = await sentDelivery(sql, caller, recipient, id, { stalledAfterMs: ctx.stalledAfterMs, readAnswer: read.readAnswer }).catch(
       notFoundAs(id),
     );
@@ -106,8 +115,10 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
         { content: textOf(message), ...summaryOf(message) },
         { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
       );
-      if (checkedPush) await savePushConfig(sql, caller, recipient, posted.deliveryId, checkedPush);
       const historyLength = params.configuration?.historyLength;
+      // Held for a person: nothing to push or wait for until a person decides.
+      if (posted.deliveryId === null) return await taskOf(posted.id, { historyLength, readAnswer: true });
+      if (checkedPush) await savePushConfig(sql, caller, recipient, posted.deliveryId, checkedPush);
       return held ? await ended(posted.deliveryId, historyLength) : await taskOf(posted.deliveryId, { historyLength, readAnswer: true });
     } finally {
       release();

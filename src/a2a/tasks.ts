@@ -1,6 +1,7 @@
 import { Role, TaskState, type Message, type Part, type Task, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import type { SentDelivery, SentFilter } from '../domain/deliveries/sent-deliveries';
 import type { MessageRecord } from '../domain/shared/schemas';
+import type { HoldStatus } from '../domain/messages/holds';
 
 // How a delivery reads in A2A's terms (docs/reference/a2a.md): the task is the delivery of the caller's
 // message to the agent it was sent to; its context is the thread. The recipient's first message
@@ -114,3 +115,35 @@ export const statusUpdate = (task: Task): TaskStatusUpdateEvent => ({
   status: task.status,
   metadata: task.metadata,
 });
+
+// The task of a message held for a person (domain/messages/holds.ts): it has no delivery yet, so
+// the task is named by the message. Held, it is submitted (received, nothing done with it yet);
+// rejected, it is A2A's rejected, with the person's reason. Approved, it becomes its delivery's task.
+export function heldTask(hold: HoldStatus & { messageId: string; threadId: string }, recipient: string): Task {
+  const text =
+    hold.state === 'rejected'
+      ? `Not sent to ${recipient}: ${hold.rejectionReason}`
+      : `Waits for a person's approval before ${recipient} sees it; rejected if nobody decides by ${hold.expiresAt}.`;
+  const message: Message = {
+    messageId: `${hold.messageId}-status`,
+    contextId: hold.threadId,
+    taskId: hold.messageId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+  return {
+    id: hold.messageId,
+    contextId: hold.threadId,
+    status: {
+      state: hold.state === 'rejected' ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_SUBMITTED,
+      message,
+      timestamp: hold.decidedAt ?? hold.expiresAt,
+    },
+    artifacts: [],
+    history: [],
+    metadata: { recipient, messageId: hold.messageId, hold },
+  };
+}

@@ -242,3 +242,9 @@ export async function expireHolds(sql: Sql, limit: number, holdHours = sendRules
     return rows.length;
   });
 }
+
+// The delivery to `recipientId` of a held message since approved, if it was written.
+export async function approvedDelivery(sql: Sql, messageId: string, recipientId: string): Promise<string | null> {
+  const [row] = await sql<{ id: string }[]>`select id from deliveries where message_id = ${messageId} and recipient_id = ${recipientId}`;
+  return row?.id ?? null;
+}

@@ -148,6 +148,9 @@ export async function postToAgent(
     const into = threadId ?? (await createThread(tx, actor, { title, participantUsernames: [recipient.username] }, sendRulesFor(sql))).id;
     [written] = await insertPosts(tx, [post(into, ringWindowFor(sql))], sendRulesFor(sql));
     const posted = accepted(sql, written!, actor, into);
+    // Held for a person: no delivery yet, and no message for the client's id to name; the door
+    // follows the message by the service's id (holds.ts).
+    if (posted.held) return { ...posted, deliveryId: null };
     const at = written!.recipientIds.indexOf(recipient.id);
     if (at < 0) throw invalid(`${recipient.username} does not take part in this thread, or is archived; nothing was sent.`);
     await tx`insert into a2a_message_ids (message_id, a2a_message_id) values (${posted.id}, ${idempotency.key})`;
@@ -157,7 +160,7 @@ export async function postToAgent(
   return answer.data;
 }
 
-export type PostedToAgent = PostedMessage & { deliveryId: string };
+export type PostedToAgent = PostedMessage & { deliveryId: string | null };
 
 // The post's answer, or the refusal its outcome calls for.
 function accepted(sql: Sql, row: PostOutcome, actor: Actor, threadId: string): PostedMessage {
