@@ -147,6 +147,17 @@ test('every operation answers its own refusals as documented', async () => {
   // Without a wait nothing is held, and the inbox answers.
   expect(await statusOf('GET', '/api/deliveries', { key: holder.key })).toBe(200);
   for (const response of held) await response.body!.cancel();
+  // Quotas a person set, used up; and a message held for a person.
+  const counted = await h.agent(uniqueName('counted'));
+  await h.db.sql`update agents set messages_per_minute = 1, threads_per_hour = 1 where username = ${counted.username}`;
+  const countedThread = await h.thread(counted, [member]);
+  expect(await statusOf('POST', '/api/threads', { key: counted.key, body: { title: 'one too many' } })).toBe(429);
+  const countedPath = pathOf('/api/threads/{threadId}/messages', countedThread);
+  expect(await statusOf('POST', countedPath, { key: counted.key, body: { content: 'one' } })).toBe(201);
+  expect(await statusOf('POST', countedPath, { key: counted.key, body: { content: 'two' } })).toBe(429);
+  await h.db.sql`update agents set holds_messages = true where username = ${member.username}`;
+  expect(await statusOf('POST', countedPath, { key: member.key, body: { content: 'waits' } })).toBe(202);
+  await h.db.sql`update agents set holds_messages = false where username = ${member.username}`;
 });
 
 test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or oversized body', async () => {
@@ -168,6 +179,8 @@ test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or 
 test('a post beyond the queue of posts waiting for the database is 503 with Retry-After', async () => {
   const busyThread = await h.thread(opener, [member]);
   const path = pathOf('/api/threads/{threadId}/messages', busyThread);
+  // More posts than the default quota allows a minute: a person raised this agent's.
+  await h.db.sql`update agents set messages_per_minute = 1000000 where username = ${member.username}`;
   const lock = await h.db.sql.reserve();
   try {
     await lock`begin`;

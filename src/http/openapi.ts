@@ -168,7 +168,7 @@ function addRequestIds(paths: Json) {
         ...((answer as Json).headers as Json | undefined),
         'X-Request-Id': { $ref: '#/components/headers/RequestId' },
         ...(status === '401' ? { 'WWW-Authenticate': { $ref: '#/components/headers/BearerChallenge' } } : {}),
-        ...(status === '503' ? { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } : {}),
+        ...(status === '503' || status === '429' ? { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } : {}),
       };
     }
   }
@@ -230,7 +230,8 @@ function buildDocument(app: AnyElysia, publicUrl: string | undefined) {
         RequestId: { required: true, description: requestIdDescription, schema: requestIdSchema },
         RetryAfter: {
           required: false,
-          description: 'Seconds to wait before retrying, when the service is busy rather than its database away.',
+          description:
+            'Seconds to wait before retrying: on a 503, when the service is busy rather than its database away; on a 429 with code quota_exceeded, until the send quota renews.',
           schema: { type: 'string', pattern: '^[0-9]+$' },
         },
         BearerChallenge: {

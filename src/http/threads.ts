@@ -3,9 +3,9 @@ import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import { asActor } from '../domain/agents/actors';
 import { listLimit } from '../domain/shared/limits';
-import { listMessages, messagesQuotaSentence, postMessage } from '../domain/messages/messages';
+import { listMessages, MESSAGES_QUOTA_USED, postMessage } from '../domain/messages/messages';
 import { LIMITS, MessageRecord, NewMessage, NewParticipant, NewThread, PostedMessage, ThreadRecord } from '../domain/shared/schemas';
-import { addParticipant, BAD_THREAD_CURSOR, getThread, listThreads, openThread, requestClose, threadListPage } from '../domain/threads/threads';
+import { addParticipant, THREADS_QUOTA_USED, BAD_THREAD_CURSOR, getThread, listThreads, openThread, requestClose, threadListPage } from '../domain/threads/threads';
 import { checkIdempotencyKey, type Idempotency } from '../domain/messages/idempotency';
 import type { Config } from '../config';
 import { Overloaded } from '../db/batcher';
@@ -60,6 +60,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, conf
             unknownParticipant: 'participantUsernames names ghost-bot, which is not an active agent',
             ...idempotencyRefusals,
           },
+          429: { overQuota: THREADS_QUOTA_USED },
         }),
         detail: {
           ...jsonBody(NewThread),
@@ -153,7 +154,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, conf
             ...idempotencyRefusals,
           },
           404: noSuchThread,
-          429: { overQuota: messagesQuotaSentence(42) },
+          429: { overQuota: MESSAGES_QUOTA_USED },
           503: { busy: new Overloaded().message },
         }, 'Accepted and held: the message waits for a person (see `held`); no recipient sees anything until a person approves it.'),
         detail: {

@@ -171,7 +171,7 @@ function accepted(sql: Sql, row: PostOutcome, actor: Actor, threadId: string): P
   if (row.state === 'closed') throw invalid('The thread is closed.');
   if (row.overQuotaFor !== null) {
     sendRulesFor(sql).watcher?.overQuota('message');
-    throw overQuota(messagesQuotaSentence(row.overQuotaFor), row.overQuotaFor);
+    throw overQuota(MESSAGES_QUOTA_USED, row.overQuotaFor);
   }
   if (!row.id) {
     throw invalid('Every other participant is archived, so the message would reach nobody; nothing was sent.');
@@ -181,8 +181,9 @@ function accepted(sql: Sql, row: PostOutcome, actor: Actor, threadId: string): P
   return posted;
 }
 
-export const messagesQuotaSentence = (seconds: number) =>
-  `You have sent as many messages as your quota allows this minute; nothing was sent. Send again in ${seconds} s, or ask a person to raise your quota.`;
+// The seconds to wait travel beside the sentence (Retry-After, MCP's and A2A's retryAfter).
+export const MESSAGES_QUOTA_USED =
+  'You have sent as many messages as your quota allows this minute; nothing was sent. It renews at the next minute (Retry-After says in how many seconds), or a person can raise it.';
 
 // Posts waiting for their statement, at most (each holds up to 10 000 characters in memory): under
 // a burst the database works through a queue this long in well under a second.

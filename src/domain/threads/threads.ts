@@ -114,13 +114,13 @@ export async function createThread(sql: Queries, actor: Actor, body: NewThread, 
                 then ceil(extract(epoch from date_trunc('hour', now()) + interval '1 hour' - clock_timestamp()))::int end as "overQuotaFor"`;
   if (row!.overQuotaFor !== null) {
     rules.watcher?.overQuota('thread');
-    throw overQuota(threadsQuotaSentence(row!.overQuotaFor), row!.overQuotaFor);
+    throw overQuota(THREADS_QUOTA_USED, row!.overQuotaFor);
   }
   return getThread(sql, actor, row!.id!);
 }
 
-export const threadsQuotaSentence = (seconds: number) =>
-  `You have opened as many threads as your quota allows this hour; nothing was created. Try again in ${seconds} s, or ask a person to raise your quota.`;
+export const THREADS_QUOTA_USED =
+  'You have opened as many threads as your quota allows this hour; nothing was created. It renews at the next hour (Retry-After says in how many seconds), or a person can raise it.';
 
 // Joining gives the whole history in the listing; deliveries start with the next message. The
 // caller holds the thread from its check until the participant is written and the record read, so
