@@ -61,11 +61,11 @@ test('two agents answering each other are paused past the limit, and their next 
     }, 10_000);
     expect(held.map((r) => r.reason)).toEqual(['loop']);
     // Nothing moves any more: no delivery, so no one hears anything to answer.
-    const [{ n: sent }] = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where thread_id = ${threadId}`) as [{ n: number }];
+    const sent = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where thread_id = ${threadId}`)[0]!.n;
     expect(sent).toBeGreaterThan(LIMIT);
     await Bun.sleep(1_000);
-    const [{ n: later }] = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where thread_id = ${threadId}`) as [{ n: number }];
-    const [{ n: waiting }] = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from held_messages where thread_id = ${threadId}`) as [{ n: number }];
+    const later = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from messages where thread_id = ${threadId}`)[0]!.n;
+    const waiting = (await h.db.sql<{ n: number }[]>`select count(*)::int as n from held_messages where thread_id = ${threadId}`)[0]!.n;
     expect([later, waiting]).toEqual([sent, 1]);
   } finally {
     for (const run of runs) run.kill('SIGTERM');
