@@ -15,6 +15,7 @@ import { createLogger } from '../src/log';
 import { databaseCpuMs, postmasterPid, processCpuMs } from './cpu';
 import { freshDatabases } from './fresh-database';
 import { round } from './stats';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const drains = Number(process.env.DRAINS ?? 10);
 const drainSize = Number(process.env.DRAIN_SIZE ?? 4000);
@@ -136,7 +137,7 @@ try {
     },
   );
   const agent = async (username: string, webhookUrl?: string) => {
-    const created = await createAgent(sql, { username, webhookUrl }, { allowLocal: true });
+    const created = await createAgent(sql, BY_CLI, { username, webhookUrl }, { allowLocal: true });
     const [row] = await sql<{ id: string }[]>`select id from agents where username = ${username}`;
     return { key: created.apiKey, actor: asActor({ id: row!.id, username }) };
   };

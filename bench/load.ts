@@ -23,6 +23,7 @@ import { cpuPerRequest, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { latencySummary, round } from './stats';
 import { eachLine } from './json-lines';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { BY_CLI } from '../src/domain/people/audit';
 
 export type LoadSetup = {
   base: string;
@@ -262,7 +263,7 @@ async function inTurns(run: number, sides: (() => Promise<void>)[]) {
 // ---- seed ----
 const keys: Record<string, string> = {};
 const agent = async (username: string, webhook = false, webhookUrl = hookUrl) => {
-  const created = await createAgent(sql, { username, webhookUrl: webhook ? webhookUrl : undefined }, { allowLocal: true });
+  const created = await createAgent(sql, BY_CLI, { username, webhookUrl: webhook ? webhookUrl : undefined }, { allowLocal: true });
   const [row] = await sql<{ id: string }[]>`select id from agents where username = ${username}`;
   keys[username] = created.apiKey;
   return { key: created.apiKey, actor: asActor({ id: row!.id, username }) };

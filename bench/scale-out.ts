@@ -7,6 +7,7 @@ import { connect } from '../src/db/connect';
 import { createAgent } from '../src/domain/agents/agents';
 import { cpuPerRequest, cpuSnapshot, postmasterPid, type CpuSnapshot } from './cpu';
 import { freshDatabases } from './fresh-database';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const root = new URL('..', import.meta.url).pathname;
 const SECONDS = Number(process.env.SCALE_SECONDS ?? 10);
@@ -49,8 +50,8 @@ function sumCpu(before: CpuSnapshot[], after: CpuSnapshot[], requests: number) {
 const results: Record<string, unknown>[] = [];
 for (const count of [1, 2, 3]) {
   const instances = await Promise.all(Array.from({ length: count }, startInstance));
-  const sender = await createAgent(sql, { username: `scale-sender-${count}` }, { allowLocal: true });
-  const hooked = await createAgent(sql, { username: `scale-hooked-${count}`, webhookUrl: `http://127.0.0.1:${handler.port}/h` }, { allowLocal: true });
+  const sender = await createAgent(sql, BY_CLI, { username: `scale-sender-${count}` }, { allowLocal: true });
+  const hooked = await createAgent(sql, BY_CLI, { username: `scale-hooked-${count}`, webhookUrl: `http://127.0.0.1:${handler.port}/h` }, { allowLocal: true });
   const headers = { authorization: `Bearer ${sender.apiKey}`, 'content-type': 'application/json' };
   const opened = await fetch(`${instances[0]!.base}/api/threads`, { method: 'POST', headers, body: JSON.stringify({ title: 'scale', participantUsernames: [hooked.username] }) });
   const threadId = ((await opened.json()) as { data: { id: string } }).data.id;

@@ -361,10 +361,10 @@ try {
   // Keeping one whole day less than the oldest row's age deletes at least its oldest day.
   const retain = (days: number) => Math.floor(days) - 1;
   let t = performance.now();
-  const attempts = await pruneHistory(sql, { attemptLogDays: retain(attemptsOldest!.days), deadJobDays: 7, messageDays: null, eventHours: 168 });
+  const attempts = await pruneHistory(sql, { attemptLogDays: retain(attemptsOldest!.days), deadJobDays: 7, messageDays: null, eventHours: 168, auditDays: 365 });
   const attemptSeconds = (performance.now() - t) / 1000;
   t = performance.now();
-  const messages = await pruneHistory(sql, { attemptLogDays: 30, deadJobDays: 7, messageDays: retain(oldest!.days), eventHours: 168 });
+  const messages = await pruneHistory(sql, { attemptLogDays: 30, deadJobDays: 7, messageDays: retain(oldest!.days), eventHours: 168, auditDays: 365 });
   const messageSeconds = (performance.now() - t) / 1000;
   const retention = {
     attempts: { rows: attempts.attempts, seconds: round(attemptSeconds, 1), perSecond: round(attempts.attempts / attemptSeconds, 0) },

@@ -1,5 +1,5 @@
 #!/usr/bin/env -S bun --no-env-file --config=/dev/null
-import { runCommand, usage } from './cli/commands';
+import { JsonLines, runCommand, usage } from './cli/commands';
 import { parseWaitOptions, waitForMail, WAIT_USAGE } from './cli/wait';
 import { listen, LISTEN_USAGE, parseListenOptions } from './cli/listen';
 import { CHANNEL_USAGE, parseChannelOptions, runChannel } from './cli/channel';
@@ -153,20 +153,29 @@ async function healthcheck(config: Config) {
   process.exit(1);
 }
 
-// Prints one JSON object and exits 0, or a sentence on stderr and exits 1.
+// Prints one JSON object (or, for a command that streams, one a line) and exits 0, or a sentence on
+// stderr and exits 1.
 async function cli(config: Config, args: string[]) {
   const log = createLogger('warn');
   let db: Awaited<ReturnType<typeof openDatabase>> | null = null;
   try {
     db = await openDatabase(config, log);
     const result = await runCommand({ sql: db.sql, config }, args);
-    console.log(JSON.stringify(result));
+    if (result instanceof JsonLines) await writeLines(result);
+    else console.log(JSON.stringify(result));
     await db.close();
     process.exit(0);
   } catch (error) {
     console.error(error instanceof DomainError ? error.message : `Error: ${(error as Error).message}`);
     await db?.close().catch(() => {});
     process.exit(1);
+  }
+}
+
+// Waits for stdout to drain when it is full, so that a long export holds one batch in memory.
+async function writeLines({ items }: JsonLines) {
+  for await (const item of items) {
+    if (!process.stdout.write(`${JSON.stringify(item)}\n`)) await new Promise((resolve) => process.stdout.once('drain', resolve));
   }
 }
 

@@ -30,6 +30,7 @@ export function sweeps(sql: Sql, log: Logger, config: Config) {
           deadJobDays: config.DEAD_JOB_RETENTION_DAYS,
           messageDays: config.MESSAGE_RETENTION_DAYS ?? null,
           eventHours: config.EVENT_RETENTION_HOURS,
+          auditDays: config.AUDIT_RETENTION_DAYS,
         }),
       ),
     expire_holds: async () => {

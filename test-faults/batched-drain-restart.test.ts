@@ -12,6 +12,7 @@ import { silentLogger } from '../src/log';
 import { freePort } from '../test/support/ports';
 import { eventually, receiver } from '../test/support/receiver';
 import { startService, type Service } from './support/service';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // The worker fetches its jobs in batches for the whole pool and completes them in batches
 // (webhooks/worker.ts). The database restarts in the middle of draining a backlog: batches of
@@ -51,11 +52,11 @@ const hook = receiver(async (req) => {
 test('a database restart in the middle of batched fetches and completions loses nothing and runs no recorded job again', async () => {
   // The service migrates the database as it starts.
   server = await startService({ DATABASE_URL: pg.url, WEBHOOK_CONCURRENCY: String(CONCURRENCY), DB_CONNECT_TIMEOUT_S: '2' });
-  await createAgent(sql, { username: 'batch-sender' }, { allowLocal: true });
+  await createAgent(sql, BY_CLI, { username: 'batch-sender' }, { allowLocal: true });
   const usernames: string[] = [];
   for (let i = 0; i < RECIPIENTS; i++) {
     const username = `batch-hook-${i}`;
-    await createAgent(sql, { username, webhookUrl: hook.url(`/${i}`) }, { allowLocal: true });
+    await createAgent(sql, BY_CLI, { username, webhookUrl: hook.url(`/${i}`) }, { allowLocal: true });
     usernames.push(username);
   }
   const [sender] = await sql<{ id: string }[]>`select id from agents where username = 'batch-sender'`;

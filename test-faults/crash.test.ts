@@ -3,6 +3,7 @@ import { createAgent } from '../src/domain/agents/agents';
 import { testDatabase, type TestDatabase } from '../test/support/database';
 import { eventually, receiver } from '../test/support/receiver';
 import { call, FAST, startService, type Answer, type Service } from './support/service';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // kill -9 in the middle of a burst of posts, then a restart on the same port while the clients
 // keep posting. Nothing that was acknowledged with a 201 may be lost, nothing half-written may
@@ -29,7 +30,7 @@ const hook = receiver((req) => {
 });
 
 test('every 201 survives kill -9; every doorbell goes out after the restart, at most once more than needed', async () => {
-  const agent = (username: string, webhookUrl?: string) => createAgent(db.sql, { username, webhookUrl }, { allowLocal: true });
+  const agent = (username: string, webhookUrl?: string) => createAgent(db.sql, BY_CLI, { username, webhookUrl }, { allowLocal: true });
   const sender = await agent('burst-sender');
   await agent('steady-hook', hook.url('/steady'));
   await agent('flaky-hook', hook.url('/flaky'));

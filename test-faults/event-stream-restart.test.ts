@@ -10,6 +10,7 @@ import { track } from '../test/support/children';
 import { freePort } from '../test/support/ports';
 import { eventually } from '../test/support/receiver';
 import { call, startService, type Service } from './support/service';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // `ams listen` holding an agent's event stream while the database goes away under a steady flow of
 // posts and comes back, and while the listener itself is stopped and started again: every message
@@ -67,8 +68,8 @@ function listener(key: string) {
 }
 
 test('every message accepted while PostgreSQL restarts and the listener restarts is handed on once, in order', async () => {
-  const sender = await createAgent(sql, { username: 'flow-sender' }, { allowLocal: true });
-  const reader = await createAgent(sql, { username: 'flow-reader' }, { allowLocal: true });
+  const sender = await createAgent(sql, BY_CLI, { username: 'flow-sender' }, { allowLocal: true });
+  const reader = await createAgent(sql, BY_CLI, { username: 'flow-reader' }, { allowLocal: true });
   const opened = await call(server.base, 'POST', '/api/threads', { key: sender.apiKey, body: { title: 'through a restart', participantUsernames: ['flow-reader'] } });
   expect(opened.status).toBe(201);
   const threadId = opened.body.data.id as string;

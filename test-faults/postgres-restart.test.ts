@@ -13,6 +13,7 @@ import { eventReader } from '../test/support/events';
 import { freePort } from '../test/support/ports';
 import { eventually, receiver } from '../test/support/receiver';
 import { call, startService, type Answer, type Service } from './support/service';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // The database goes away under load and comes back; the server process stays up throughout. This
 // needs a PostgreSQL of its own to stop and start, so it runs an embedded one in a temporary folder.
@@ -71,7 +72,7 @@ const listeners = () =>
   );
 
 test('the server rides out a database restart: 503s while it is away, then LISTEN, doorbells and waits recover', async () => {
-  const agent = (username: string, webhookUrl?: string) => createAgent(sql, { username, webhookUrl }, { allowLocal: true });
+  const agent = (username: string, webhookUrl?: string) => createAgent(sql, BY_CLI, { username, webhookUrl }, { allowLocal: true });
   const sender = await agent('pg-sender');
   await agent('pg-hooked', hook.url());
   const waiter = await agent('pg-waiter');
@@ -83,7 +84,7 @@ test('the server rides out a database restart: 503s while it is away, then LISTE
   const waited = await open(['pg-waiter']);
   const heldThread = await open(['pg-held-mail']);
   await open(['pg-held-empty']);
-  await invitePerson(sql, { email: 'ops@example.com', username: 'ops' });
+  await invitePerson(sql, BY_CLI, { email: 'ops@example.com', username: 'ops' });
   const token = randomBytes(32).toString('base64url');
   await sql`insert into sessions (token_hash, person_id, expires_at) select ${hashKey(token)}, id, now() + interval '1 hour' from people`;
 

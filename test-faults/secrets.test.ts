@@ -7,6 +7,7 @@ import { freePort } from '../test/support/ports';
 import { eventually, receiver } from '../test/support/receiver';
 import { sign } from '../test/support/webhooks';
 import { call, startService, type Service } from './support/service';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // A full scenario against the real server with everything logged (debug level), then a search of
 // its whole log for every secret that passed through: agent keys, signing secrets, the session
@@ -42,7 +43,7 @@ const mcp = (key: string, name: string, args: Record<string, unknown>) =>
 
 test('keys, secrets, session tokens and bodies never reach the log; strangers get 404', async () => {
   // A person signs in with the code from the log (no SMTP configured).
-  await invitePerson(db.sql, { email: 'keeper@example.com', username: 'keeper' });
+  await invitePerson(db.sql, BY_CLI, { email: 'keeper@example.com', username: 'keeper' });
   expect((await call(server.base, 'POST', '/dashboard/api/sign-in/code', { body: { email: 'keeper@example.com' }, headers: { 'x-requested-with': 'fetch' } })).status).toBe(200);
   const code = String((await eventually(async () => server.lines.find((l) => l.event === 'sign_in_code')))!.code);
   const wrong = code === '000000' ? '000001' : '000000';
@@ -157,7 +158,7 @@ test('OAuth codes and tokens never reach the log; nothing but JSON lines is prin
       body: new URLSearchParams(fields).toString(),
     });
 
-    await invitePerson(db.sql, { email: 'oauth-keeper@example.com', username: 'oauth-keeper' });
+    await invitePerson(db.sql, BY_CLI, { email: 'oauth-keeper@example.com', username: 'oauth-keeper' });
     await call(base, 'POST', '/dashboard/api/sign-in/code', { body: { email: 'oauth-keeper@example.com' }, headers: { 'x-requested-with': 'fetch' } });
     const code = String((await eventually(async () => oauthServer.lines.find((l) => l.event === 'sign_in_code')))!.code);
     await go('/dashboard/api/sign-in/verify', {

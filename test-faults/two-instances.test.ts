@@ -4,6 +4,7 @@ import { testDatabase, type TestDatabase } from '../test/support/database';
 import { parkedWait } from '../test/support/inbox';
 import { eventually, receiver } from '../test/support/receiver';
 import { call, startService, type Service } from './support/service';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // Two server processes on one database, both serving the API and both running workers, as in a
 // deployment with two replicas.
@@ -32,7 +33,7 @@ const hook = receiver((req) => {
 });
 
 test('every doorbell is sent exactly once, the inbox wait wakes on either instance, the cron runs once a period', async () => {
-  const agent = (username: string, webhookUrl?: string) => createAgent(db.sql, { username, webhookUrl }, { allowLocal: true });
+  const agent = (username: string, webhookUrl?: string) => createAgent(db.sql, BY_CLI, { username, webhookUrl }, { allowLocal: true });
   const sender = await agent('pair-sender');
   await agent('pair-hooked-1', hook.url('/one'));
   await agent('pair-hooked-2', hook.url('/two'));

@@ -19,6 +19,7 @@ import { eventually } from './support/receiver';
 import { setArchived, setCardListed } from '../src/domain/agents/agents';
 import { removeParticipant } from '../src/domain/threads/threads';
 import { claimPush, finishPush } from '../src/domain/deliveries/push-configs';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // The A2A door driven by the official A2A JavaScript SDK's client over real HTTP: an agent of
 // ours reached by another through its card, its messages kept in the mailbox, the task following
@@ -96,13 +97,13 @@ describe('the agent card', () => {
       const res = await h.call('GET', `/a2a/agents/${name}/.well-known/agent-card.json`);
       expect([name, res.status, res.headers.get('www-authenticate'), res.body]).toEqual([name, 401, 'Bearer realm="agent-messaging-service"', missing]);
     }
-    expect(await setCardListed(h.db.sql, 'listed-owner', true)).toEqual({ username: 'listed-owner', listed: true });
+    expect(await setCardListed(h.db.sql, BY_CLI, 'listed-owner', true)).toEqual({ username: 'listed-owner', listed: true });
     const listed = await h.call('GET', '/a2a/agents/listed-owner/.well-known/agent-card.json');
     expect([listed.status, listed.body.name]).toEqual([200, 'listed-owner']);
     // Sending still takes a key.
     const send = await h.call('POST', '/a2a/agents/listed-owner', { body: { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {} } });
     expect(send.status).toBe(401);
-    await setArchived(h.db.sql, 'listed-owner', true);
+    await setArchived(h.db.sql, BY_CLI, 'listed-owner', true);
     expect((await h.call('GET', '/a2a/agents/listed-owner/.well-known/agent-card.json')).status).toBe(401);
   });
 });
@@ -185,7 +186,7 @@ describe('a message and its task', () => {
     const z = await h.agent('removed-bystander');
     const client = await a2aClient(x, y.username);
     const task = await send(client, message('Still there?', { contextId: await h.thread(x, [y, z], 'Three of us') }));
-    await removeParticipant(h.db.sql, { kind: 'person', id: '00000000-0000-7000-8000-000000000000', username: 'ops' }, task.contextId, x.username);
+    await removeParticipant(h.db.sql, BY_CLI, task.contextId, x.username);
     await h.post(y, task.contextId, 'Said after you left');
     const seen = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
     expect([seen.status!.state, seen.history.length, seen.metadata!.answerId]).toEqual([TaskState.TASK_STATE_SUBMITTED, 1, null]);
@@ -352,9 +353,9 @@ describe('a message and its task', () => {
     const events = client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id }));
     expect((await events.next()).value?.payload?.$case).toBe('task');
     const ended = events.next();
-    await setArchived(h.db.sql, x.username, true);
+    await setArchived(h.db.sql, BY_CLI, x.username, true);
     expect((await ended).done).toBe(true);
-    await setArchived(h.db.sql, x.username, false);
+    await setArchived(h.db.sql, BY_CLI, x.username, false);
   });
 
   test('push-notification configurations: their URL held to the webhook rules, only on the caller’s own task, ten at most', async () => {
@@ -457,14 +458,14 @@ describe('a message and its task', () => {
     const y = await h.agent('arch-recipient');
     const client = await a2aClient(x, y.username);
     await send(client, message('before'));
-    await setArchived(h.db.sql, y.username, true);
+    await setArchived(h.db.sql, BY_CLI, y.username, true);
     const gone = await h.call('POST', `/a2a/agents/${y.username}`, {
       key: x.key,
       body: { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'late', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } },
     });
     expect([gone.status, gone.body]).toEqual([404, { success: false, error: `No agent named ${y.username}.` }]);
-    await setArchived(h.db.sql, y.username, false);
-    await setArchived(h.db.sql, x.username, true);
+    await setArchived(h.db.sql, BY_CLI, y.username, false);
+    await setArchived(h.db.sql, BY_CLI, x.username, true);
     // Refused as soon as this instance hears of the archive (its key cache is told by the database).
     const refused = await eventually(async () => {
       const res = await h.call('POST', `/a2a/agents/${y.username}`, { key: x.key, body: { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } } });

@@ -6,6 +6,7 @@ import { setArchived } from '../src/domain/agents/agents';
 import { buildApp, type App } from '../src/app';
 import { silentLogger } from '../src/log';
 import { callApp, uniqueName, useHarness } from './support/harness';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const h = useHarness();
 
@@ -52,19 +53,19 @@ test('archiving refuses the key at once on another instance that had it cached; 
   expect(await threadsOnOther(a.key)).toBe(200);
   expect(cache.size()).toBe(1);
 
-  await setArchived(h.db.sql, a.username, true);
+  await setArchived(h.db.sql, BY_CLI, a.username, true);
   await until(() => cache.size() === 0, 1000);
   expect(await threadsOnOther(a.key)).toBe(401);
   expect(cache.size()).toBe(0);
 
-  await setArchived(h.db.sql, a.username, false);
+  await setArchived(h.db.sql, BY_CLI, a.username, false);
   expect(await threadsOnOther(a.key)).toBe(200);
 });
 
 test('a lookup answered before an eviction is not cached after it', async () => {
   const a = await h.agent(uniqueName('raced'));
   const since = cache.version();
-  await setArchived(h.db.sql, a.username, true);
+  await setArchived(h.db.sql, BY_CLI, a.username, true);
   await until(() => cache.version() !== since, 1000);
   cache.remember('a-key-hash', { id: 'read-before-the-archive', username: a.username }, since);
   expect(cache.get('a-key-hash')).toBeUndefined();

@@ -9,9 +9,9 @@ import { silentLogger } from '../src/log';
 import { createService, type HttpService } from '../src/service';
 import { callApp, useHarness, type TestAgent } from './support/harness';
 import { eventually } from './support/receiver';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const h = useHarness({ EVENT_STREAM_STALL_MS: '300', EVENT_HEARTBEAT_MS: '50', HELD_REQUESTS_PER_AGENT: '3' });
-const person = { kind: 'person' as const, id: '00000000-0000-7000-8000-000000000000', username: 'operator' };
 
 type Event = { id?: string; event?: string; data?: any; comment?: string };
 
@@ -233,7 +233,7 @@ describe('GET /api/events', () => {
     expect(before.data.threadId).toBe(leaving);
     await h.post(sender, leaving, 'posted before the removal, read after it');
     expect((await stream.next())!.data.summary).toBe('posted before the removal, read after it');
-    await removeParticipant(h.db.sql, person, leaving, reader.username);
+    await removeParticipant(h.db.sql, BY_CLI, leaving, reader.username);
     await h.post(sender, leaving, 'after');
     const { id } = await h.post(sender, staying, 'elsewhere');
     expect((await stream.next())!.data).toMatchObject({ threadId: staying, messageId: id });
@@ -247,7 +247,7 @@ describe('GET /api/events', () => {
   test('archiving the agent ends its stream, and reconnecting is 401', async () => {
     const agent = await h.agent('archived-listener');
     const stream = await open(agent);
-    await setArchived(h.db.sql, agent.username, true);
+    await setArchived(h.db.sql, BY_CLI, agent.username, true);
     expect(await stream.next()).toBeNull();
     const again = await h.call('GET', '/api/events', { key: agent.key });
     expect(again.status).toBe(401);
@@ -297,7 +297,7 @@ describe('refusals', () => {
     const second = (await stream.next())!;
     await stream.close();
     await h.db.sql`update agent_events set created_at = now() - interval '2 hours' where delivery_id = ${first.data.deliveryId}`;
-    const pruned = await pruneHistory(h.db.sql, { attemptLogDays: 30, deadJobDays: 7, messageDays: null, eventHours: 1 });
+    const pruned = await pruneHistory(h.db.sql, { attemptLogDays: 30, deadJobDays: 7, messageDays: null, eventHours: 1, auditDays: 365 });
     expect(pruned.agentEvents).toBe(1);
     // Resuming from before what was swept is refused; from the swept event itself, nothing is missing.
     const [floor] = await h.db.sql`select xid::text || '-' || seq as id from agent_event_floors f join agents a on a.id = f.agent_id where a.username = ${agent.username}`;

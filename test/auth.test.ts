@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { setArchived } from '../src/domain/agents/agents';
 import { hashKey } from '../src/domain/agents/keys';
 import { uniqueName, useHarness } from './support/harness';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const h = useHarness();
 
@@ -48,11 +49,11 @@ describe('agent authentication', () => {
 
   test('archiving revokes the key and unarchiving restores the same key', async () => {
     const a = await h.agent(uniqueName('arch'));
-    await setArchived(h.db.sql, a.username, true);
+    await setArchived(h.db.sql, BY_CLI, a.username, true);
     const refused = await h.call('GET', '/api/deliveries', { key: a.key });
     expect(refused.status).toBe(401);
     expect(refused.body).toEqual({ success: false, error: 'The API key is not recognised or its agent is archived.' });
-    await setArchived(h.db.sql, a.username, false);
+    await setArchived(h.db.sql, BY_CLI, a.username, false);
     const restored = await h.call('GET', '/api/deliveries', { key: a.key });
     expect(restored.status).toBe(200);
   });

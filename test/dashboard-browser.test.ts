@@ -8,6 +8,7 @@ import { uniqueName } from './support/harness';
 import { axeViolations, pageWidths, untilCount, useDashboardBrowser, type PageGlobals } from './support/dashboard-browser';
 import { eventually, receiver } from './support/receiver';
 import { FAST_WEBHOOKS } from './support/webhooks';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // End to end in a real headless Chromium against the real server listening on a local port, as a
 // person would use it. Sessions are checked every 200 ms, so that an expired one ends the live view
@@ -40,7 +41,7 @@ async function signInOnPage(email: string, username: string) {
 
 test('a person signs in, runs agents and threads, and watches deliveries move live', async () => {
   const { page, base } = b;
-  await invitePerson(h.db.sql, { email: 'ada@example.com', username: 'ada' });
+  await invitePerson(h.db.sql, BY_CLI, { email: 'ada@example.com', username: 'ada' });
   await page.goto(`${base}/dashboard/deliveries`);
   await page.waitForURL(`${base}/dashboard/sign-in?next=%2Fdashboard%2Fdeliveries`);
   // Only the first form shows (a display rule once overrode `hidden` and showed both).

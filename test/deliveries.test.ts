@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { oneLine } from '../src/domain/messages/summary-line';
 import { uniqueName, useHarness } from './support/harness';
 import { eventually } from './support/receiver';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const h = useHarness();
 const NO_DELIVERY = { success: false, error: 'No such delivery, or it is not addressed to you.' };
@@ -184,12 +185,12 @@ describe('resend', () => {
     const { setArchived } = await import('../src/domain/agents/agents');
     const { confirmClose } = await import('../src/domain/threads/threads');
     const cases: [string, (ctx: { b: { username: string }; threadId: string; a: { key: string } }) => Promise<unknown>][] = [
-      ['its recipient is archived', ({ b }) => setArchived(h.db.sql, b.username, true)],
+      ['its recipient is archived', ({ b }) => setArchived(h.db.sql, BY_CLI, b.username, true)],
       ['its recipient has left the thread', ({ b, threadId }) =>
         h.db.sql`delete from participants where thread_id = ${threadId} and agent_id = (select id from agents where username = ${b.username})`],
       ['its thread is closed', async ({ a, threadId }) => {
         await h.call('POST', `/api/threads/${threadId}/close`, { key: a.key });
-        await confirmClose(h.db.sql, threadId);
+        await confirmClose(h.db.sql, BY_CLI, threadId);
       }],
     ];
     for (const [reason, make] of cases) {
@@ -198,7 +199,7 @@ describe('resend', () => {
       const [d] = await h.db.sql`select id from deliveries where message_id = ${posted.id}`;
       await fail(d!.id);
       await make({ a, b, threadId });
-      await expect(resendDelivery(h.db.sql, d!.id)).rejects.toThrow(`This delivery cannot be resent: ${reason}.`);
+      await expect(resendDelivery(h.db.sql, BY_CLI, d!.id)).rejects.toThrow(`This delivery cannot be resent: ${reason}.`);
       const [row] = await h.db.sql`select step, failed_step from deliveries where id = ${d!.id}`;
       expect({ ...row }).toEqual({ step: 'failed', failed_step: 'accepted' });
     }

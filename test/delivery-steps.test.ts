@@ -7,12 +7,12 @@ import { notifier } from '../src/webhooks/notify-task';
 import { useHarness } from './support/harness';
 import { eventually, receiver } from './support/receiver';
 import { attemptRows, deliveryRow, FAST_WEBHOOKS, post, useWorkerHarness } from './support/webhooks';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // "Is a doorbell still owed" is one rule, built on the rule of who may see a delivery: a recipient
 // that can no longer see it (removed from the thread, archived, thread closed) is never rung again.
 const { h } = useWorkerHarness();
 const hook = receiver();
-const person = { kind: 'person' as const, id: '00000000-0000-7000-8000-000000000000', username: 'operator' };
 
 const liveJob = async (deliveryId: string) =>
   (await h.db.sql`select 1 from graphile_worker.jobs where key = ${`notify:${deliveryId}`}`).length > 0;
@@ -25,7 +25,7 @@ describe('a doorbell is owed only while its recipient can see the delivery', () 
     hook.reply(async (req) => {
       // The person removes the agent while its handler is failing the first doorbell.
       if (req.path === '/removed' && hook.received.filter((r) => r.path === '/removed').length === 1) {
-        await removeParticipant(h.db.sql, person, threadId, recipient.username);
+        await removeParticipant(h.db.sql, BY_CLI, threadId, recipient.username);
       }
       return new Response('down', { status: 500 });
     });
@@ -55,7 +55,7 @@ describe('a doorbell prepared by the post', () => {
     const [job] = await q.db.sql<{ payload: any; created_at: Date }[]>`
       select payload, created_at from graphile_worker._private_jobs where key = ${`notify:${deliveryId}`}`;
     expect(job!.payload.doorbell).toBeDefined();
-    await removeParticipant(q.db.sql, person, threadId, recipient.username);
+    await removeParticipant(q.db.sql, BY_CLI, threadId, recipient.username);
 
     const [agent] = await q.db.sql`select id, webhook_url, signing_secret from agents where username = ${recipient.username}`;
     const credentials = rememberWebhooks();

@@ -18,6 +18,7 @@ import { afterAttempt, type AttemptOutcome } from '../src/domain/deliveries/retr
 import { silentLogger } from '../src/log';
 import { uniqueName, useHarness, type TestAgent } from './support/harness';
 import { post } from './support/webhooks';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // The wake-up contract (src/domain/deliveries/delivery-wake-ups.ts): every write path of the domain that
 // changes what a watcher sees wakes the delivery's watchers exactly once, and a new delivery's
@@ -242,7 +243,7 @@ describe("an agent's report, read and acknowledgement", () => {
 describe("a person's resend", () => {
   test('of one Failed delivery wakes its watchers once', async () => {
     const { deliveryId } = await failedDelivery();
-    await expectWakes(() => resendDelivery(h.db.sql, deliveryId), { inbox: [], delivery: [deliveryId] });
+    await expectWakes(() => resendDelivery(h.db.sql, BY_CLI, deliveryId), { inbox: [], delivery: [deliveryId] });
   });
 
   test('of every Failed delivery a filter shows wakes each once', async () => {
@@ -254,7 +255,7 @@ describe("a person's resend", () => {
     const ids = (await h.db.sql<{ id: string }[]>`select id from deliveries where thread_id = ${threadId} order by id`).map((r) => r.id);
     for (const id of ids) await attemptHeard(id, { status: 401, error: null });
     const filter = deliveryFilter({ thread: threadId });
-    await expectWakes(() => resendFailed(h.db.sql, filter, ids.at(-1), 60_000), { inbox: [], delivery: ids });
+    await expectWakes(() => resendFailed(h.db.sql, BY_CLI, filter, ids.at(-1), 60_000), { inbox: [], delivery: ids });
   });
 });
 

@@ -22,6 +22,7 @@ import { uniqueName, useHarness, type TestAgent } from './support/harness';
 import { eventually } from './support/receiver';
 import { readMail, smtpSink } from './support/smtp';
 import { deliveryRow, post, rewind } from './support/webhooks';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // Endpoint health (src/domain/agents/endpoint-health.ts) against a known attempt history, the
 // warning stages and the switch-off, switching back on with the failed deliveries resent, and the
@@ -99,7 +100,7 @@ test('an attempt sent to a webhook since saved again counts for nothing, and sav
   expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.consecutiveFailures).toBe(1);
   await attempt(sender, recipient, 0, 90, http(503), { webhookVersion: '1' });
   expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.consecutiveFailures).toBe(1);
-  await setWebhook(h.db.sql, recipient.username, 'http://127.0.0.1:9/other', { allowLocal: true });
+  await setWebhook(h.db.sql, BY_CLI, recipient.username, 'http://127.0.0.1:9/other', { allowLocal: true });
   const fresh = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
   expect([fresh.state, fresh.consecutiveFailures, fresh.lastDay.attempts]).toEqual(['untried', 0, 0]);
   const [windows] = await h.db.sql`select count(*)::int as n from endpoint_attempt_windows where agent_id = ${agentId}`;
@@ -159,7 +160,7 @@ test('a failing webhook warns once per stage, is switched off after its spell, a
 
   // Switched back on with the failed resent: the Failed delivery is Accepted again with a job,
   // the spell starts afresh, and doorbells are owed again.
-  const enabled = await enableWebhook(h.db.sql, recipient.username, true);
+  const enabled = await enableWebhook(h.db.sql, BY_CLI, recipient.username, true);
   expect(enabled).toEqual({ username: recipient.username, enabled: true, resent: 1, refused: [] });
   expect((await deliveryRow(h, failed)).step).toBe('accepted');
   const [job] = await h.db.sql`select count(*)::int as n from graphile_worker.jobs where key = ${'notify:' + failed}`;
@@ -169,13 +170,13 @@ test('a failing webhook warns once per stage, is switched off after its spell, a
   const { deliveryId: rung } = await post(h, sender, recipient, { content: 'back on' });
   const [rungRow] = await h.db.sql<{ webhook: boolean }[]>`select webhook from deliveries where id = ${rung}`;
   expect(rungRow!.webhook).toBe(true);
-  await expect(enableWebhook(h.db.sql, recipient.username, false)).rejects.toThrow(`${recipient.username}'s webhook is not switched off.`);
+  await expect(enableWebhook(h.db.sql, BY_CLI, recipient.username, false)).rejects.toThrow(`${recipient.username}'s webhook is not switched off.`);
 });
 
 test('the warning and the switch-off reach every person by email, over SMTP, saying what failed and where to act', async () => {
   const sink = smtpSink();
   try {
-    await invitePerson(h.db.sql, { email: 'ops@example.com', username: uniqueName('ops') });
+    await invitePerson(h.db.sql, BY_CLI, { email: 'ops@example.com', username: uniqueName('ops') });
     const { sender, recipient } = await hooked('mailed');
     await attempt(sender, recipient, 2 * HOUR, 100, http(503));
     await attempt(sender, recipient, 0, 100, http(503), { last: true });

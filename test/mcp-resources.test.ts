@@ -4,6 +4,7 @@ import { setArchived } from '../src/domain/agents/agents';
 import { uniqueName, useHarness, useListening } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventually } from './support/receiver';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // The inbox as an MCP resource, through the official SDK client over real HTTP: listed, read,
 // subscribed to, and its updates heard on the GET stream the client opens by itself.
@@ -69,7 +70,7 @@ test('a subscriber hears notifications/resources/updated on its GET stream when 
 test('archiving the agent ends its GET stream', async () => {
   const { reader, mcp } = await agentWithClient();
   await eventually(async () => h.inboxSignal.streaming() === 1, 10_000);
-  await setArchived(h.db.sql, reader.username, true);
+  await setArchived(h.db.sql, BY_CLI, reader.username, true);
   await eventually(async () => h.inboxSignal.streaming() === 0, 10_000);
   await mcp.close();
 });

@@ -4,6 +4,7 @@ import { confirmClose, removeParticipant } from '../src/domain/threads/threads';
 import { toolList } from '../src/mcp/tools';
 import { uniqueName, useHarness, useListening, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // Full-text search for agents: GET /api/messages/search and the MCP tool search_messages, over
 // the threads the agent can see and nothing else, recording no read.
@@ -15,7 +16,6 @@ let carol: TestAgent;
 let stranger: TestAgent;
 let shared: string;
 
-const person = { kind: 'person' as const, id: '00000000-0000-7000-8000-000000000000', username: 'operator' };
 
 const search = (key: string, query: Record<string, string>) => h.call('GET', `/api/messages/search?${new URLSearchParams(query)}`, { key });
 const ids = (res: { body: any }) => (res.body.data.results as { messageId: string }[]).map((r) => r.messageId);
@@ -138,13 +138,13 @@ describe('who sees what', () => {
     expect(ids(await search(stranger.key, { q: 'narwhal' }))).toEqual([elsewhere]);
     expect(ids(await search(stranger.key, { q: 'secret plans' }))).toEqual([]);
 
-    await removeParticipant(h.db.sql, person, thread, carol.username);
+    await removeParticipant(h.db.sql, BY_CLI, thread, carol.username);
     expect(ids(await search(carol.key, { q: 'narwhal' }))).toEqual([elsewhere]);
     expect(ids(await search(bob.key, { q: 'narwhal' }))).toEqual([message]);
 
     await h.db.sql`update threads set close_requested_at = now(), state = 'close-pending' where id = ${thread}`;
     expect(ids(await search(bob.key, { q: 'narwhal' }))).toEqual([message]);
-    await confirmClose(h.db.sql, thread);
+    await confirmClose(h.db.sql, BY_CLI, thread);
     for (const agent of [alice, bob]) expect(ids(await search(agent.key, { q: 'narwhal' }))).toEqual([]);
 
     // Naming a thread one cannot see is answered as every door answers it.

@@ -3,6 +3,7 @@ import { setArchived } from '../src/domain/agents/agents';
 import { internalError } from '../src/web/envelope';
 import { uniqueName, useHarness } from './support/harness';
 import { POSTS_AT_BOUNDS, POSTS_PAST_BOUNDS } from './support/emoji';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const h = useHarness();
 // U+1F600, one character of two UTF-16 code units.
@@ -43,7 +44,7 @@ describe('post a message', () => {
   test('archived participants are not recipients', async () => {
     const [a, b, c] = await Promise.all(['arc', 'arc', 'arc'].map((n) => h.agent(uniqueName(n))));
     const id = await h.thread(a!, [b!, c!]);
-    await setArchived(h.db.sql, c!.username, true);
+    await setArchived(h.db.sql, BY_CLI, c!.username, true);
     const posted = await h.post(a!, id);
     expect(posted.recipients).toBe(1);
     expect((await countRows(id)).deliveries).toBe(1);
@@ -52,7 +53,7 @@ describe('post a message', () => {
   test('400 and nothing created when every other participant is archived, or there is nobody else', async () => {
     const [a, b] = await Promise.all(['lone', 'lone'].map((n) => h.agent(uniqueName(n))));
     const id = await h.thread(a!, [b!]);
-    await setArchived(h.db.sql, b!.username, true);
+    await setArchived(h.db.sql, BY_CLI, b!.username, true);
     const res = await h.call('POST', `/api/threads/${id}/messages`, { key: a!.key, body: { content: 'anyone?' } });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -200,7 +201,7 @@ describe('concurrent posts', () => {
     const closing = await h.thread(a!, [b!]);
     expect((await h.call('POST', `/api/threads/${closing}/close`, { key: a!.key })).status).toBe(200);
     const nobody = await h.thread(a!, [gone!]);
-    await setArchived(h.db.sql, gone!.username, true);
+    await setArchived(h.db.sql, BY_CLI, gone!.username, true);
     const unknown = '01a20000-0000-7000-8000-000000000000';
     const plan = [
       ...Array.from({ length: 20 }, (_, i) => ({ key: a!.key, thread: polled, content: `polled ${i}`, status: 201 })),

@@ -8,6 +8,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import { invitePerson } from '../src/domain/people/people';
 import { axeViolations, pageWidths, useDashboardBrowser } from './support/dashboard-browser';
 import { localCertificates } from './support/tls';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // An MCP host signing in as one of our agents, end to end: the official MCP SDK client with its OAuth
 // support discovers the server from a 401, registers itself, and sends the person's browser (real
@@ -70,7 +71,7 @@ const loggedCode = (email: string) => b.logLines.findLast((l) => l.event === 'si
 
 test('an MCP SDK client signs in through the browser, acts as the chosen agent, and is cut off when disconnected', async () => {
   const { page, base } = b;
-  await invitePerson(h.db.sql, { email: 'grace@example.com', username: 'grace' });
+  await invitePerson(h.db.sql, BY_CLI, { email: 'grace@example.com', username: 'grace' });
   const agent = await h.agent('hosted-agent');
   await h.agent('other-agent');
   const sender = await h.agent('e2e-sender');

@@ -36,8 +36,8 @@ test('the attempt log and dead jobs are pruned by age; messages only when a peri
       values (${agent!.id}, 'http://127.0.0.1:9/hook', '1', 'ada', now() - ${age === '3 days' ? '40 days' : age}::interval, now(), 200)`;
   }
 
-  const kept = { attemptLogDays: 30, deadJobDays: 7, messageDays: null, eventHours: 168 };
-  expect(await pruneHistory(h.db.sql, kept)).toEqual({ attempts: 2, deadJobs: 1, messages: 0, oauthArtifacts: 0, endpointHistory: 2, agentEvents: 0 });
+  const kept = { attemptLogDays: 30, deadJobDays: 7, messageDays: null, eventHours: 168, auditDays: 365 };
+  expect(await pruneHistory(h.db.sql, kept)).toEqual({ attempts: 2, deadJobs: 1, messages: 0, oauthArtifacts: 0, endpointHistory: 2, agentEvents: 0, auditEvents: 0 });
   const [left] = await h.db.sql`
     select (select count(*)::int from endpoint_attempt_windows where agent_id = ${agent!.id}) as windows,
            (select count(*)::int from endpoint_test_events where agent_id = ${agent!.id}) as tests`;
@@ -49,8 +49,23 @@ test('the attempt log and dead jobs are pruned by age; messages only when a peri
   expect((await h.db.sql`select id from messages where thread_id = ${threadId} order by id`).map((m) => m.id)).toEqual([old.id, recent.id]);
 
   // With a message retention of a year: the old message goes, its delivery with it.
-  expect(await pruneHistory(h.db.sql, { ...kept, messageDays: 365 })).toEqual({ attempts: 0, deadJobs: 0, messages: 1, oauthArtifacts: 0, endpointHistory: 0, agentEvents: 0 });
+  expect(await pruneHistory(h.db.sql, { ...kept, messageDays: 365 })).toEqual({ attempts: 0, deadJobs: 0, messages: 1, oauthArtifacts: 0, endpointHistory: 0, agentEvents: 0, auditEvents: 0 });
   expect((await h.db.sql`select id from messages where thread_id = ${threadId}`).map((m) => m.id)).toEqual([recent.id]);
   expect(await h.db.sql`select 1 from deliveries where id = ${oldDelivery!.id}`).toHaveLength(0);
   expect(await h.db.sql`select 1 from deliveries where id = ${recentDelivery!.id}`).toHaveLength(1);
+});
+
+test("the audit trail is pruned past its period, oldest first, and the rest is kept", async () => {
+  const agent = await h.agent(uniqueName('audited'));
+  await h.db.sql`delete from audit_events where at < now() - interval '1 day'`;
+  for (const age of ['400 days', '366 days', '364 days']) {
+    await h.db.sql`
+      insert into audit_events (at, actor, action, subject_type, subject, before, after)
+      values (now() - ${age}::interval, 'cli', 'agent.archive', 'agent', ${agent.username}, '{"archived":false}', '{"archived":true}')`;
+  }
+  const kept = { attemptLogDays: 30, deadJobDays: 7, messageDays: null, eventHours: 168, auditDays: 365 };
+  expect((await pruneHistory(h.db.sql, kept)).auditEvents).toBe(2);
+  const left = await h.db.sql`
+    select action, extract(day from now() - at)::int as days from audit_events where subject = ${agent.username} order by at`;
+  expect(left.map((r) => ({ ...r }))).toEqual([{ action: 'agent.archive', days: 364 }, { action: 'agent.create', days: 0 }]);
 });

@@ -10,6 +10,7 @@ import { privateCluster, type PrivateCluster } from './support/debian-postgres';
 import { callApp, uniqueName, useListening, type Reply, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { eventually } from './support/receiver';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // Searches are the reads whose cost a caller's words decide (domain/shared/search-gate.ts): each is
 // bounded in time and memory, stops in the database when its client leaves, and shares the pool
@@ -137,7 +138,7 @@ describe('share of the pool', () => {
       const others = await Promise.all(
         Array.from({ length: 40 }, async () => {
           const name = uniqueName('searcher');
-          return (await createAgent(h.db.sql, { username: name }, { allowLocal: true })).apiKey;
+          return (await createAgent(h.db.sql, BY_CLI, { username: name }, { allowLocal: true })).apiKey;
         }),
       );
       const settled: Reply[] = [];
@@ -187,9 +188,9 @@ describe('on PostgreSQL 15', () => {
     // Far more than a search needs, and far less than the machine has.
     cluster = await privateCluster(15, { addressSpaceBytes: 1536 * 1024 * 1024 });
     service = await createService(loadConfig({ DATABASE_URL: cluster.url, DB_POOL_SIZE: '4' }), { log: silentLogger, http: true, worker: false });
-    const created = await createAgent(service.sql, { username: 'zz-poster' }, { allowLocal: false });
+    const created = await createAgent(service.sql, BY_CLI, { username: 'zz-poster' }, { allowLocal: false });
     agent = { username: 'zz-poster', key: created.apiKey };
-    await createAgent(service.sql, { username: 'zz-reader' }, { allowLocal: false });
+    await createAgent(service.sql, BY_CLI, { username: 'zz-reader' }, { allowLocal: false });
     const opened = await callApp(service.app, 'POST', '/api/threads', {
       headers: { authorization: `Bearer ${agent.key}` },
       body: { title: 'Notes', participantUsernames: ['zz-reader'] },

@@ -6,6 +6,7 @@ import { createService, type HttpService } from '../src/service';
 import { createTestDatabase, publicFirst, refuseWakeUps } from './support/database';
 import { callApp } from './support/harness';
 import { eventually } from './support/receiver';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // createService wires every part with the logger it is given, so that nothing reports to a
 // process-wide hook that one way of starting the service sets and another forgets.
@@ -26,8 +27,8 @@ afterAll(async () => {
 });
 
 test('a wake-up that fails after a post commits is logged through the logger the service was given', async () => {
-  const sender = await createAgent(service.sql, { username: 'quiet-sender' }, { allowLocal: false });
-  await createAgent(service.sql, { username: 'quiet-recipient' }, { allowLocal: false });
+  const sender = await createAgent(service.sql, BY_CLI, { username: 'quiet-sender' }, { allowLocal: false });
+  await createAgent(service.sql, BY_CLI, { username: 'quiet-recipient' }, { allowLocal: false });
   const as = { authorization: `Bearer ${sender.apiKey}` };
   const opened = await callApp(service.app, 'POST', '/api/threads', {
     headers: as,

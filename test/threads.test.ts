@@ -1,12 +1,13 @@
 import { describe, expect, test } from 'bun:test';
 import type { ReservedSql } from 'postgres';
 import { setArchived } from '../src/domain/agents/agents';
-import { invitePerson, personActor, type Person } from '../src/domain/people/people';
+import { invitePerson, type Person } from '../src/domain/people/people';
 import { markActive } from '../src/domain/threads/activity';
 import { confirmClose, declineClose, removeParticipant } from '../src/domain/threads/threads';
 import { uniqueName, useHarness, useListening, type Reply, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
 import { EMOJI } from './support/emoji';
+import { BY_CLI, byPerson } from '../src/domain/people/audit';
 
 const h = useHarness();
 const at = useListening(h);
@@ -91,7 +92,7 @@ describe('open a thread', () => {
   test('400 naming an unknown or archived participant, and nothing is created', async () => {
     const a = await h.agent(uniqueName('names'));
     const gone = await h.agent(uniqueName('gone'));
-    await setArchived(h.db.sql, gone.username, true);
+    await setArchived(h.db.sql, BY_CLI, gone.username, true);
     for (const name of ['nobody-here', gone.username]) {
       const res = await h.call('POST', '/api/threads', { key: a.key, body: { title: 'x', participantUsernames: [name] } });
       expect(res.status).toBe(400);
@@ -201,13 +202,13 @@ describe('participants', () => {
     const a = await h.agent(uniqueName('adder'));
     const gone = await h.agent(uniqueName('gone'));
     const late = await h.agent(uniqueName('late'));
-    await setArchived(h.db.sql, gone.username, true);
+    await setArchived(h.db.sql, BY_CLI, gone.username, true);
     const id = await h.thread(a, []);
     const archived = await h.call('POST', `/api/threads/${id}/participants`, { key: a.key, body: { username: gone.username } });
     expect(archived.status).toBe(400);
     expect(archived.body).toEqual({ success: false, error: `username names ${gone.username}, which is not an active agent` });
     await h.call('POST', `/api/threads/${id}/close`, { key: a.key });
-    await confirmClose(h.db.sql, id);
+    await confirmClose(h.db.sql, BY_CLI, id);
     const closed = await h.call('POST', `/api/threads/${id}/participants`, { key: a.key, body: { username: late.username } });
     expect(closed.status).toBe(404);
     expect(closed.body).toEqual(NO_THREAD);
@@ -228,12 +229,12 @@ describe('adding a participant while the thread changes', () => {
     }
   }
   let operator: Person | undefined;
-  const operatorActor = async () => {
+  const operatorDecider = async () => {
     if (!operator) {
-      await invitePerson(h.db.sql, { email: 'operator@example.com', username: 'operator' });
+      await invitePerson(h.db.sql, BY_CLI, { email: 'operator@example.com', username: 'operator' });
       [operator] = await h.db.sql<Person[]>`select id, email, username from people where username = 'operator'`;
     }
-    return personActor(operator!);
+    return byPerson(operator!);
   };
 
   type Race = {
@@ -249,7 +250,7 @@ describe('adding a participant while the thread changes', () => {
       {
         prepare: async (threadId, caller) => {
           await h.call('POST', `/api/threads/${threadId}/close`, { key: caller.key });
-          return async () => expect(await confirmClose(h.db.sql, threadId)).toEqual({ id: threadId, state: 'closed' });
+          return async () => expect(await confirmClose(h.db.sql, BY_CLI, threadId)).toEqual({ id: threadId, state: 'closed' });
         },
         // Stops the insert before it locks any row.
         hold: (holder) => holder`lock table participants in share mode`,
@@ -259,7 +260,7 @@ describe('adding a participant while the thread changes', () => {
       'a person removes the caller',
       {
         prepare: async (threadId, caller) => {
-          const person = await operatorActor();
+          const person = await operatorDecider();
           return async () => {
             const thread = await removeParticipant(h.db.sql, person, threadId, caller.username);
             expect(thread.participants).not.toContainEqual({ username: caller.username });
@@ -357,8 +358,8 @@ describe('closing', () => {
     const id = await h.thread(a, [b]);
     const posted = await h.post(a, id);
     await h.call('POST', `/api/threads/${id}/close`, { key: a.key });
-    expect(await confirmClose(h.db.sql, id)).toEqual({ id, state: 'closed' });
-    expect(await confirmClose(h.db.sql, id)).toEqual({ id, state: 'closed' });
+    expect(await confirmClose(h.db.sql, BY_CLI, id)).toEqual({ id, state: 'closed' });
+    expect(await confirmClose(h.db.sql, BY_CLI, id)).toEqual({ id, state: 'closed' });
     for (const who of [a, b]) {
       const get = await h.call('GET', `/api/threads/${id}`, { key: who.key });
       expect(get.status).toBe(404);
@@ -376,10 +377,10 @@ describe('closing', () => {
     const b = await h.agent(uniqueName('other'));
     const id = await h.thread(a, [b]);
     await h.call('POST', `/api/threads/${id}/close`, { key: a.key });
-    expect(await declineClose(h.db.sql, id)).toEqual({ id, state: 'open' });
+    expect(await declineClose(h.db.sql, BY_CLI, id)).toEqual({ id, state: 'open' });
     expect((await h.post(a, id)).recipients).toBe(1);
-    await expect(declineClose(h.db.sql, id)).rejects.toThrow('The thread has no pending close request (it is open).');
-    await expect(confirmClose(h.db.sql, id)).rejects.toThrow('The thread has no pending close request (it is open).');
+    await expect(declineClose(h.db.sql, BY_CLI, id)).rejects.toThrow('The thread has no pending close request (it is open).');
+    await expect(confirmClose(h.db.sql, BY_CLI, id)).rejects.toThrow('The thread has no pending close request (it is open).');
   });
 
   test('404 for a stranger asking to close', async () => {

@@ -3,6 +3,7 @@ import { createAgent } from '../src/domain/agents/agents';
 import { DomainError } from '../src/domain/shared/errors';
 import { invitePerson } from '../src/domain/people/people';
 import { useHarness } from './support/harness';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const h = useHarness();
 
@@ -11,8 +12,8 @@ test('an agent and a person created together under one name: exactly one gets it
   const outcomes = await Promise.all(
     names.map(async (name) => {
       const [agent, person] = await Promise.allSettled([
-        createAgent(h.db.sql, { username: name }, { allowLocal: true }),
-        invitePerson(h.db.sql, { email: `${name}@example.com`, username: name }),
+        createAgent(h.db.sql, BY_CLI, { username: name }, { allowLocal: true }),
+        invitePerson(h.db.sql, BY_CLI, { email: `${name}@example.com`, username: name }),
       ]);
       const refusal = (r: PromiseSettledResult<unknown>) =>
         r.status === 'rejected' && r.reason instanceof DomainError ? [r.reason.kind, r.reason.message] : null;
@@ -40,19 +41,19 @@ test('an agent and a person created together under one name: exactly one gets it
 });
 
 test('a name refused to an agent stays free of half-written rows, and so does one refused to a person', async () => {
-  await createAgent(h.db.sql, { username: 'taken-by-agent' }, { allowLocal: true });
-  await invitePerson(h.db.sql, { email: 'taken@example.com', username: 'taken-by-person' });
-  await expect(invitePerson(h.db.sql, { email: 'other@example.com', username: 'taken-by-agent' })).rejects.toThrow(
+  await createAgent(h.db.sql, BY_CLI, { username: 'taken-by-agent' }, { allowLocal: true });
+  await invitePerson(h.db.sql, BY_CLI, { email: 'taken@example.com', username: 'taken-by-person' });
+  await expect(invitePerson(h.db.sql, BY_CLI, { email: 'other@example.com', username: 'taken-by-agent' })).rejects.toThrow(
     'An agent is already named taken-by-agent; choose another username.',
   );
-  await expect(createAgent(h.db.sql, { username: 'taken-by-person' }, { allowLocal: true })).rejects.toThrow(
+  await expect(createAgent(h.db.sql, BY_CLI, { username: 'taken-by-person' }, { allowLocal: true })).rejects.toThrow(
     'A person is already named taken-by-person; choose another username.',
   );
   // An invitation refused for its email must not keep the username it would have taken.
-  await expect(invitePerson(h.db.sql, { email: 'taken@example.com', username: 'never-claimed' })).rejects.toThrow(
+  await expect(invitePerson(h.db.sql, BY_CLI, { email: 'taken@example.com', username: 'never-claimed' })).rejects.toThrow(
     'taken@example.com is already invited.',
   );
-  expect((await createAgent(h.db.sql, { username: 'never-claimed' }, { allowLocal: true })).username).toBe('never-claimed');
+  expect((await createAgent(h.db.sql, BY_CLI, { username: 'never-claimed' }, { allowLocal: true })).username).toBe('never-claimed');
   const names = ['taken-by-agent', 'taken-by-person', 'never-claimed'];
   const [counts] = await h.db.sql`
     select (select count(*)::int from agents where username = any(${names})) as agents,
@@ -61,8 +62,8 @@ test('a name refused to an agent stays free of half-written rows, and so does on
 });
 
 test('the database itself refuses a row that would put one name in both tables, whoever writes it', async () => {
-  await invitePerson(h.db.sql, { email: 'plain@example.com', username: 'held-by-person' });
-  await createAgent(h.db.sql, { username: 'held-by-agent' }, { allowLocal: true });
+  await invitePerson(h.db.sql, BY_CLI, { email: 'plain@example.com', username: 'held-by-person' });
+  await createAgent(h.db.sql, BY_CLI, { username: 'held-by-agent' }, { allowLocal: true });
   await expect(h.db.sql`insert into agents (username, key_hash) values ('held-by-person', '\\x00')`).rejects.toThrow(/foreign key/);
   await expect(h.db.sql`insert into people (email, username) values ('x@example.com', 'held-by-agent')`).rejects.toThrow(/foreign key/);
 });

@@ -5,6 +5,7 @@ import { pageQuery } from '../src/domain/shared/keyset';
 import { INTERRUPTED, resendDelivery } from '../src/domain/deliveries/delivery-steps';
 import { eventually, receiver } from './support/receiver';
 import { deliveryRow, post, untilStep, useWorkerHarness } from './support/webhooks';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // The attempt log tells an operator what happened: the status, the first KiB of the answer, the
 // headers that went out, how long it took, which run it belonged to, and when the next try is due.
@@ -69,7 +70,7 @@ describe('the attempt log', () => {
     const { deliveryId } = await post(h, sender, recipient, { content: 'fail, then resend' });
     await untilStep(h, deliveryId, 'failed', 10_000);
     up = true;
-    await resendDelivery(h.db.sql, deliveryId);
+    await resendDelivery(h.db.sql, BY_CLI, deliveryId);
     await untilStep(h, deliveryId, 'notified');
     const attempts = (await progressOf(deliveryId)).attempts.map((a) => [a.resend, a.publish, a.attempt, a.status]);
     expect(attempts).toEqual([[0, 1, 1, 503], [0, 1, 2, 503], [0, 1, 3, 503], [0, 1, 4, 503], [1, 1, 1, 200]]);

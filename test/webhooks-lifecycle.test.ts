@@ -3,6 +3,7 @@ import { removeWebhook, setWebhook } from '../src/domain/agents/agents';
 import { republishStranded } from '../src/domain/deliveries/delivery-steps';
 import { eventually, receiver } from './support/receiver';
 import { attemptRows, deliveryRow, post, rewind, untilStep, useWorkerHarness, sign } from './support/webhooks';
+import { BY_CLI } from '../src/domain/people/audit';
 
 const { h } = useWorkerHarness();
 const hook = receiver();
@@ -55,14 +56,14 @@ describe('webhook remove and re-add', () => {
     handlerSecret = oldSecret;
     const mine = () => hook.received.filter((r) => r.path === '/rotating');
 
-    await removeWebhook(h.db.sql, recipient.username);
+    await removeWebhook(h.db.sql, BY_CLI, recipient.username);
     const polled = await post(h, sender, recipient, { content: 'while polling' });
     const [row] = await h.db.sql`select webhook, publish_attempts from deliveries where id = ${polled.deliveryId}`;
     expect(row).toEqual({ webhook: false, publish_attempts: 0 });
     const inbox = await h.call('GET', '/api/deliveries', { key: recipient.key });
     expect(inbox.body.data.map((e: { deliveryId: string }) => e.deliveryId)).toEqual([polled.deliveryId]);
 
-    const { signingSecret: newSecret } = await setWebhook(h.db.sql, recipient.username, hook.url('/rotating'), { allowLocal: true });
+    const { signingSecret: newSecret } = await setWebhook(h.db.sql, BY_CLI, recipient.username, hook.url('/rotating'), { allowLocal: true });
     expect(newSecret).not.toBe(oldSecret);
     const { deliveryId } = await post(h, sender, recipient, { content: 'before the handler learns the new secret' });
     const failed = await untilStep(h, deliveryId, 'failed');

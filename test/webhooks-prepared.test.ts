@@ -6,6 +6,7 @@ import { startWorker, type RunningWorker } from '../src/webhooks/worker';
 import { callApp, useHarness, type Harness } from './support/harness';
 import { receiver } from './support/receiver';
 import { FAST_WEBHOOKS, post, sign, untilStep } from './support/webhooks';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // A post puts the doorbell, as it stands, into its job; a worker that already holds the webhook's
 // secret rings without loading the delivery first. Whichever way it goes, the bytes are the same.
@@ -92,7 +93,7 @@ describe('a prepared doorbell', () => {
     const recipient = await h.agent('prep-hooked-2', { webhookUrl: hook.url('/prep-2') });
     const warm = await post(h, sender, recipient, { content: 'warm' });
     await untilStep(h, warm.deliveryId, 'notified');
-    const saved = await setWebhook(h.db.sql, recipient.username, hook.url('/prep-2'), { allowLocal: true });
+    const saved = await setWebhook(h.db.sql, BY_CLI, recipient.username, hook.url('/prep-2'), { allowLocal: true });
     expect(saved.signingSecret).not.toBe(recipient.signingSecret);
     const after = await post(h, sender, recipient, { content: 'after' });
     await untilStep(h, after.deliveryId, 'notified');

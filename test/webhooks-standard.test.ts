@@ -7,6 +7,7 @@ import { newSigningSecret } from '../src/domain/agents/keys';
 import { verifyStandardWebhook } from '../src/webhooks/verify';
 import { receiver, type Received } from './support/receiver';
 import { post, untilStep, useWorkerHarness } from './support/webhooks';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // The first retry waits over a second, so that two attempts of one delivery fall in different
 // Unix seconds and their webhook-timestamp headers must differ.
@@ -75,7 +76,7 @@ describe('a real doorbell', () => {
     hook.reply((req) => new Response(null, { status: req.path === path && mine().length <= 4 ? 500 : 204 }));
     const { deliveryId } = await post(h, sender, recipient, { content: 'retry and resend me' });
     await untilStep(h, deliveryId, 'failed');
-    await resendDelivery(h.db.sql, deliveryId);
+    await resendDelivery(h.db.sql, BY_CLI, deliveryId);
     await untilStep(h, deliveryId, 'notified');
 
     const reqs = mine();

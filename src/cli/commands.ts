@@ -4,7 +4,7 @@ import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/a
 import { setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { resendDelivery } from '../domain/deliveries/delivery-steps';
 import { invalid } from '../domain/shared/errors';
-import { BY_CLI } from '../domain/people/audit';
+import { auditFilter, BY_CLI, exportDecisions } from '../domain/people/audit';
 import { invitePerson } from '../domain/people/people';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { confirmClose, declineClose } from '../domain/threads/threads';
@@ -21,15 +21,15 @@ export const commands: Record<string, Command> = {
   'agents create': {
     usage: 'agents create <username> [--webhook <url>]',
     run: ({ sql, config }, [username], flags) =>
-      createAgent(sql, { username, webhookUrl: flags.webhook }, webhookUrlPolicy(config)),
+      createAgent(sql, BY_CLI, { username, webhookUrl: flags.webhook }, webhookUrlPolicy(config)),
   },
   'agents archive': {
     usage: 'agents archive <username>',
-    run: ({ sql }, [username]) => setArchived(sql, username!, true),
+    run: ({ sql }, [username]) => setArchived(sql, BY_CLI, username!, true),
   },
   'agents unarchive': {
     usage: 'agents unarchive <username>',
-    run: ({ sql }, [username]) => setArchived(sql, username!, false),
+    run: ({ sql }, [username]) => setArchived(sql, BY_CLI, username!, false),
   },
   'agents quotas': {
     usage: 'agents quotas <username> [--messages-per-minute <n|default>] [--threads-per-hour <n|default>]',
@@ -49,19 +49,19 @@ export const commands: Record<string, Command> = {
   },
   'webhooks set': {
     usage: 'webhooks set <username> <url>',
-    run: ({ sql, config }, [username, url]) => setWebhook(sql, username!, url!, webhookUrlPolicy(config)),
+    run: ({ sql, config }, [username, url]) => setWebhook(sql, BY_CLI, username!, url!, webhookUrlPolicy(config)),
   },
   'webhooks remove': {
     usage: 'webhooks remove <username>',
-    run: ({ sql }, [username]) => removeWebhook(sql, username!),
+    run: ({ sql }, [username]) => removeWebhook(sql, BY_CLI, username!),
   },
   'threads confirm-close': {
     usage: 'threads confirm-close <threadId>',
-    run: ({ sql }, [threadId]) => confirmClose(sql, threadId!),
+    run: ({ sql }, [threadId]) => confirmClose(sql, BY_CLI, threadId!),
   },
   'threads decline-close': {
     usage: 'threads decline-close <threadId>',
-    run: ({ sql }, [threadId]) => declineClose(sql, threadId!),
+    run: ({ sql }, [threadId]) => declineClose(sql, BY_CLI, threadId!),
   },
   'threads hold': {
     usage: 'threads hold <threadId>',
@@ -77,11 +77,18 @@ export const commands: Record<string, Command> = {
   },
   'deliveries resend': {
     usage: 'deliveries resend <deliveryId>',
-    run: ({ sql }, [deliveryId]) => resendDelivery(sql, deliveryId!),
+    run: ({ sql }, [deliveryId]) => resendDelivery(sql, BY_CLI, deliveryId!),
+  },
+  'audit export': {
+    usage: 'audit export --since <time> [--until <time>] [--action <prefix>]',
+    run: async ({ sql }, _args, flags) => {
+      if (flags.since === undefined) throw invalid('audit export needs --since: an ISO time or a duration back from now such as 24h or 7d.');
+      return new JsonLines(exportDecisions(sql, auditFilter(flags)));
+    },
   },
   'people invite': {
     usage: 'people invite <email> <username>',
-    run: ({ sql }, [email, username]) => invitePerson(sql, { email, username }),
+    run: ({ sql }, [email, username]) => invitePerson(sql, BY_CLI, { email, username }),
   },
 };
 
@@ -89,6 +96,11 @@ export const commands: Record<string, Command> = {
 // left out leaves its quota as it is, and what is not a whole number goes on as typed, for the
 // domain's sentence.
 const quotaFlag = (value: string | undefined) => (value === 'default' ? null : value !== undefined && /^-?\d+$/.test(value) ? Number(value) : value);
+
+// An answer printed as it is read, one JSON object a line, instead of one object at the end.
+export class JsonLines {
+  constructor(readonly items: AsyncIterable<unknown>) {}
+}
 
 export const usage = () => Object.values(commands).map((c) => `  ${c.usage}`).join('\n');
 
@@ -109,7 +121,7 @@ export function parseCommand(argv: string[]): { command: Command; args: string[]
       flags[arg.slice(2)] = value;
     } else args.push(arg);
   }
-  const expected = (command.usage.match(/<[^>]+>/g) ?? []).length - (command.usage.match(/\[--[^\]]+\]/g) ?? []).length;
+  const expected = (command.usage.replace(/--[\w-]+ <[^>]+>/g, '').match(/<[^>]+>/g) ?? []).length;
   if (args.length !== expected) throw invalid(`Usage: ${command.usage}`);
   const allowedFlags = [...command.usage.matchAll(/--([\w-]+)/g)].map((m) => m[1]);
   const unknown = Object.keys(flags).find((f) => !allowedFlags.includes(f));

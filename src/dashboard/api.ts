@@ -14,9 +14,9 @@ import { resendDelivery, resendFailed } from '../domain/deliveries/delivery-step
 import { pageQuery, timeKeyedPageQuery } from '../domain/shared/keyset';
 import { postMessage } from '../domain/messages/messages';
 import { disconnectClient } from '../domain/oauth/oauth-connections';
-import { byPerson } from '../domain/people/audit';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people/people';
 import { searchText } from '../domain/shared/search';
+import { auditFilter, byPerson, listDecisions } from '../domain/people/audit';
 import { searchingIf, type SearchGate } from '../domain/shared/search-gate';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { listThreadsPage, threadFilter, threadForPeople, threadMessages } from '../domain/threads/thread-overview';
@@ -80,10 +80,11 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query))), { person: true })
     .post(
       '/agents',
-      async ({ body, set }) => {
+      async ({ body, person, set }) => {
         const webhookUrl = bodyField(body, 'webhookUrl');
         const created = await createAgent(
           sql,
+          byPerson(person),
           { username: bodyField(body, 'username'), webhookUrl: webhookUrl === undefined || webhookUrl === '' ? undefined : String(webhookUrl) },
           policy,
         );
@@ -92,32 +93,34 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       },
       { person: true },
     )
-    .post('/agents/:username/archive', async ({ params }) => ok(await setArchived(sql, params.username, true)), { person: true })
-    .post('/agents/:username/unarchive', async ({ params }) => ok(await setArchived(sql, params.username, false)), {
+    .post('/agents/:username/archive', async ({ params, person }) => ok(await setArchived(sql, byPerson(person), params.username, true)), { person: true })
+    .post('/agents/:username/unarchive', async ({ params, person }) => ok(await setArchived(sql, byPerson(person), params.username, false)), {
       person: true,
     })
-    .put('/agents/:username/webhook', async ({ params, body }) => ok(await setWebhook(sql, params.username, bodyField(body, 'webhookUrl') as string, policy)), {
-      person: true,
-    })
+    .put(
+      '/agents/:username/webhook',
+      async ({ params, body, person }) => ok(await setWebhook(sql, byPerson(person), params.username, bodyField(body, 'webhookUrl') as string, policy)),
+      { person: true },
+    )
     .delete(
       '/connections/:grantId',
       async ({ params, person, request }) => {
-        const done = await disconnectClient(sql, params.grantId);
+        const done = await disconnectClient(sql, byPerson(person), params.grantId);
         requestLog(log, request).info('oauth_client_disconnected', { grantId: params.grantId, person: person.username });
         return ok(done);
       },
       { person: true },
     )
-    .delete('/agents/:username/webhook', async ({ params }) => ok(await removeWebhook(sql, params.username)), { person: true })
+    .delete('/agents/:username/webhook', async ({ params, person }) => ok(await removeWebhook(sql, byPerson(person), params.username)), { person: true })
     .put(
       '/agents/:username/a2a-card',
-      async ({ params, body }) => ok(await setCardListed(sql, params.username, bodyField(body, 'listed'))),
+      async ({ params, body, person }) => ok(await setCardListed(sql, byPerson(person), params.username, bodyField(body, 'listed'))),
       { person: true },
     )
     .post(
       '/agents/:username/webhook/enable',
       async ({ params, body, person, request }) => {
-        const enabled = await enableWebhook(sql, params.username, bodyField(body, 'resendFailed') === true);
+        const enabled = await enableWebhook(sql, byPerson(person), params.username, bodyField(body, 'resendFailed') === true);
         metrics.endpointTransition('enabled');
         requestLog(log, request).info('webhook_endpoint_enabled', { agent: params.username, person: person.username, resent: enabled.resent });
         return ok(enabled);
@@ -142,7 +145,7 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       async ({ params, body, person }) => ok(await setAgentHolds(sql, byPerson(person), params.username, bodyField(body, 'holds'))),
       { person: true },
     )
-    .get('/agents/:username/webhook/secret', async ({ params }) => ok(await revealSigningSecret(sql, params.username)), {
+    .get('/agents/:username/webhook/secret', async ({ params, person }) => ok(await revealSigningSecret(sql, byPerson(person), params.username)), {
       person: true,
     })
     .get(
@@ -168,11 +171,11 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     )
     .delete(
       '/threads/:threadId/participants/:username',
-      async ({ person, params }) => ok(await removeParticipant(sql, personActor(person), params.threadId, params.username)),
+      async ({ person, params }) => ok(await removeParticipant(sql, byPerson(person), params.threadId, params.username)),
       { person: true },
     )
-    .post('/threads/:threadId/confirm-close', async ({ params }) => ok(await confirmClose(sql, params.threadId)), { person: true })
-    .post('/threads/:threadId/decline-close', async ({ params }) => ok(await declineClose(sql, params.threadId)), { person: true })
+    .post('/threads/:threadId/confirm-close', async ({ params, person }) => ok(await confirmClose(sql, byPerson(person), params.threadId)), { person: true })
+    .post('/threads/:threadId/decline-close', async ({ params, person }) => ok(await declineClose(sql, byPerson(person), params.threadId)), { person: true })
     .post(
       '/threads/:threadId/messages',
       async ({ person, params, body, set, request }) => {
@@ -201,14 +204,19 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     )
     .post(
       '/deliveries/resend-failed',
-      async ({ body }) => {
+      async ({ body, person }) => {
         const filter = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
-        return ok(await resendFailed(sql, deliveryFilter(filter), filter.upTo, config.STALLED_AFTER_MS));
+        return ok(await resendFailed(sql, byPerson(person), deliveryFilter(filter), filter.upTo, config.STALLED_AFTER_MS));
       },
       { person: true },
     )
+    .get(
+      '/audit',
+      async ({ query }) => ok(await listDecisions(sql, auditFilter(query), pageQuery({ after: query.after, limit: query.limit }))),
+      { person: true },
+    )
     .get(STREAM_PATH, ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request, { log }), { person: true })
-    .post('/deliveries/:deliveryId/resend', async ({ params }) => ok(await resendDelivery(sql, params.deliveryId)), {
+    .post('/deliveries/:deliveryId/resend', async ({ params, person }) => ok(await resendDelivery(sql, byPerson(person), params.deliveryId)), {
       person: true,
     });
 };

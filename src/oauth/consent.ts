@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import type { Sql } from '../db/connect';
 import { invalid, notFound } from '../domain/shared/errors';
 import { choosableAgents, connectClient, findActiveAgentNamed, MCP_SCOPE } from '../domain/oauth/oauth-connections';
+import { byPerson } from '../domain/people/audit';
 import { dashboardGuard } from '../web/person-session';
 import { ok } from '../web/envelope';
 import { requestLog } from '../web/request-id';
@@ -91,7 +92,7 @@ export const consentRoutes = (sql: Sql, config: Config, log: Logger, oauth: OAut
         grant.addResourceScope(resource, MCP_SCOPE);
         const grantId = await grant.save();
         try {
-          await connectClient(sql, {
+          await connectClient(sql, byPerson(person), {
             grantId,
             clientId,
             clientName: client.clientName ?? null,

@@ -7,6 +7,7 @@ import { createLogger } from '../../src/log';
 import { launchChromium } from './chromium';
 import { useHarness, type Harness } from './harness';
 import { freePort } from './ports';
+import { BY_CLI } from '../../src/domain/people/audit';
 
 export const ARTIFACTS = 'test-artifacts/dashboard';
 
@@ -77,7 +78,7 @@ export function useDashboardBrowser(
     const held = (await b.context.cookies(`${b.base}/dashboard/`)).find((c) => c.name === 'ams_session');
     if (held && (await fetch(`${b.base}/dashboard/api/me`, { headers: { cookie: `ams_session=${held.value}` } })).status === 200) return;
     const [known] = await h.db.sql`select 1 from people where email = ${email}`;
-    if (!known) await invitePerson(h.db.sql, { email, username });
+    if (!known) await invitePerson(h.db.sql, BY_CLI, { email, username });
     const post = (path: string, body: unknown) =>
       fetch(`${b.base}/dashboard/api/sign-in/${path}`, {
         method: 'POST',

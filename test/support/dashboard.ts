@@ -4,6 +4,7 @@ import { invitePerson } from '../../src/domain/people/people';
 import { buildApp, type App } from '../../src/app';
 import { createLogger } from '../../src/log';
 import { callApp, useHarness, type Harness, type Reply } from './harness';
+import { BY_CLI } from '../../src/domain/people/audit';
 
 export type CallOptions = {
   cookie?: string | null;
@@ -42,7 +43,7 @@ export function useDashboardHarness(env: Record<string, string> = {}, { worker =
     };
     h.lastCode = (email) => h.logLines.findLast((l) => l.event === 'sign_in_code' && l.email === email)?.code;
     h.invite = async (email, username) => {
-      await invitePerson(h.db.sql, { email, username });
+      await invitePerson(h.db.sql, BY_CLI, { email, username });
     };
     h.signIn = async (email) => {
       await h.send('POST', '/dashboard/api/sign-in/code', { body: { email } });

@@ -7,6 +7,7 @@ import type { App } from '../../src/app';
 import { silentLogger, type Logger } from '../../src/log';
 import { createService, type HttpService } from '../../src/service';
 import { createTestDatabase, type TestDatabase } from './database';
+import { BY_CLI } from '../../src/domain/people/audit';
 
 export type Reply = { status: number; body: any; headers: Headers };
 
@@ -73,7 +74,7 @@ export function useHarness(env: Record<string, string> = {}, { worker = false, l
       return callApp(h.app, method, path, { headers, body: opts.body, raw: opts.raw });
     };
     h.agent = async (username, opts = {}) => {
-      const created = await createAgent(h.db.sql, { username, webhookUrl: opts.webhookUrl }, { allowLocal: true });
+      const created = await createAgent(h.db.sql, BY_CLI, { username, webhookUrl: opts.webhookUrl }, { allowLocal: true });
       return { username, key: created.apiKey, signingSecret: created.signingSecret };
     };
     h.thread = async (opener, others, title = 'A thread') => {

@@ -1,5 +1,6 @@
 import type { Sql } from '../../db/connect';
 import { notFound } from '../shared/errors';
+import { recordDecision, type Decider } from '../people/audit';
 import { iso } from '../shared/iso-time';
 import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
 import { connectionFromRow, connectionsOf, type Connection, type ConnectionRow } from '../oauth/oauth-connections';
@@ -68,11 +69,15 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
   return pageOf(agents, page.limit, (a) => a.id);
 }
 
-// The signing secret stays readable by contract, so that a person can copy it into the handler.
-export async function revealSigningSecret(sql: Sql, username: string) {
-  const [row] = await sql<{ webhookUrl: string | null; signingSecret: string | null }[]>`
-    select webhook_url as "webhookUrl", signing_secret as "signingSecret" from agents where username = ${username}`;
-  if (!row) throw notFound(`No agent named ${username}.`);
-  if (!row.signingSecret) throw notFound(`${username} has no webhook, so it has no signing secret.`);
-  return { username, webhookUrl: row.webhookUrl!, signingSecret: row.signingSecret };
+// The signing secret stays readable by contract, so that a person can copy it into the handler;
+// who read it, and when, is on record (never the secret itself).
+export async function revealSigningSecret(sql: Sql, decider: Decider, username: string) {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ webhookUrl: string | null; signingSecret: string | null }[]>`
+      select webhook_url as "webhookUrl", signing_secret as "signingSecret" from agents where username = ${username}`;
+    if (!row) throw notFound(`No agent named ${username}.`);
+    if (!row.signingSecret) throw notFound(`${username} has no webhook, so it has no signing secret.`);
+    await recordDecision(tx, decider, { action: 'agent.webhook.secret.reveal', subjectType: 'agent', subject: username });
+    return { username, webhookUrl: row.webhookUrl!, signingSecret: row.signingSecret };
+  });
 }

@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/connect';
+import type { Queries, Sql } from '../../db/connect';
 import type { Agent } from './actors';
 import { conflict, invalid, notFound } from '../shared/errors';
 import { hashKey, newAgentKey, newSigningSecret } from './keys';
@@ -7,11 +7,13 @@ import { claimUsername, usernameOwner } from './usernames';
 import { validate } from '../shared/validate';
 import { checkWebhookUrl, type WebhookUrlPolicy } from './webhook-url';
 import { resendFailedSince } from '../deliveries/delivery-steps';
+import { recordDecision, type Decider } from '../people/audit';
 
 export type CreatedAgent = { username: string; apiKey: string; webhookUrl?: string; signingSecret?: string };
 
 export async function createAgent(
   sql: Sql,
+  decider: Decider,
   input: { username: unknown; webhookUrl?: string | undefined },
   policy: WebhookUrlPolicy,
 ): Promise<CreatedAgent> {
@@ -19,66 +21,87 @@ export async function createAgent(
   const webhookUrl = input.webhookUrl === undefined ? undefined : await checkWebhookUrl(input.webhookUrl, policy);
   const apiKey = newAgentKey();
   const signingSecret = webhookUrl ? newSigningSecret() : null;
-  const [row] = await sql<{ id: string }[]>`
-    with claimed as (${claimUsername(sql, username, 'agent')})
-    insert into agents (username, key_hash, webhook_url, signing_secret, webhook_set_at)
-    select username, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret}, ${webhookUrl ? sql`now()` : null}
-    from claimed
-    returning id`;
-  if (!row) {
-    throw conflict(
-      (await usernameOwner(sql, username)) === 'person'
-        ? `A person is already named ${username}; choose another username.`
-        : `An agent named ${username} already exists.`,
-    );
-  }
-  return webhookUrl ? { username, apiKey, webhookUrl, signingSecret: signingSecret! } : { username, apiKey };
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ id: string }[]>`
+      with claimed as (${claimUsername(tx, username, 'agent')})
+      insert into agents (username, key_hash, webhook_url, signing_secret, webhook_set_at)
+      select username, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret}, ${webhookUrl ? tx`now()` : null}
+      from claimed
+      returning id`;
+    if (!row) {
+      throw conflict(
+        (await usernameOwner(tx, username)) === 'person'
+          ? `A person is already named ${username}; choose another username.`
+          : `An agent named ${username} already exists.`,
+      );
+    }
+    await recordDecision(tx, decider, { action: 'agent.create', subjectType: 'agent', subject: username, after: { webhookUrl: webhookUrl ?? null } });
+    return webhookUrl ? { username, apiKey, webhookUrl, signingSecret: signingSecret! } : { username, apiKey };
+  });
 }
 
-async function requireAgent(sql: Sql, username: string): Promise<{ id: string; username: string }> {
-  const [agent] = await sql<{ id: string; username: string }[]>`select id, username from agents where username = ${username}`;
-  if (!agent) throw notFound(`No agent named ${username}.`);
-  return agent;
-}
+const noAgent = (username: string) => notFound(`No agent named ${username}.`);
 
 // Archiving revokes the key and removes the agent from future recipients; unarchiving restores
 // the same key, since the hash never changes. Every instance's cache of authenticated agents
 // drops the agent when the change commits (sql/007_agent_changes_notify.sql).
-export async function setArchived(sql: Sql, username: string, archived: boolean) {
-  await requireAgent(sql, username);
-  await sql`
-    update agents set archived_at = ${archived ? sql`coalesce(archived_at, now())` : null}
-    where username = ${username}`;
-  return { username, archived };
+export async function setArchived(sql: Sql, decider: Decider, username: string, archived: boolean) {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ was: boolean }[]>`
+      with agent as (select id, archived_at is not null as was from agents where username = ${username} for update)
+      update agents a set archived_at = ${archived ? tx`coalesce(a.archived_at, now())` : null}
+      from agent where a.id = agent.id
+      returning agent.was`;
+    if (!row) throw noAgent(username);
+    await recordDecision(tx, decider, {
+      action: archived ? 'agent.archive' : 'agent.unarchive',
+      subjectType: 'agent',
+      subject: username,
+      before: { archived: row.was },
+      after: { archived },
+    });
+    return { username, archived };
+  });
 }
 
 // A webhook saved again or removed is another endpoint: the old one's health and its switching
 // off go with it, in the same statement (endpoint-health.ts).
-const forgetEndpoint = (sql: Sql, username: string) => sql`
+const forgetEndpoint = (sql: Queries, username: string) => sql`
   health as (delete from endpoint_health where agent_id = (select id from agents where username = ${username})),
   windows as (delete from endpoint_attempt_windows where agent_id = (select id from agents where username = ${username}))`;
 
+// The webhook's URL changes (to null: removed), and the decision is recorded with the URL it had;
+// the signing secret is never recorded.
+async function changeWebhook(sql: Sql, decider: Decider, username: string, change: { action: string; url: string | null; secret: string | null }) {
+  await sql.begin(async (tx) => {
+    const [row] = await tx<{ before: string | null }[]>`
+      with agent as (select id, webhook_url from agents where username = ${username} for update), ${forgetEndpoint(tx, username)}
+      update agents a set webhook_url = ${change.url}, signing_secret = ${change.secret}, webhook_set_at = ${change.url ? tx`now()` : null},
+                          webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null
+      from agent where a.id = agent.id
+      returning agent.webhook_url as before`;
+    if (!row) throw noAgent(username);
+    await recordDecision(tx, decider, {
+      action: change.action,
+      subjectType: 'agent',
+      subject: username,
+      before: { webhookUrl: row.before },
+      after: { webhookUrl: change.url },
+    });
+  });
+}
+
 // Saving a URL always mints a new secret: there is no rotation, only remove and re-add.
-export async function setWebhook(sql: Sql, username: string, url: string, policy: WebhookUrlPolicy) {
+export async function setWebhook(sql: Sql, decider: Decider, username: string, url: string, policy: WebhookUrlPolicy) {
   const webhookUrl = await checkWebhookUrl(url, policy);
-  await requireAgent(sql, username);
   const signingSecret = newSigningSecret();
-  await sql`
-    with ${forgetEndpoint(sql, username)}
-    update agents set webhook_url = ${webhookUrl}, signing_secret = ${signingSecret}, webhook_set_at = now(),
-                      webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null
-    where username = ${username}`;
+  await changeWebhook(sql, decider, username, { action: 'agent.webhook.set', url: webhookUrl, secret: signingSecret });
   return { username, webhookUrl, signingSecret };
 }
 
 // The secret is discarded for good; the agent goes back to polling.
-export async function removeWebhook(sql: Sql, username: string) {
-  await requireAgent(sql, username);
-  await sql`
-    with ${forgetEndpoint(sql, username)}
-    update agents set webhook_url = null, signing_secret = null, webhook_set_at = null,
-                      webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null
-    where username = ${username}`;
+export async function removeWebhook(sql: Sql, decider: Decider, username: string) {
+  await changeWebhook(sql, decider, username, { action: 'agent.webhook.remove', url: null, secret: null });
   return { username, webhookUrl: null };
 }
 
@@ -88,7 +111,7 @@ export type EnabledWebhook = { username: string; enabled: true; resent: number; 
 // accepted from now on, its failing spell starts afresh (or the next sweep would switch it off at
 // once), and, on request, every delivery to the agent whose doorbell failed during the spell that
 // switched it off is resent by the bulk resend's rule. One transaction: enabled and resent, or neither.
-export async function enableWebhook(sql: Sql, username: string, resend: boolean): Promise<EnabledWebhook> {
+export async function enableWebhook(sql: Sql, decider: Decider, username: string, resend: boolean): Promise<EnabledWebhook> {
   return sql.begin(async (tx) => {
     const [row] = await tx<{ id: string; enabled: boolean; failingSince: Date | null }[]>`
       with agent as (
@@ -105,8 +128,14 @@ export async function enableWebhook(sql: Sql, username: string, resend: boolean)
       from agent`;
     if (!row) throw notFound(`No agent named ${username}.`);
     if (!row.enabled) throw conflict(`${username}'s webhook is not switched off.`);
-    if (!resend) return { username, enabled: true as const, resent: 0, refused: [] };
-    const done = await resendFailedSince(tx, row.id, row.failingSince!);
+    const done = resend ? await resendFailedSince(tx, row.id, row.failingSince!) : { resent: 0, refused: [] };
+    await recordDecision(tx, decider, {
+      action: 'agent.webhook.enable',
+      subjectType: 'agent',
+      subject: username,
+      before: { switchedOff: true },
+      after: { switchedOff: false, resent: done.resent },
+    });
     return { username, enabled: true as const, ...done };
   });
 }
@@ -124,13 +153,17 @@ export async function activeAgentNamed(sql: Sql, username: string): Promise<Agen
 }
 
 // Whether the agent's A2A card is served to anyone (docs/reference/a2a.md), as a person sets it.
-export async function setCardListed(sql: Sql, username: string, listed: unknown) {
+export async function setCardListed(sql: Sql, decider: Decider, username: string, listed: unknown) {
   if (typeof listed !== 'boolean') throw invalid('listed must be true or false', 'listed');
-  const [row] = await sql<{ username: string; listed: boolean }[]>`
-    update agents set a2a_card_listed = ${listed} where username = ${username}
-    returning username, a2a_card_listed as listed`;
-  if (!row) throw notFound(`No agent named ${username}.`);
-  return row;
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ username: string; listed: boolean; was: boolean }[]>`
+      with agent as (select id, a2a_card_listed as was from agents where username = ${username} for update)
+      update agents a set a2a_card_listed = ${listed} from agent where a.id = agent.id
+      returning a.username, a.a2a_card_listed as listed, agent.was`;
+    if (!row) throw noAgent(username);
+    await recordDecision(tx, decider, { action: 'agent.a2a_card.set', subjectType: 'agent', subject: username, before: { listed: row.was }, after: { listed } });
+    return { username: row.username, listed: row.listed };
+  });
 }
 
 // An active agent whose card its owner chose to list, or null.

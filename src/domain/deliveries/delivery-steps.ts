@@ -7,6 +7,7 @@ import type { DoorbellFields } from './doorbell-body';
 import { filterSql, type DeliveryFilter } from './delivery-query';
 import { notFound, invalid } from '../shared/errors';
 import { isId } from '../shared/ids';
+import { recordDecision, type Decider } from '../people/audit';
 import { addNotifyJobs, hasLiveNotifyJob, webhookVersion } from './notify-jobs';
 import { retiredFirst, retireJobs } from '../../db/job-queue';
 import { agentSeesThread } from '../threads/visibility';
@@ -328,14 +329,17 @@ async function resendWhere(sql: Queries, where: ReturnType<Sql>) {
     from target left join resent on resent.id = target.id`;
 }
 
-export async function resendDelivery(sql: Sql, deliveryId: string) {
+export async function resendDelivery(sql: Sql, decider: Decider, deliveryId: string) {
   if (!isId(deliveryId)) throw notFound('No such delivery.');
-  const [row] = await resendWhere(sql, sql`d.id = ${deliveryId}`);
-  if (!row) throw notFound('No such delivery.');
-  if (row.step !== 'failed' && !row.changed) throw invalid(`Only a failed delivery can be resent; this one is ${row.step}.`);
-  // Resending would leave it at Accepted for good: nothing would ever send or read it.
-  if (!row.changed) throw invalid(`This delivery cannot be resent: ${row.unreachable}.`);
-  return { deliveryId, step: row.step };
+  return sql.begin(async (tx) => {
+    const [row] = await resendWhere(tx, tx`d.id = ${deliveryId}`);
+    if (!row) throw notFound('No such delivery.');
+    if (row.step !== 'failed' && !row.changed) throw invalid(`Only a failed delivery can be resent; this one is ${row.step}.`);
+    // Resending would leave it at Accepted for good: nothing would ever send or read it.
+    if (!row.changed) throw invalid(`This delivery cannot be resent: ${row.unreachable}.`);
+    await recordDecision(tx, decider, { action: 'delivery.resend', subjectType: 'delivery', subject: deliveryId, before: { step: 'failed' }, after: { step: row.step } });
+    return { deliveryId, step: row.step };
+  });
 }
 
 export type BulkResend = {
@@ -346,19 +350,31 @@ export type BulkResend = {
 
 // Every Failed delivery the filter shows, up to the newest a person counted before confirming
 // (`upTo`), resent by the rule above in one statement: each is resent or refused, none half-way.
-// Those that moved on meanwhile (a delivered report, a read) are neither.
-export async function resendFailed(sql: Queries, filter: DeliveryFilter, upTo: unknown, stalledAfterMs: number): Promise<BulkResend> {
+// Those that moved on meanwhile (a delivered report, a read) are neither. One decision on record,
+// named by `upTo`, with the filter that chose them and the outcome.
+export async function resendFailed(sql: Sql, decider: Decider, filter: DeliveryFilter, upTo: unknown, stalledAfterMs: number): Promise<BulkResend> {
   if (!isId(upTo)) throw invalid('upTo must be the id of the newest Failed delivery counted, as the count answered it');
-  const rows = await resendWhere(
-    sql,
-    sql`d.id in (
-      select d.id from deliveries d
-      join messages m on m.id = d.message_id
-      join threads t on t.id = d.thread_id
-      join agents a on a.id = d.recipient_id
-      where d.step = 'failed' and d.id <= ${upTo} ${filterSql(sql, filter, stalledAfterMs)})`,
-  );
-  return bulkOutcome(rows);
+  return sql.begin(async (tx) => {
+    const rows = await resendWhere(
+      tx,
+      tx`d.id in (
+        select d.id from deliveries d
+        join messages m on m.id = d.message_id
+        join threads t on t.id = d.thread_id
+        join agents a on a.id = d.recipient_id
+        where d.step = 'failed' and d.id <= ${upTo} ${filterSql(tx, filter, stalledAfterMs)})`,
+    );
+    const outcome = bulkOutcome(rows);
+    const chosen = Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== null));
+    await recordDecision(tx, decider, {
+      action: 'delivery.resend_failed',
+      subjectType: 'delivery',
+      subject: upTo,
+      before: { failed: rows.length, filter: chosen },
+      after: outcome,
+    });
+    return outcome;
+  });
 }
 
 function bulkOutcome(rows: { changed: boolean; unreachable: string | null }[]): BulkResend {

@@ -1,11 +1,20 @@
 import type { Sql } from '../../db/connect';
 import { deleteDeadJobs } from '../../db/job-queue';
 import { removeExpiredEvents } from '../deliveries/agent-events';
+import { pruneDecisions } from '../people/audit';
 
-// What history is kept, and for how long. The attempt log and dead queue jobs are pruned by
-// default; messages (with their deliveries and attempts) only when an operator sets a period.
-export type Retention = { attemptLogDays: number; deadJobDays: number; messageDays: number | null; eventHours: number };
-export type Pruned = { attempts: number; deadJobs: number; messages: number; oauthArtifacts: number; endpointHistory: number; agentEvents: number };
+// What history is kept, and for how long. The attempt log, dead queue jobs and the audit trail are
+// pruned by default; messages (with their deliveries and attempts) only when an operator sets a period.
+export type Retention = { attemptLogDays: number; deadJobDays: number; messageDays: number | null; eventHours: number; auditDays: number };
+export type Pruned = {
+  attempts: number;
+  deadJobs: number;
+  messages: number;
+  oauthArtifacts: number;
+  endpointHistory: number;
+  agentEvents: number;
+  auditEvents: number;
+};
 
 const BATCH = 5_000;
 const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
@@ -73,5 +82,6 @@ export async function pruneHistory(sql: Sql, retention: Retention): Promise<Prun
     return rows.length;
   });
   const agentEvents = await inBatches(() => removeExpiredEvents(sql, retention.eventHours, BATCH));
-  return { attempts, deadJobs, messages, oauthArtifacts, endpointHistory, agentEvents };
+  const auditEvents = await inBatches(() => pruneDecisions(sql, retention.auditDays, BATCH));
+  return { attempts, deadJobs, messages, oauthArtifacts, endpointHistory, agentEvents, auditEvents };
 }

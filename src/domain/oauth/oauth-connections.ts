@@ -6,6 +6,7 @@ import { invalid, notFound, unauthorized } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { iso } from '../shared/iso-time';
 import { hashKey } from '../agents/keys';
+import { recordDecision, type Decider } from '../people/audit';
 
 // The one scope an access token is issued for: calling this service's MCP tools as one agent.
 export const MCP_SCOPE = 'mcp';
@@ -82,30 +83,49 @@ export async function findActiveAgentNamed(sql: Sql, username: unknown): Promise
 // agent is active, its row held so that an archive cannot commit in between and miss it.
 export async function connectClient(
   sql: Sql,
+  decider: Decider,
   input: { grantId: string; clientId: string; clientName: string | null; clientUri: string | null; agentId: string; personId: string },
 ) {
   // A registered client's registration is kept from then on (unconnected ones expire,
   // src/oauth/adapter.ts); a client named by its metadata document has none.
-  const [connected] = await sql<{ grant_id: string }[]>`
-    with chosen as (select id from agents where id = ${input.agentId} and archived_at is null for share),
-    connected as (
-      insert into oauth_connections (grant_id, agent_id, client_id, client_name, client_uri, approved_by)
-      select ${input.grantId}, id, ${input.clientId}, ${input.clientName}, ${input.clientUri}, ${input.personId} from chosen
-      returning grant_id
-    ),
-    kept as (
-      update oauth_artifacts set expires_at = null
-      where model = 'Client' and id_hash = ${hashKey(input.clientId)} and exists (select 1 from connected)
-    )
-    select grant_id from connected`;
-  if (!connected) throw invalid('agent: the chosen agent was archived meanwhile; choose another.', 'agent');
+  await sql.begin(async (tx) => {
+    const [connected] = await tx<{ grant_id: string; agent: string }[]>`
+      with chosen as (select id, username from agents where id = ${input.agentId} and archived_at is null for share),
+      connected as (
+        insert into oauth_connections (grant_id, agent_id, client_id, client_name, client_uri, approved_by)
+        select ${input.grantId}, id, ${input.clientId}, ${input.clientName}, ${input.clientUri}, ${input.personId} from chosen
+        returning grant_id
+      ),
+      kept as (
+        update oauth_artifacts set expires_at = null
+        where model = 'Client' and id_hash = ${hashKey(input.clientId)} and exists (select 1 from connected)
+      )
+      select grant_id, (select username from chosen) as agent from connected`;
+    if (!connected) throw invalid('agent: the chosen agent was archived meanwhile; choose another.', 'agent');
+    await recordDecision(tx, decider, {
+      action: 'agent.connection.approve',
+      subjectType: 'agent',
+      subject: connected.agent,
+      after: { grantId: input.grantId, clientId: input.clientId, clientName: input.clientName },
+    });
+  });
 }
 
 // Disconnect on the dashboard: the connection goes, and with it (trigger) every code and token.
-export async function disconnectClient(sql: Sql, grantId: string) {
-  const [gone] = await sql<{ grant_id: string }[]>`delete from oauth_connections where grant_id = ${grantId} returning grant_id`;
-  if (!gone) throw notFound('No such connected client; it may have been disconnected already.');
-  return { grantId, revoked: true as const };
+export async function disconnectClient(sql: Sql, decider: Decider, grantId: string) {
+  return sql.begin(async (tx) => {
+    const [gone] = await tx<{ agent: string; clientId: string; clientName: string | null }[]>`
+      with gone as (delete from oauth_connections where grant_id = ${grantId} returning agent_id, client_id, client_name)
+      select a.username as agent, gone.client_id as "clientId", gone.client_name as "clientName" from gone join agents a on a.id = gone.agent_id`;
+    if (!gone) throw notFound('No such connected client; it may have been disconnected already.');
+    await recordDecision(tx, decider, {
+      action: 'agent.connection.revoke',
+      subjectType: 'agent',
+      subject: gone.agent,
+      before: { grantId, clientId: gone.clientId, clientName: gone.clientName },
+    });
+    return { grantId, revoked: true as const };
+  });
 }
 
 export const REGISTRATIONS_PER_HOUR = 20;

@@ -7,6 +7,7 @@ import { hashKey } from '../agents/keys';
 import { Username } from '../shared/schemas';
 import { claimUsername, usernameOwner } from '../agents/usernames';
 import { validate } from '../shared/validate';
+import { recordDecision, type Decider } from './audit';
 
 // People operate the service from the dashboard. Nobody signs up: an admin invites them, and they
 // sign in with a one-time code sent to their email, which opens an expiring session.
@@ -43,7 +44,7 @@ const CodeCheck = T.Object({ email: Email, code: Code });
 
 const normalEmail = (email: string) => email.trim().toLowerCase();
 
-export async function invitePerson(sql: Sql, input: { email: unknown; username: unknown }) {
+export async function invitePerson(sql: Sql, decider: Decider, input: { email: unknown; username: unknown }) {
   const email = normalEmail(validate(Email, input.email, 'email'));
   const username = validate(Username, input.username, 'username');
   // The name is claimed in the statement that writes the person, and an invitation refused for its
@@ -54,7 +55,7 @@ export async function invitePerson(sql: Sql, input: { email: unknown; username: 
       insert into people (email, username) select ${email}, username from claimed
       on conflict (email) do nothing
       returning id`;
-    if (row) return;
+    if (row) return recordDecision(tx, decider, { action: 'person.invite', subjectType: 'person', subject: username, after: { email, username } });
     if ((await usernameOwner(tx, username)) === 'agent') throw conflict(`An agent is already named ${username}; choose another username.`);
     const [invited] = await tx<{ invited: number }[]>`select 1 as invited from people where email = ${email}`;
     throw conflict(invited ? `${email} is already invited.` : `A person is already named ${username}; choose another username.`);

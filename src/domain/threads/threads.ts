@@ -8,6 +8,7 @@ import { listLimit } from '../shared/limits';
 import { NewParticipant, NewThread, type ThreadRecord } from '../shared/schemas';
 import { validate } from '../shared/validate';
 import { activityNow } from './activity';
+import { recordDecision, type Decider } from '../people/audit';
 import { agentHoldsThread, agentSeesThread, threadNotFound } from './visibility';
 
 
@@ -145,20 +146,34 @@ export async function addParticipant(sql: Sql, actor: Actor, threadId: string, i
 
 // A person's control: the agent leaves the thread and loses it (404 from then on, and its inbox
 // no longer lists the thread's deliveries). Messages it sent stay in the history.
-export async function removeParticipant(sql: Sql, actor: Actor, threadId: string, username: string): Promise<ThreadRecord> {
-  if (actor.kind !== 'person') throw forbidden('Only a person removes participants, from the dashboard.');
+// The decision is recorded with the participants before and after.
+export async function removeParticipant(sql: Sql, decider: Decider, threadId: string, username: string): Promise<ThreadRecord> {
   if (!isId(threadId)) throw notFound('No such thread.');
-  const [row] = await sql<{ thread: boolean; removed: boolean }[]>`
-    with removed as (
-      delete from participants p using agents a
-      where p.thread_id = ${threadId} and p.agent_id = a.id and a.username = ${username}
-      returning 1
-    )
-    select exists (select 1 from threads where id = ${threadId}) as thread, exists (select 1 from removed) as removed`;
-  if (!row!.thread) throw notFound('No such thread.');
-  if (!row!.removed) throw notFound(`${username} is not a participant of this thread.`);
-  return getThread(sql, actor, threadId);
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ thread: boolean; removed: boolean }[]>`
+      with removed as (
+        delete from participants p using agents a
+        where p.thread_id = ${threadId} and p.agent_id = a.id and a.username = ${username}
+        returning 1
+      )
+      select exists (select 1 from threads where id = ${threadId}) as thread, exists (select 1 from removed) as removed`;
+    if (!row!.thread) throw notFound('No such thread.');
+    if (!row!.removed) throw notFound(`${username} is not a participant of this thread.`);
+    const thread = await getThread(tx, PERSON_VIEW, threadId);
+    const after = thread.participants.map((p) => p.username);
+    await recordDecision(tx, decider, {
+      action: 'thread.participant.remove',
+      subjectType: 'thread',
+      subject: threadId,
+      before: { participants: [...after, username] },
+      after: { participants: after },
+    });
+    return thread;
+  });
 }
+
+// What a person sees of a thread: all of it (getThread's rule).
+const PERSON_VIEW: Actor = { kind: 'person', id: '', username: '' };
 
 // Only records the request: a person confirms or declines it. Asking again is a no-op.
 export async function requestClose(sql: Sql, actor: Actor, threadId: string): Promise<ThreadRecord> {
@@ -173,27 +188,36 @@ export async function requestClose(sql: Sql, actor: Actor, threadId: string): Pr
   return getThread(sql, actor, threadId);
 }
 
-async function decideClose(sql: Sql, threadId: string, next: 'closed' | 'open') {
+async function decideClose(sql: Sql, decider: Decider, threadId: string, next: 'closed' | 'open') {
   if (!isId(threadId)) throw notFound('No such thread.');
-  const [row] = await sql<{ state: string; changed: boolean }[]>`
-    with current as (select id, state from threads where id = ${threadId} for update),
-    changed as (
-      update threads t set state = ${next}, closed_at = ${next === 'closed' ? sql`now()` : null},
-                           close_requested_at = ${next === 'closed' ? sql`t.close_requested_at` : null}, ${activityNow(sql)}
-      from current where t.id = current.id and current.state = 'close-pending'
-      returning t.state
-    )
-    select coalesce((select state::text from changed), current.state::text) as state,
-           exists (select 1 from changed) as changed
-    from current`;
-  if (!row) throw notFound('No such thread.');
-  if (!row.changed && !(next === 'closed' && row.state === 'closed')) {
-    throw invalid(`The thread has no pending close request (it is ${row.state}).`);
-  }
-  return { id: threadId, state: row.state };
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ state: string; was: string; changed: boolean }[]>`
+      with current as (select id, state from threads where id = ${threadId} for update),
+      changed as (
+        update threads t set state = ${next}, closed_at = ${next === 'closed' ? tx`now()` : null},
+                             close_requested_at = ${next === 'closed' ? tx`t.close_requested_at` : null}, ${activityNow(tx)}
+        from current where t.id = current.id and current.state = 'close-pending'
+        returning t.state
+      )
+      select coalesce((select state::text from changed), current.state::text) as state, current.state::text as was,
+             exists (select 1 from changed) as changed
+      from current`;
+    if (!row) throw notFound('No such thread.');
+    if (!row.changed && !(next === 'closed' && row.state === 'closed')) {
+      throw invalid(`The thread has no pending close request (it is ${row.state}).`);
+    }
+    await recordDecision(tx, decider, {
+      action: next === 'closed' ? 'thread.close.confirm' : 'thread.close.decline',
+      subjectType: 'thread',
+      subject: threadId,
+      before: { state: row.was },
+      after: { state: row.state },
+    });
+    return { id: threadId, state: row.state };
+  });
 }
 
 // A person's decision on a close request. Confirming twice is harmless; declining a thread
 // that is not waiting for a decision is refused so that the person learns the real state.
-export const confirmClose = (sql: Sql, threadId: string) => decideClose(sql, threadId, 'closed');
-export const declineClose = (sql: Sql, threadId: string) => decideClose(sql, threadId, 'open');
+export const confirmClose = (sql: Sql, decider: Decider, threadId: string) => decideClose(sql, decider, threadId, 'closed');
+export const declineClose = (sql: Sql, decider: Decider, threadId: string) => decideClose(sql, decider, threadId, 'open');
