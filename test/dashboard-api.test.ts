@@ -52,6 +52,7 @@ const ROUTES: [string, string][] = [
   ['GET', '/deliveries/failed-in-view'],
   ['POST', '/deliveries/resend-failed'],
   ['POST', `/deliveries/${ZERO_ID}/resend`],
+  ['GET', '/audit'],
 ];
 
 describe('refusals', () => {
