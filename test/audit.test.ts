@@ -16,7 +16,7 @@ let member: { username: string; key: string };
 beforeAll(async () => {
   await h.invite('audit-ada@example.com', 'audit-ada');
   cookie = await h.signIn('audit-ada@example.com');
-  [ada] = await h.db.sql<Person[]>`select id, email, username from people where username = 'audit-ada'`;
+  ada = (await h.db.sql<Person[]>`select id, email, username from people where username = 'audit-ada'`)[0]!;
   opener = await h.agent(uniqueName('opener'));
   member = await h.agent(uniqueName('member'));
 });
@@ -30,7 +30,7 @@ const idAt = (at: string) => `encode(overlay(uuid_send(gen_random_uuid()) placin
 type Row = { person: string | null; actor: string; action: string; subjectType: string; subject: string; before: unknown; after: unknown };
 
 // The entries `act` wrote: what the audit table holds after it and not before.
-async function recorded(act: () => Promise<unknown>): Promise<Row[]> {
+async function recorded(act: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
   const [mark] = await h.db.sql<{ id: string | null }[]>`select max(id::text) as id from audit_events`;
   await act();
   return h.db.sql<Row[]>`
