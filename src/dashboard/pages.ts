@@ -9,6 +9,7 @@ import hooksModule from '../../node_modules/preact/hooks/dist/hooks.module.js' w
 import uplotCss from '../../node_modules/uplot/dist/uPlot.min.css' with { type: 'text' };
 import uplotModule from '../../node_modules/uplot/dist/uPlot.esm.js' with { type: 'text' };
 import agentsHtml from './web/agents.html' with { type: 'text' };
+import auditHtml from './web/audit.html' with { type: 'text' };
 import authorizeHtml from './web/authorize.html' with { type: 'text' };
 import css from './web/dashboard.css' with { type: 'text' };
 import favicon from './web/favicon.svg' with { type: 'text' };
@@ -61,6 +62,7 @@ const sections = [
   { page: 'deliveries', title: 'Deliveries', main: text(deliveriesHtml) },
   { page: 'threads', title: 'Threads', main: text(threadsHtml) },
   { page: 'agents', title: 'Agents', main: text(agentsHtml) },
+  { page: 'audit', title: 'Audit', main: text(auditHtml) },
 ] as const;
 
 function render(page: string, section: string, title: string, main: string, signedIn: boolean): string {

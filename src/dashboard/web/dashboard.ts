@@ -1,5 +1,6 @@
 import { render } from 'preact';
 import { AgentsPage } from './pages/agents.ts';
+import { AuditPage } from './pages/audit.ts';
 import { AuthorizePage } from './pages/authorize.ts';
 import { DeliveriesPage } from './pages/deliveries.ts';
 import { OverviewPage } from './pages/overview.ts';
@@ -19,6 +20,7 @@ const pages = {
   threads: ThreadsPage,
   thread: ThreadPage,
   agents: AgentsPage,
+  audit: AuditPage,
   authorize: AuthorizePage,
 };
 

@@ -210,3 +210,16 @@ export type ConsentRequest = {
   resource: string;
   agents: string[];
 };
+
+// An entry of the audit trail (GET /audit).
+export type AuditEntry = {
+  id: string;
+  at: string;
+  actor: string;
+  action: string;
+  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person';
+  subject: string;
+  before: unknown;
+  after: unknown;
+  reason: string | null;
+};
