@@ -1,5 +1,4 @@
 import type { Queries } from '../../db/connect';
-import type { Person } from './people';
 import { invalid } from '../shared/errors';
 import { firstIdAt } from '../shared/ids';
 import { iso } from '../shared/iso-time';
@@ -9,9 +8,11 @@ import { checkStorableText } from '../shared/validate';
 
 // Who made a decision: a person on the dashboard, an operator at the CLI (who signs in nowhere: the
 // CLI holds the database's credentials), or the service itself (a hold that expired).
-export type Decider = { kind: 'person'; person: Person } | { kind: 'cli' } | { kind: 'service' };
+export type Decider = { kind: 'person'; person: DecidingPerson } | { kind: 'cli' } | { kind: 'service' };
+// What the record keeps of a person (people.ts's Person is one).
+export type DecidingPerson = { id: string; username: string };
 
-export const byPerson = (person: Person): Decider => ({ kind: 'person', person });
+export const byPerson = (person: DecidingPerson): Decider => ({ kind: 'person', person });
 export const BY_CLI: Decider = { kind: 'cli' };
 export const BY_SERVICE: Decider = { kind: 'service' };
 
