@@ -148,6 +148,24 @@ describe('a person on the dashboard: each decision writes one entry, with who an
     ]);
   });
 
+  test('a decision that changes nothing records nothing', async () => {
+    const name = uniqueName('same');
+    await as('POST', '/agents', { username: name });
+    await as('POST', `/agents/${name}/archive`);
+    const confirmed = await closePendingThread();
+    await as('POST', `/threads/${confirmed}/confirm-close`);
+    const delivered = await h.thread(opener, [member]);
+    await h.post(opener, delivered, 'not failed');
+    const [d] = await h.db.sql`select id from deliveries where thread_id = ${delivered}`;
+    const rows = await recorded(async () => {
+      await expectStatus(as('POST', `/agents/${name}/archive`), 200);
+      await expectStatus(as('PUT', `/agents/${name}/a2a-card`, { listed: false }), 200);
+      await expectStatus(as('POST', `/threads/${confirmed}/confirm-close`), 200);
+      await expectStatus(as('POST', '/deliveries/resend-failed', { thread: delivered, upTo: d!.id }), 200);
+    });
+    expect(rows).toEqual([]);
+  });
+
   test('a decision that fails writes nothing', async () => {
     const taken = uniqueName('taken');
     await as('POST', '/agents', { username: taken });

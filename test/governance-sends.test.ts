@@ -214,7 +214,7 @@ describe('approval holds', () => {
     expect([posted.status, posted.body.data.held.reason]).toEqual([202, 'thread']);
     const [opener] = await h.db.sql<{ id: string }[]>`select id from agents where username = ${a.username}`;
     await requestClose(h.db.sql, asActor({ id: opener!.id, username: a.username } as never), threadId);
-    await confirmClose(h.db.sql, threadId);
+    await confirmClose(h.db.sql, BY_CLI, threadId);
     const decided = await approveHeld(h.db.sql, silentLogger, BY_CLI, [posted.body.data.id]);
     expect(decided).toEqual({ approved: [], rejected: [{ id: posted.body.data.id, reason: 'The thread closed while the message waited, so it was not sent.' }] });
     expect(await messagesIn(threadId)).toBe(0);

@@ -53,13 +53,15 @@ export async function setArchived(sql: Sql, decider: Decider, username: string, 
       from agent where a.id = agent.id
       returning agent.was`;
     if (!row) throw noAgent(username);
-    await recordDecision(tx, decider, {
-      action: archived ? 'agent.archive' : 'agent.unarchive',
-      subjectType: 'agent',
-      subject: username,
-      before: { archived: row.was },
-      after: { archived },
-    });
+    if (row.was !== archived) {
+      await recordDecision(tx, decider, {
+        action: archived ? 'agent.archive' : 'agent.unarchive',
+        subjectType: 'agent',
+        subject: username,
+        before: { archived: row.was },
+        after: { archived },
+      });
+    }
     return { username, archived };
   });
 }
@@ -161,7 +163,9 @@ export async function setCardListed(sql: Sql, decider: Decider, username: string
       update agents a set a2a_card_listed = ${listed} from agent where a.id = agent.id
       returning a.username, a.a2a_card_listed as listed, agent.was`;
     if (!row) throw noAgent(username);
-    await recordDecision(tx, decider, { action: 'agent.a2a_card.set', subjectType: 'agent', subject: username, before: { listed: row.was }, after: { listed } });
+    if (row.was !== listed) {
+      await recordDecision(tx, decider, { action: 'agent.a2a_card.set', subjectType: 'agent', subject: username, before: { listed: row.was }, after: { listed } });
+    }
     return { username: row.username, listed: row.listed };
   });
 }

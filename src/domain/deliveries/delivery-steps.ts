@@ -350,8 +350,8 @@ export type BulkResend = {
 
 // Every Failed delivery the filter shows, up to the newest a person counted before confirming
 // (`upTo`), resent by the rule above in one statement: each is resent or refused, none half-way.
-// Those that moved on meanwhile (a delivered report, a read) are neither. One decision on record,
-// named by `upTo`, with the filter that chose them and the outcome.
+// Those that moved on meanwhile (a delivered report, a read) are neither. One decision on record
+// when any was resent, named by `upTo`, with the filter that chose them and the outcome.
 export async function resendFailed(sql: Sql, decider: Decider, filter: DeliveryFilter, upTo: unknown, stalledAfterMs: number): Promise<BulkResend> {
   if (!isId(upTo)) throw invalid('upTo must be the id of the newest Failed delivery counted, as the count answered it');
   return sql.begin(async (tx) => {
@@ -366,13 +366,15 @@ export async function resendFailed(sql: Sql, decider: Decider, filter: DeliveryF
     );
     const outcome = bulkOutcome(rows);
     const chosen = Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== null));
-    await recordDecision(tx, decider, {
-      action: 'delivery.resend_failed',
-      subjectType: 'delivery',
-      subject: upTo,
-      before: { failed: rows.length, filter: chosen },
-      after: outcome,
-    });
+    if (outcome.resent > 0) {
+      await recordDecision(tx, decider, {
+        action: 'delivery.resend_failed',
+        subjectType: 'delivery',
+        subject: upTo,
+        before: { failed: rows.length, filter: chosen },
+        after: outcome,
+      });
+    }
     return outcome;
   });
 }

@@ -206,13 +206,15 @@ async function decideClose(sql: Sql, decider: Decider, threadId: string, next: '
     if (!row.changed && !(next === 'closed' && row.state === 'closed')) {
       throw invalid(`The thread has no pending close request (it is ${row.state}).`);
     }
-    await recordDecision(tx, decider, {
-      action: next === 'closed' ? 'thread.close.confirm' : 'thread.close.decline',
-      subjectType: 'thread',
-      subject: threadId,
-      before: { state: row.was },
-      after: { state: row.state },
-    });
+    if (row.changed) {
+      await recordDecision(tx, decider, {
+        action: next === 'closed' ? 'thread.close.confirm' : 'thread.close.decline',
+        subjectType: 'thread',
+        subject: threadId,
+        before: { state: row.was },
+        after: { state: row.state },
+      });
+    }
     return { id: threadId, state: row.state };
   });
 }

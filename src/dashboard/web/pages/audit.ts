@@ -24,13 +24,13 @@ function filtersFromAddress(): Filters {
   return Object.fromEntries(FILTERS.map((key) => [key, params.get(key) ?? ''])) as Filters;
 }
 
-// Where a subject is seen: an agent in the agents list, a thread on its page, a delivery or a
-// message in the deliveries list; a person has no page.
+// Where a subject is seen: an agent in the agents list, a thread on its page, a delivery in the
+// deliveries list. A person has no page, nor has a message (a rejected one has no delivery).
 function subjectHref(entry: AuditEntry): string | null {
   const q = encodeURIComponent(entry.subject);
   if (entry.subjectType === 'agent') return `/dashboard/agents?q=${q}`;
   if (entry.subjectType === 'thread') return `/dashboard/threads/${q}`;
-  if (entry.subjectType === 'delivery' || entry.subjectType === 'message') return `/dashboard/deliveries?q=${q}`;
+  if (entry.subjectType === 'delivery') return `/dashboard/deliveries?q=${q}`;
   return null;
 }
 
