@@ -36,7 +36,7 @@ try {
   let n = 0;
   const agent = async (base: string) => {
     const username = `${base}-${++n}`;
-    await createAgent(on, { username }, { allowLocal: true });
+    await createAgent(on, BY_CLI, { username }, { allowLocal: true });
     const [row] = await on<{ id: string }[]>`select id from agents where username = ${username}`;
     return asActor({ id: row!.id, username });
   };
