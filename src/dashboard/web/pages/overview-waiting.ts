@@ -49,8 +49,7 @@ function HeldCard({ m, onDecided }: { m: WaitingMessage; onDecided: (d: Decided)
       <span class=${`badge why ${m.reason}`} title=${why.text}>${why.badge}</span>
     </div>
     <p class="hint held-meta">
-      In <a href=${threadLink(m.threadId)}>${m.threadTitle}</a> · held <time datetime=${m.createdAt} title=${fullTime(m.createdAt)}>${ago(m.createdAt)}</time>
-      · rejected unless decided <time datetime=${m.expiresAt} title=${fullTime(m.expiresAt)}>${ago(m.expiresAt)}</time>
+      In <a href=${threadLink(m.threadId)}>${m.threadTitle}</a>${' · '}held <time datetime=${m.createdAt} title=${fullTime(m.createdAt)}>${ago(m.createdAt)}</time>${' · '}<span class="expires">expires <time datetime=${m.expiresAt} title=${fullTime(m.expiresAt)}>${ago(m.expiresAt)}</time> unless decided</span>
     </p>
     <p class="why-text">${why.text}</p>
     <p class="held-summary">${m.summary ?? m.content.split('\n').find((l) => l.trim()) ?? ''}</p>
@@ -108,7 +107,7 @@ export function WaitingForYou({ holds, version, onDecided }: { holds: Overview['
     else setItems([]);
   }, [version, shown, holds.waiting]);
   if (holds.waiting === 0 && holds.paused.length === 0) return null;
-  return html`<section class="card waiting" id="waiting" aria-labelledby="waiting-heading">
+  return html`<section class="card holds-waiting" id="waiting" aria-labelledby="waiting-heading">
     <h2 id="waiting-heading">Waiting for you ${holds.waiting > 0 ? html`<span class="badge step-failed" data-waiting-total>${holds.waiting}</span>` : null}</h2>
     ${holds.paused.map((t) => html`<${PausedCard} key=${t.threadId} thread=${t} />`)}
     ${holds.waiting > 0
