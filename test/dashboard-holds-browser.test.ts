@@ -1,6 +1,5 @@
 import { expect, test } from 'bun:test';
-import { mkdirSync } from 'node:fs';
-import { useDashboardBrowser } from './support/dashboard-browser';
+import { axeViolations, useDashboardBrowser } from './support/dashboard-browser';
 
 // A person decides on held messages from the Overview in a real headless Chromium: what waits
 // arrives live at the top of the page with why it waits, one is approved and reaches its
@@ -19,7 +18,7 @@ test('a person approves one held message and rejects another from the Overview',
       headers: { 'content-type': 'application/json', 'x-requested-with': 'fetch', cookie: await cookieHeader() },
       body: JSON.stringify({ username }),
     });
-    keys[username] = (await res.json()).data.apiKey;
+    keys[username] = ((await res.json()) as { data: { apiKey: string } }).data.apiKey;
   }
   const thread = await b.agentCall('POST', '/api/threads', keys.drafter!, { title: 'Customer reply', participantUsernames: ['reviewer'] });
   const threadId = thread.data.id as string;
@@ -54,11 +53,10 @@ test('a person approves one held message and rejects another from the Overview',
   await goodCard.getByText('Full message').click();
   await goodCard.getByText('Thank you for your patience.').waitFor();
   expect(await page.locator('#waiting').evaluate((el) => el === el.parentElement!.querySelector('section'))).toBe(true);
-  mkdirSync('.scratch', { recursive: true });
-  await b.screenshot('holds-waiting');
-  await page.screenshot({ path: '.scratch/holds-desktop.png', fullPage: true });
+  expect(await axeViolations(page)).toEqual([]);
+  await b.screenshot('holds-desktop');
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: '.scratch/holds-phone.png', fullPage: true });
+  await b.screenshot('holds-phone');
   await page.setViewportSize({ width: 1280, height: 800 });
 
   await goodCard.getByRole('button', { name: 'Approve', exact: true }).click();
@@ -72,10 +70,11 @@ test('a person approves one held message and rejects another from the Overview',
   const reason = badCard.getByLabel('Why is it rejected? drafter is told.');
   await reason.waitFor();
   await badCard.getByRole('button', { name: 'Reject', exact: true }).click();
-  expect(await reason.evaluate((el) => (el as HTMLTextAreaElement).validity.valueMissing)).toBe(true);
+  expect(await reason.evaluate((el) => (el as unknown as { validity: { valueMissing: boolean } }).validity.valueMissing)).toBe(true);
   expect((await h.db.sql`select state from held_messages where id = ${bad.data.id}`)[0]!.state).toBe('held');
   await reason.fill('Never threaten a customer.');
-  await page.screenshot({ path: '.scratch/holds-rejecting.png', fullPage: true });
+  expect(await axeViolations(page)).toEqual([]);
+  await b.screenshot('holds-rejecting');
   await badCard.getByRole('button', { name: 'Reject', exact: true }).click();
   await badCard.waitFor({ state: 'detached' });
   const [rejected] = await h.db.sql`select state, rejection_reason, decided_by_name from held_messages where id = ${bad.data.id}`;
@@ -84,7 +83,7 @@ test('a person approves one held message and rejects another from the Overview',
   await page.locator('[data-count="waiting"] b', { hasText: '0' }).waitFor();
   // The paused thread's card stays until a person resumes the thread.
   await page.locator(`[data-paused="${loop.data.id}"]`).waitFor();
-  await page.screenshot({ path: '.scratch/holds-decided.png', fullPage: true });
+  await b.screenshot('holds-decided');
 });
 
 async function cookieHeader() {

@@ -114,12 +114,12 @@ describe('the dashboard API', () => {
     expect([await deliveriesOf(no), (await h.db.sql`select 1 from messages where id = ${no}`).length]).toEqual([0, 0]);
     const stored = await h.db.sql`
       select id, state, decided_by_name, rejection_reason from held_messages where id in (${yes}, ${no}) order by id`;
-    expect(stored).toEqual([
+    expect([...stored]).toEqual([
       { id: yes, state: 'approved', decided_by_name: 'decider', rejection_reason: null },
       { id: no, state: 'rejected', decided_by_name: 'decider', rejection_reason: 'Not to customers.' },
     ]);
     const audit = await h.db.sql`select action, actor, subject, reason from audit_events where subject in (${yes}, ${no}) order by subject`;
-    expect(audit).toEqual([
+    expect([...audit]).toEqual([
       { action: 'message.approve', actor: 'decider', subject: yes, reason: null },
       { action: 'message.reject', actor: 'decider', subject: no, reason: 'Not to customers.' },
     ]);

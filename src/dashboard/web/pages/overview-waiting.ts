@@ -24,7 +24,7 @@ function PausedCard({ thread }: { thread: Overview['holds']['paused'][number] })
   return html`<div class="paused-card" role="alert" data-paused=${thread.threadId}>
     <strong>Paused by the loop breaker:</strong> <a href=${threadLink(thread.threadId)}>${thread.title}</a>
     <span class="hint"> since <${Time} iso=${thread.pausedAt} short /></span>
-    <p>Its agents exchanged too many messages with no person's message among them. Their further messages wait below until a
+    <p>Its agents exchanged too many messages with no person's message among them. Their further messages wait for approval, listed here, until a
       person resumes the thread <a href=${threadLink(thread.threadId)}>on its page</a>.</p>
   </div>`;
 }
