@@ -27,11 +27,15 @@ export function holdTasks(deps: HoldAlertDeps): Record<string, Task> {
     [HOLD_NOTICES_TASK]: async () => {
       // Without mail nothing is claimed: the Overview and the badge tell people instead.
       if (!deps.mailer) return;
-      const [digest, pauses] = [await claimWaitingDigest(deps.sql), await claimPauseNotices(deps.sql)];
-      if (!digest && pauses.length === 0) return;
+      const digest = await claimWaitingDigest(deps.sql);
+      const pauses = await claimPauseNotices(deps.sql);
+      const mails = [
+        ...(digest ? [{ ...digestMail(digest, deps.publicUrl), event: 'holds_waiting_mail' }] : []),
+        ...pauses.map((p) => ({ ...pauseMail(p, deps.publicUrl), event: 'thread_paused_mail' })),
+      ];
+      if (mails.length === 0) return;
       const people = await everyPersonsEmail(deps.sql);
-      const mails = [...(digest ? [{ ...digestMail(digest, deps.publicUrl), event: 'holds_waiting_mail' }] : []), ...pauses.map((p) => ({ ...pauseMail(p, deps.publicUrl), event: 'thread_paused_mail' }))];
-      for (const mail of mails) for (const to of people) deps.mailer({ to, subject: mail.subject, text: mail.text }, mail.event);
+      for (const { event, ...mail } of mails) for (const to of people) deps.mailer({ to, ...mail }, event);
     },
   };
 }

@@ -240,6 +240,26 @@ describe('email', () => {
     expect((await h.db.sql`select state from held_messages where id = ${first}`)[0]!.state).toBe('rejected');
   });
 
+  test('an instance that finds another sending the digest waits for it, then sends none', async () => {
+    const { sender, threadId } = await heldSetup('race');
+    await h.db.sql`update hold_notices set sent_at = now() - interval '16 minutes'`;
+    sink.received.length = 0;
+    const held = await postHeld(sender, threadId, 'arrives while another instance sends');
+    let other: Promise<void> | undefined;
+    // Another instance, between claiming the digest and marking it sent.
+    await h.db.sql.begin(async (tx) => {
+      await tx`select 1 from hold_notices where kind = 'waiting' for update`;
+      other = notices();
+      await Bun.sleep(200);
+      await tx`update hold_notices set sent_at = now() where kind = 'waiting'`;
+    });
+    await other;
+    await Bun.sleep(100);
+    expect(sink.received).toEqual([]);
+    expect((await h.db.sql`select noticed_at from held_messages where id = ${held}`)[0]!.noticed_at).toBeNull();
+    await as('POST', '/holds/reject', { messageIds: [held], reason: 'done' });
+  });
+
   test('each pause by the loop breaker is emailed once, with a link to the thread', async () => {
     const { threadId } = await heldSetup('paused');
     sink.received.length = 0;
