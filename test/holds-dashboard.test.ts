@@ -245,7 +245,7 @@ describe('email', () => {
     await h.db.sql`update hold_notices set sent_at = now() - interval '16 minutes'`;
     sink.received.length = 0;
     const held = await postHeld(sender, threadId, 'arrives while another instance sends');
-    let other: Promise<void> | undefined;
+    let other: unknown;
     // Another instance, between claiming the digest and marking it sent.
     await h.db.sql.begin(async (tx) => {
       await tx`select 1 from hold_notices where kind = 'waiting' for update`;
