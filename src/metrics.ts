@@ -5,6 +5,7 @@ import { countDeliveries } from './domain/deliveries/delivery-counts';
 import type { LossAudit } from './domain/deliveries/loss-audit';
 import { NOTIFY_TASK } from './domain/deliveries/notify-jobs';
 import { countEndpoints } from './domain/agents/endpoint-health';
+import { holdFigures } from './domain/messages/holds';
 
 // What one process knows about itself and the database, in the Prometheus text format (GET
 // /metrics). Counters and histograms are this process's; gauges read from the database describe
@@ -21,6 +22,9 @@ export type MetricsSources = {
 };
 
 export type DoorbellOutcome = 'notified' | 'retry' | 'failed';
+
+const HOLD_DECISIONS = ['approved', 'rejected', 'expired'] as const;
+export type HoldDecision = (typeof HOLD_DECISIONS)[number];
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -65,13 +69,20 @@ export function createMetrics() {
     help: 'Threads the loop breaker paused, as seen by this process.',
     registers: [registry],
   });
+  const holdDecisions = new Counter({
+    name: 'ams_hold_decisions_total',
+    help: 'Held messages decided: approved or rejected by a person on the dashboard, or rejected on expiry by this process\'s sweep.',
+    labelNames: ['decision'] as const,
+    registers: [registry],
+  });
+  for (const decision of HOLD_DECISIONS) holdDecisions.inc({ decision }, 0);
   let sources: MetricsSources | undefined;
 
   const fromDatabase = async () => {
     if (!sources) return null;
     const { sql, stalledAfterMs } = sources;
     try {
-      const [counts, jobs, connections, endpoints] = await Promise.all([
+      const [counts, jobs, connections, endpoints, holds] = await Promise.all([
         countDeliveries(sql, stalledAfterMs),
         owedJobs(sql, NOTIFY_TASK),
         sql<{ state: string; n: number }[]>`
@@ -79,8 +90,9 @@ export function createMetrics() {
           where datname = current_database() and application_name = current_setting('application_name')
           group by 1`,
         countEndpoints(sql),
+        holdFigures(sql),
       ]);
-      return { counts, jobs, connections, endpoints };
+      return { counts, jobs, connections, endpoints, holds };
     } catch {
       scrapeFailures.inc();
       return null;
@@ -133,6 +145,13 @@ export function createMetrics() {
     'How long the oldest doorbell job that is due has waited to run (0 when none is due).',
     (f) => f.jobs.oldestDueSeconds,
   );
+  databaseFigure('ams_holds_waiting', 'Messages waiting for a person\'s approval.', (f) => f.holds.waiting);
+  databaseFigure(
+    'ams_holds_oldest_age_seconds',
+    'How long the oldest message waiting for a person\'s approval has waited (0 when none waits).',
+    (f) => f.holds.oldestAgeSeconds,
+  );
+  databaseFigure('ams_threads_paused', 'Threads the loop breaker paused that no person has resumed yet.', (f) => f.holds.pausedThreads);
   new Gauge({
     name: 'ams_database_connections',
     help: 'Connections the service holds on its database, all instances together, by state (active, idle, …).',
@@ -211,6 +230,9 @@ export function createMetrics() {
     sendWatcher: {
       overQuota: (kind: 'message' | 'thread') => quotaRefusals.inc({ quota: kind === 'message' ? 'messages' : 'threads' }),
       loopBroken: () => loopsBroken.inc(),
+    // Counted where each decision is made: the dashboard's routes and the expiry sweep.
+    holdDecisions(decided: Partial<Record<HoldDecision, number>>) {
+      for (const decision of HOLD_DECISIONS) if (decided[decision]) holdDecisions.inc({ decision }, decided[decision]);
     },
     render: () => registry.metrics(),
     contentType: registry.contentType,

@@ -90,7 +90,7 @@ afterAll(async () => {
 });
 
 test('promtool finds the rule file valid', () => {
-  expect(promtool(['check', 'rules', RULES])).toEqual({ code: 0, stdout: `Checking ${RULES}\n  SUCCESS: 7 rules found\n\n`, stderr: '' });
+  expect(promtool(['check', 'rules', RULES])).toEqual({ code: 0, stdout: `Checking ${RULES}\n  SUCCESS: 8 rules found\n\n`, stderr: '' });
 });
 
 test("promtool's unit tests pass, and they make every alert both fire and stay quiet", async () => {
@@ -110,6 +110,7 @@ test('every rule has its severity, a summary, a description and a runbook entry 
     ['AmsLossAuditDrift', '5m', 'critical'],
     ['AmsDoorbellsLate', '5m', 'critical'],
     ['AmsMetricsDatabaseReadsFailing', '5m', 'critical'],
+    ['AmsHoldsWaitingLong', '10m', 'warning'],
   ]);
   for (const rule of rules) {
     expect([rule.alert, Object.keys(rule).sort(), Object.keys(rule.labels), Object.keys(rule.annotations).sort()]).toEqual([
@@ -133,6 +134,7 @@ test('every series, label and label value the rules read is one the service expo
     'ams_deliveries_stalled',
     'ams_doorbell_attempt_duration_seconds_count',
     'ams_doorbell_oldest_due_seconds',
+    'ams_holds_oldest_age_seconds',
     'ams_loss_audit_drift',
     'ams_metrics_database_read_failures_total',
     'ams_webhook_endpoints',

@@ -612,7 +612,7 @@ describe('deliveries', () => {
              count(*) filter (where step = 'notified' and delivered_at is null and notified_at < now() - interval '5 minutes')::int as stalled
       from deliveries`;
     const [threads] = await h.db.sql`select count(*) filter (where state = 'close-pending')::int as n from threads`;
-    expect(res.body.data).toEqual({ ...row, closeRequests: threads!.n, nextStallAt: expect.any(String) });
+    expect(res.body.data).toEqual({ ...row, closeRequests: threads!.n, waiting: 0, paused: 0, nextStallAt: expect.any(String) });
     expect(row!.failed).toBeGreaterThan(0);
     expect(row!.stalled).toBeGreaterThan(0);
   });

@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 026_settings,
+-- The schema that the migrations in sql/ build, 001_core to 027_hold_notices,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -202,6 +202,16 @@ CREATE OR REPLACE FUNCTION public.notify_delivery_change()
 AS $function$
 begin
   perform pg_notify('ams_delivery', new.id::text);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.notify_held_listing()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_notify('ams_dashboard', 'thread:' || new.thread_id::text);
   return null;
 end
 $function$;
@@ -502,6 +512,7 @@ CREATE TABLE public.held_messages (
     decided_by uuid,
     decided_by_name text,
     rejection_reason text,
+    noticed_at timestamp with time zone,
     CONSTRAINT held_messages_check CHECK (((state = 'held'::text) = (decided_at IS NULL))),
     CONSTRAINT held_messages_check1 CHECK (((state = 'rejected'::text) = (rejection_reason IS NOT NULL))),
     CONSTRAINT held_messages_decided_by_fkey FOREIGN KEY (decided_by) REFERENCES public.people(id) ON DELETE SET NULL,
@@ -513,8 +524,17 @@ CREATE TABLE public.held_messages (
 );
 CREATE INDEX held_messages_sender_idx ON public.held_messages USING btree (sender_agent_id, id);
 CREATE INDEX held_messages_thread_idx ON public.held_messages USING btree (thread_id, id);
+CREATE INDEX held_messages_unnoticed_idx ON public.held_messages USING btree (id) WHERE ((state = 'held'::text) AND (noticed_at IS NULL));
 CREATE INDEX held_messages_waiting_idx ON public.held_messages USING btree (expires_at) WHERE (state = 'held'::text);
 CREATE TRIGGER held_messages_events AFTER INSERT OR UPDATE OF state ON public.held_messages FOR EACH ROW EXECUTE FUNCTION public.agent_events_for_holds();
+CREATE TRIGGER held_messages_listing_changed AFTER INSERT OR UPDATE OF state ON public.held_messages FOR EACH ROW EXECUTE FUNCTION public.notify_held_listing();
+
+CREATE TABLE public.hold_notices (
+    kind text NOT NULL,
+    sent_at timestamp with time zone NOT NULL,
+    CONSTRAINT hold_notices_kind_check CHECK ((kind = 'waiting'::text)),
+    CONSTRAINT hold_notices_pkey PRIMARY KEY (kind)
+);
 
 CREATE TABLE public.idempotency_keys (
     agent_id uuid NOT NULL,
@@ -677,6 +697,13 @@ CREATE TABLE public.sign_in_codes (
     CONSTRAINT sign_in_codes_pkey PRIMARY KEY (person_id)
 );
 
+CREATE TABLE public.thread_pause_notices (
+    thread_id uuid NOT NULL,
+    paused_at timestamp with time zone NOT NULL,
+    CONSTRAINT thread_pause_notices_pkey PRIMARY KEY (thread_id, paused_at),
+    CONSTRAINT thread_pause_notices_thread_id_fkey FOREIGN KEY (thread_id) REFERENCES public.threads(id) ON DELETE CASCADE
+);
+
 CREATE TABLE public.threads (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
     title text NOT NULL,
@@ -696,6 +723,7 @@ CREATE TABLE public.threads (
 CREATE INDEX threads_activity_idx ON public.threads USING btree (last_activity_at DESC, id DESC);
 CREATE INDEX threads_close_pending_idx ON public.threads USING btree (id) WHERE (state = 'close-pending'::public.thread_state);
 CREATE INDEX threads_goal_trgm_idx ON public.threads USING gin (goal public.gin_trgm_ops);
+CREATE INDEX threads_paused_idx ON public.threads USING btree (paused_at) WHERE (paused_at IS NOT NULL);
 CREATE INDEX threads_title_trgm_idx ON public.threads USING gin (title public.gin_trgm_ops);
 CREATE TRIGGER threads_governance_changed AFTER UPDATE OF holds_messages, paused_at ON public.threads FOR EACH ROW WHEN (((old.holds_messages IS DISTINCT FROM new.holds_messages) OR (old.paused_at IS DISTINCT FROM new.paused_at))) EXECUTE FUNCTION public.notify_thread_listing();
 CREATE TRIGGER threads_listing_changed AFTER INSERT OR UPDATE OF state, title, goal ON public.threads FOR EACH ROW EXECUTE FUNCTION public.notify_thread_listing();

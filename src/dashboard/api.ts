@@ -13,6 +13,8 @@ import { deliveryFilter } from '../domain/deliveries/delivery-query';
 import { resendDelivery, resendFailed } from '../domain/deliveries/delivery-steps';
 import { pageQuery, timeKeyedPageQuery } from '../domain/shared/keyset';
 import { postMessage } from '../domain/messages/messages';
+import { approveAllFrom, approveHeld, rejectHeld, waitingPage, type Decided } from '../domain/messages/holds';
+import { byPerson } from '../domain/people/audit';
 import { disconnectClient } from '../domain/oauth/oauth-connections';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people/people';
 import { searchText } from '../domain/shared/search';
@@ -45,6 +47,10 @@ export type DashboardDeps = {
 // document. Each route is a thin call into the domain, as in every other door.
 export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, feed, streams }: DashboardDeps) => {
   const policy = webhookUrlPolicy(config);
+  const counted = (decided: Decided) => {
+    metrics.holdDecisions({ approved: decided.approved.length, rejected: decided.rejected.length });
+    return decided;
+  };
   return new Elysia({ name: 'dashboard-api', prefix: DASHBOARD_API })
     .use(dashboardGuard(sql, config))
     .onAfterHandle(({ set }) => {
@@ -77,6 +83,22 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
     .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
     .get('/overview', async () => ok(await overview(sql, config.STALLED_AFTER_MS)), { person: true })
+    .get('/holds', async ({ query }) => ok(await waitingPage(sql, query)), { person: true })
+    .post(
+      '/holds/approve',
+      async ({ body, person, request }) => ok(counted(await approveHeld(sql, requestLog(log, request), byPerson(person), bodyField(body, 'messageIds')))),
+      { person: true },
+    )
+    .post(
+      '/holds/reject',
+      async ({ body, person }) => ok(counted(await rejectHeld(sql, byPerson(person), bodyField(body, 'messageIds'), bodyField(body, 'reason')))),
+      { person: true },
+    )
+    .post(
+      '/holds/approve-all',
+      async ({ body, person, request }) => ok(counted(await approveAllFrom(sql, requestLog(log, request), byPerson(person), bodyField(body, 'sender')))),
+      { person: true },
+    )
     .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query))), { person: true })
     .post(
       '/agents',

@@ -18,6 +18,7 @@ import { ringAtOnce, type Ringer } from './ring-at-once';
 import { settlesWithin } from '../settles-within';
 import { REPUBLISH_TASK, republishTask } from './republish';
 import { sweeps } from '../sweeps';
+import { HOLD_CRONTAB, holdTasks } from '../hold-alerts';
 import { TEST_EVENT_TASK } from '../domain/agents/test-events';
 import { createMailer } from '../mailer';
 import { ENDPOINT_HEALTH_CRON, ENDPOINT_HEALTH_TASK, endpointAlertsTask } from './endpoint-alerts';
@@ -157,6 +158,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     [ENDPOINT_HEALTH_TASK]: endpointAlertsTask({
       sql, log, metrics, mailer: createMailer(config, log), rule: endpointHealthRule(config), publicUrl: config.PUBLIC_URL,
     }),
+    ...holdTasks({ sql, log, metrics, mailer: createMailer(config, log), publicUrl: config.PUBLIC_URL }),
     ...cleanUps.tasks,
   };
   let ownListenerDown = false;
@@ -226,7 +228,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       events,
       logger: workerLogger(log),
       taskList,
-      crontab: [`${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`, ENDPOINT_HEALTH_CRON, ...cleanUps.crontab].join('\n'),
+      crontab: [`${config.REPUBLISH_CRON} ${REPUBLISH_TASK}`, ENDPOINT_HEALTH_CRON, ...HOLD_CRONTAB, ...cleanUps.crontab].join('\n'),
     });
     runner.promise.then(
       () => ended(new Error('graphile-worker stopped without being asked to.')),

@@ -8,8 +8,9 @@ import { attemptedSince } from './delivery-steps';
 
 // What the dashboard's overview shows first: how deliveries fared hour by hour over the last day
 // and how long their doorbells took, the webhooks in trouble (one line each: who, what fails,
-// how many deliveries it held up, since when), the agents whose handlers do not report, and the
-// threads waiting for a person's decision on closing.
+// how many deliveries it held up, since when), the agents whose handlers do not report, the
+// threads waiting for a person's decision on closing, how many messages wait for a person's
+// approval, and the threads the loop breaker paused.
 
 export const OVERVIEW_HOURS = 24;
 // Lines in each list; the lists behind them (Agents, Deliveries, Threads) have the rest.
@@ -50,6 +51,7 @@ export type Overview = {
   trouble: EndpointTrouble[];
   stalledAgents: { username: string; stalled: number; oldestNotifiedAt: string }[];
   closeRequests: { threadId: string; title: string; requestedAt: string | null }[];
+  holds: { waiting: number; paused: { threadId: string; title: string; pausedAt: string }[] };
 };
 
 const HOUR_MS = 3_600_000;
@@ -58,7 +60,7 @@ export async function overview(sql: Sql, stalledAfterMs: number, now = new Date(
   const since = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - (OVERVIEW_HOURS - 1) * HOUR_MS);
   const inDay = filterSql(sql, { ...NO_FILTER, from: since }, stalledAfterMs);
   const doorbellMs = sql`extract(epoch from d.notified_at - d.created_at) * 1000`;
-  const [hours, trouble, stalledAgents, closeRequests] = await Promise.all([
+  const [hours, trouble, stalledAgents, closeRequests, [holds]] = await Promise.all([
     sql<(Omit<OverviewHour, 'at'> & { at: Date })[]>`
       select date_bin('1 hour', d.created_at, timestamptz '2000-01-01 00:00+00') as at,
              (count(*) filter (where d.step = 'accepted' and not (${retryingSql(sql)})))::int as accepted,
@@ -100,6 +102,12 @@ export async function overview(sql: Sql, stalledAfterMs: number, now = new Date(
       from threads where state = 'close-pending'
       order by close_requested_at nulls last, id
       limit ${OVERVIEW_LIST_LIMIT}`,
+    // Each from its small partial index (sql/025, sql/026).
+    sql<{ waiting: number; paused: { threadId: string; title: string; pausedAt: string }[] }[]>`
+      select (select count(*) from held_messages where state = 'held')::int as waiting,
+             coalesce((select json_agg(json_build_object('threadId', p.id, 'title', p.title, 'pausedAt', p.paused_at) order by p.paused_at, p.id)
+                       from (select id, title, paused_at from threads where paused_at is not null
+                             order by paused_at, id limit ${OVERVIEW_LIST_LIMIT}) p), '[]') as paused`,
   ]);
   const byHour = new Map(hours.map((h) => [h.at.getTime(), h]));
   return {
@@ -118,6 +126,7 @@ export async function overview(sql: Sql, stalledAfterMs: number, now = new Date(
     })),
     stalledAgents: stalledAgents.map((s) => ({ ...s, oldestNotifiedAt: s.oldestNotifiedAt.toISOString() })),
     closeRequests: closeRequests.map((c) => ({ ...c, requestedAt: iso(c.requestedAt) })),
+    holds: { waiting: holds!.waiting, paused: holds!.paused.map((p) => ({ ...p, pausedAt: new Date(p.pausedAt).toISOString() })) },
   };
 }
 

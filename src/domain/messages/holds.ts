@@ -4,7 +4,8 @@ import { ringWindowFor } from '../deliveries/doorbells-at-once';
 import { recordDecisions, type Decider, deciderName } from '../people/audit';
 import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
-import { LIMITS } from '../shared/schemas';
+import { pageOf, pageQuery } from '../shared/keyset';
+import { LIMITS, type Page } from '../shared/schemas';
 import { afterCommit, insertPosts, type HoldReason, type PostOutcome } from './messages';
 import { sendRulesFor } from './send-rules';
 import { oneLine } from './summary-line';
@@ -107,11 +108,30 @@ export async function waitingMessages(
   }));
 }
 
+// A page of the "Waiting for you" list from a request's query: `after` (the `next` of the previous
+// page), `limit`, and the filters `sender` and `threadId`.
+export async function waitingPage(sql: Sql, query: Record<string, unknown>): Promise<Page<WaitingMessage>> {
+  const { after, limit } = pageQuery(query);
+  const text = (name: string) => (typeof query[name] === 'string' && query[name] !== '' ? (query[name] as string) : null);
+  const rows = await waitingMessages(sql, { after, limit: limit + 1, sender: text('sender'), threadId: text('threadId') });
+  return pageOf(rows, limit, (m) => m.id);
+}
+
 // How many wait, and since when: the Overview's card, the badge and the metric.
 export async function waitingCount(sql: Sql): Promise<{ waiting: number; oldestAt: string | null }> {
   const [row] = await sql<{ waiting: number; oldest: Date | null }[]>`
     select count(*)::int as waiting, min(created_at) as oldest from held_messages where state = 'held'`;
   return { waiting: row!.waiting, oldestAt: row!.oldest?.toISOString() ?? null };
+}
+
+// The figures the metrics read at each scrape, in one statement: how many wait, how long the
+// oldest has, and how many threads the loop breaker paused.
+export async function holdFigures(sql: Sql): Promise<{ waiting: number; oldestAgeSeconds: number; pausedThreads: number }> {
+  const [row] = await sql<{ waiting: number; oldestAgeSeconds: number; pausedThreads: number }[]>`
+    select count(*)::int as waiting, coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as "oldestAgeSeconds",
+           (select count(*) from threads where paused_at is not null)::int as "pausedThreads"
+    from held_messages where state = 'held'`;
+  return row!;
 }
 
 export type Decided = { approved: string[]; rejected: { id: string; reason: string }[] };
@@ -192,7 +212,8 @@ export async function rejectHeld(sql: Sql, decider: Decider, messageIds: unknown
 }
 
 // Approves everything `sender` has waiting, a transaction of at most DECIDE_AT_ONCE at a time.
-export async function approveAllFrom(sql: Sql, log: Logger, decider: Decider, sender: string): Promise<Decided> {
+export async function approveAllFrom(sql: Sql, log: Logger, decider: Decider, sender: unknown): Promise<Decided> {
+  if (typeof sender !== 'string' || !sender) throw invalid("sender must be the username of the agent whose waiting messages to approve", 'sender');
   const [agent] = await sql`select 1 from agents where username = ${sender}`;
   if (!agent) throw notFound(`No agent named ${sender}.`);
   const all: Decided = { approved: [], rejected: [] };

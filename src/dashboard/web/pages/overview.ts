@@ -7,6 +7,7 @@ import { useLive } from '../shared/live.ts';
 import { query } from '../shared/query.ts';
 import type { EndpointTrouble, Overview, OverviewHour } from '../shared/types.ts';
 import { Time, plural, shortTime } from '../shared/ui.ts';
+import { WaitingForYou } from './overview-waiting.ts';
 
 // The first page a person opens: how the last day went and what needs them now. Every change the
 // live stream reports may move a figure, but under steady traffic reading the whole overview on
@@ -76,9 +77,11 @@ function Lines({ id, heading, empty, children, count }: { id: string; heading: s
 export function OverviewPage() {
   const [overview, setOverview] = useState<Overview | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [version, setVersion] = useState(0);
   const load = async () => {
     try {
       setOverview(await api<Overview>('GET', '/overview'));
+      setVersion((v) => v + 1);
       setError(null);
     } catch (e) {
       setError(apiError(e).message);
@@ -100,6 +103,7 @@ export function OverviewPage() {
     <h1>Overview</h1>
     <p class="hint">The last 24 hours, from <${Time} iso=${overview.since} short />, read again as deliveries move.</p>
     ${error ? html`<p class="notice problem" role="alert">Could not refresh the overview: ${error} What is shown may be out of date.</p>` : null}
+    <${WaitingForYou} holds=${overview.holds} version=${version} onDecided=${load} />
     <div class="attention-lists">
       <${Lines} id="trouble-heading" heading="Webhooks in trouble" empty="No webhook is failing." count=${overview.trouble.length}>
         ${overview.trouble.map((t) => html`<${TroubleLine} key=${t.username} t=${t} />`)}

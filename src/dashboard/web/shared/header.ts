@@ -7,7 +7,8 @@ import { useLive } from './live.ts';
 import { toast } from './toast.ts';
 import type { Attention as Counts } from './types.ts';
 
-// What waits for a person, on every page: Failed, Retrying and Stalled deliveries and pending close
+// What waits for a person, on every page: messages waiting for approval and threads the loop
+// breaker paused (shown only then), Failed, Retrying and Stalled deliveries and pending close
 // requests, each a link to the list of them. Read again on every change (at most a few times a
 // second) and when a Notified delivery is due to turn Stalled.
 function Attention() {
@@ -27,6 +28,8 @@ function Attention() {
   useTimeout(counts?.nextStallAt, refresh, counts);
   if (!counts) return null;
   const items = [
+    ['waiting', 'Waiting for you', counts.waiting, '/dashboard/overview#waiting', 'bad'],
+    ...(counts.paused > 0 ? ([['paused', 'Paused threads', counts.paused, '/dashboard/overview#waiting', 'bad']] as const) : []),
     ['failed', 'Failed', counts.failed, '/dashboard/deliveries?state=failed', 'bad'],
     ['retrying', 'Retrying', counts.retrying, '/dashboard/deliveries?state=retrying', 'warn'],
     ['stalled', 'Stalled', counts.stalled, '/dashboard/deliveries?state=stalled', 'warn'],

@@ -52,7 +52,15 @@ export type Delivery = Progress & {
   attempts: Attempt[];
 };
 
-export type Attention = { failed: number; retrying: number; stalled: number; closeRequests: number; nextStallAt: string | null };
+export type Attention = {
+  failed: number;
+  retrying: number;
+  stalled: number;
+  closeRequests: number;
+  waiting: number;
+  paused: number;
+  nextStallAt: string | null;
+};
 
 export type Thread = {
   id: string;
@@ -199,7 +207,25 @@ export type Overview = {
   trouble: EndpointTrouble[];
   stalledAgents: { username: string; stalled: number; oldestNotifiedAt: string }[];
   closeRequests: { threadId: string; title: string; requestedAt: string | null }[];
+  holds: { waiting: number; paused: { threadId: string; title: string; pausedAt: string }[] };
 };
+
+// A message waiting for a person's approval (src/domain/messages/holds.ts).
+export type WaitingMessage = {
+  id: string;
+  threadId: string;
+  threadTitle: string;
+  sender: string;
+  recipients: string[];
+  summary: string | null;
+  content: string;
+  reason: 'agent' | 'thread' | 'loop';
+  createdAt: string;
+  expiresAt: string;
+  context: { sender: string; line: string; createdAt: string }[];
+};
+
+export type Decided = { approved: string[]; rejected: { id: string; reason: string }[] };
 
 // A registered agent, with its key (shown once) and its webhook's signing secret, if it has one.
 export type CreatedAgent = { username: string; apiKey: string; signingSecret?: string | null };

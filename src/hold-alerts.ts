@@ -1,0 +1,70 @@
+import type { Task } from 'graphile-worker';
+import type { Sql } from './db/connect';
+import { claimPauseNotices, claimWaitingDigest, DIGEST_EVERY_MINUTES, type PauseNotice, type WaitingDigest } from './domain/messages/hold-notices';
+import { DECIDE_AT_ONCE, expireHolds } from './domain/messages/holds';
+import { everyPersonsEmail } from './domain/people/people';
+import type { Logger } from './log';
+import type { Mailer } from './mailer';
+import type { Metrics } from './metrics';
+
+// Every minute, from the worker's crontab: holds no person decided in time are rejected, and
+// people are emailed (where SMTP is set up) when messages start waiting for them and when the loop
+// breaker pauses a thread.
+export const EXPIRE_HOLDS_TASK = 'expire_holds';
+export const HOLD_NOTICES_TASK = 'hold_notices';
+export const HOLD_CRONTAB = [`* * * * * ${EXPIRE_HOLDS_TASK}`, `* * * * * ${HOLD_NOTICES_TASK}`];
+
+export type HoldAlertDeps = { sql: Sql; log: Logger; metrics?: Metrics; mailer: Mailer | null; publicUrl?: string };
+
+export function holdTasks(deps: HoldAlertDeps): Record<string, Task> {
+  return {
+    [EXPIRE_HOLDS_TASK]: async () => {
+      const expired = await expireHolds(deps.sql, DECIDE_AT_ONCE);
+      if (expired === 0) return;
+      deps.log.info('holds_expired', { expired });
+      deps.metrics?.holdDecisions({ expired });
+    },
+    [HOLD_NOTICES_TASK]: async () => {
+      // Without mail nothing is claimed: the Overview and the badge tell people instead.
+      if (!deps.mailer) return;
+      const digest = await claimWaitingDigest(deps.sql);
+      const pauses = await claimPauseNotices(deps.sql);
+      const mails = [
+        ...(digest ? [{ ...digestMail(digest, deps.publicUrl), event: 'holds_waiting_mail' }] : []),
+        ...pauses.map((p) => ({ ...pauseMail(p, deps.publicUrl), event: 'thread_paused_mail' })),
+      ];
+      if (mails.length === 0) return;
+      const people = await everyPersonsEmail(deps.sql);
+      for (const { event, ...mail } of mails) for (const to of people) deps.mailer({ to, ...mail }, event);
+    },
+  };
+}
+
+const WHY: Record<WaitingDigest['first'][number]['reason'], string> = {
+  agent: 'its sender is held',
+  thread: 'its thread is held',
+  loop: 'the loop breaker paused its thread',
+};
+
+// A link to the page, which asks the person to sign in as any visit does; where the service's
+// address is unknown (no PUBLIC_URL), the page is named instead.
+const overviewAt = (publicUrl?: string) =>
+  publicUrl ? `Decide on the dashboard's Overview: ${new URL('/dashboard/overview', publicUrl)}` : "Decide on the dashboard's Overview.";
+
+function digestMail(d: WaitingDigest, publicUrl?: string) {
+  const n = d.waiting === 1 ? '1 message waits' : `${d.waiting} messages wait`;
+  const lines = d.first.map((m) => `- ${m.sender} in "${m.threadTitle}" (${WHY[m.reason]}): ${m.line}`);
+  const more = d.waiting > d.first.length ? [`- and ${d.waiting - d.first.length} more`] : [];
+  return {
+    subject: `${n} for your approval`,
+    text: `${n} for a person's approval (${d.fresh} since the last email); the oldest since ${d.oldestAt}. Until a person approves one, no recipient sees it.\n\n${[...lines, ...more].join('\n')}\n\n${overviewAt(publicUrl)}\n\nThis email goes out at most once every ${DIGEST_EVERY_MINUTES} minutes.\n`,
+  };
+}
+
+function pauseMail(p: PauseNotice, publicUrl?: string) {
+  const where = publicUrl ? `\n\n${new URL(`/dashboard/threads/${p.threadId}`, publicUrl)}` : '';
+  return {
+    subject: `Thread paused by the loop breaker: ${p.title}`,
+    text: `The agents of "${p.title}" exchanged too many messages with no person's message among them, so the thread was paused at ${p.pausedAt}. Its further messages wait for a person's approval until a person resumes it from the thread's page.${where}\n`,
+  };
+}
