@@ -14,12 +14,12 @@ export const EXPIRE_HOLDS_TASK = 'expire_holds';
 export const HOLD_NOTICES_TASK = 'hold_notices';
 export const HOLD_CRONTAB = [`* * * * * ${EXPIRE_HOLDS_TASK}`, `* * * * * ${HOLD_NOTICES_TASK}`];
 
-export type HoldAlertDeps = { sql: Sql; log: Logger; metrics?: Metrics; mailer: Mailer | null; publicUrl?: string };
+export type HoldAlertDeps = { sql: Sql; log: Logger; metrics?: Metrics; mailer: Mailer | null; publicUrl?: string; holdHours: number };
 
 export function holdTasks(deps: HoldAlertDeps): Record<string, Task> {
   return {
     [EXPIRE_HOLDS_TASK]: async () => {
-      const expired = await expireHolds(deps.sql, DECIDE_AT_ONCE);
+      const expired = await expireHolds(deps.sql, DECIDE_AT_ONCE, deps.holdHours);
       if (expired === 0) return;
       deps.log.info('holds_expired', { expired });
       deps.metrics?.holdDecisions({ expired });

@@ -230,6 +230,7 @@ export function createMetrics() {
     sendWatcher: {
       overQuota: (kind: 'message' | 'thread') => quotaRefusals.inc({ quota: kind === 'message' ? 'messages' : 'threads' }),
       loopBroken: () => loopsBroken.inc(),
+    },
     // Counted where each decision is made: the dashboard's routes and the expiry sweep.
     holdDecisions(decided: Partial<Record<HoldDecision, number>>) {
       for (const decision of HOLD_DECISIONS) if (decided[decision]) holdDecisions.inc({ decision }, decided[decision]);

@@ -2,7 +2,6 @@ import type { Config } from './config';
 import type { Sql } from './db/connect';
 import { sweepIdempotencyKeys } from './domain/messages/idempotency';
 import { sweepExpiredSignIns } from './domain/people/people';
-import { expireHolds } from './domain/messages/holds';
 import { pruneHistory } from './domain/messages/retention';
 import { indexOlderMessages } from './domain/messages/message-search';
 import type { Logger } from './log';
@@ -10,12 +9,9 @@ import type { Logger } from './log';
 // The hourly clean-ups, run from graphile-worker's crontab by whichever worker takes each: expired
 // sign-in codes and sessions, idempotency keys past their retention, and history past its own.
 // Each logs what it removed. And every minute, until it is done, the search index's catching up
-// with the messages an upgrade found (message-search.ts), and the rejection of held messages no
-// person decided on in time (holds.ts).
+// with the messages an upgrade found (message-search.ts).
 // Less than the minute between runs, so that two never overlap.
 const INDEXING_MS = 45_000;
-// Held messages rejected on expiry per transaction (domain/messages/holds.ts).
-const EXPIRE_AT_ONCE = 500;
 
 export function sweeps(sql: Sql, log: Logger, config: Config) {
   const tasks = {
@@ -33,17 +29,12 @@ export function sweeps(sql: Sql, log: Logger, config: Config) {
           auditDays: config.AUDIT_RETENTION_DAYS,
         }),
       ),
-    expire_holds: async () => {
-      let expired = 0;
-      for (let n = EXPIRE_AT_ONCE; n === EXPIRE_AT_ONCE; expired += n) n = await expireHolds(sql, EXPIRE_AT_ONCE, config.HOLD_EXPIRES_AFTER_HOURS);
-      if (expired > 0) log.info('holds_expired', { expired });
-    },
     index_messages: async () => {
       const { indexed, done } = await indexOlderMessages(sql, INDEXING_MS);
       if (indexed > 0) log.info('messages_indexed', { indexed, done });
     },
   };
   // Spread over the hour so that they never run together.
-  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history', '* * * * * index_messages', '* * * * * expire_holds'];
+  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history', '* * * * * index_messages'];
   return { tasks, crontab };
 }

@@ -179,7 +179,7 @@ describe('metrics', () => {
     // The expiry sweep, as the worker's crontab runs it, with its own process's metrics.
     await h.db.sql`update held_messages set expires_at = now() - interval '1 second' where id = ${c}`;
     const sweepMetrics = createMetrics();
-    await holdTasks({ sql: h.db.sql, log: createLogger('error', () => {}), metrics: sweepMetrics, mailer: null })[EXPIRE_HOLDS_TASK]!({}, {} as never);
+    await holdTasks({ sql: h.db.sql, log: createLogger('error', () => {}), metrics: sweepMetrics, mailer: null, holdHours: 168 })[EXPIRE_HOLDS_TASK]!({}, {} as never);
     expect(await sweepMetrics.render()).toContain('ams_hold_decisions_total{decision="expired"} 1');
     const [expired] = await h.db.sql`select state, decided_by_name, rejection_reason from held_messages where id = ${c}`;
     expect(expired).toEqual({ state: 'rejected', decided_by_name: 'service', rejection_reason: 'No person decided within 168 hours, so the message was rejected and not sent.' });
@@ -198,7 +198,7 @@ describe('email', () => {
   const lines: Record<string, any>[] = [];
   const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
   const notices = (mailer = createMailer(config, log)) =>
-    holdTasks({ sql: h.db.sql, log, mailer, publicUrl: 'https://ams.example.com' })[HOLD_NOTICES_TASK]!({}, {} as never);
+    holdTasks({ sql: h.db.sql, log, mailer, publicUrl: 'https://ams.example.com', holdHours: 168 })[HOLD_NOTICES_TASK]!({}, {} as never);
   const sentEvents = () => lines.filter((l) => l.event.endsWith('_mail_sent')).map((l) => [l.event, l.email]);
 
   test('one digest for several holds within the interval, to every person, and a new one only after it', async () => {

@@ -14,7 +14,6 @@ import { resendDelivery, resendFailed } from '../domain/deliveries/delivery-step
 import { pageQuery, timeKeyedPageQuery } from '../domain/shared/keyset';
 import { postMessage } from '../domain/messages/messages';
 import { approveAllFrom, approveHeld, rejectHeld, waitingPage, type Decided } from '../domain/messages/holds';
-import { byPerson } from '../domain/people/audit';
 import { disconnectClient } from '../domain/oauth/oauth-connections';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people/people';
 import { searchText } from '../domain/shared/search';

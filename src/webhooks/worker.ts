@@ -158,7 +158,7 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     [ENDPOINT_HEALTH_TASK]: endpointAlertsTask({
       sql, log, metrics, mailer: createMailer(config, log), rule: endpointHealthRule(config), publicUrl: config.PUBLIC_URL,
     }),
-    ...holdTasks({ sql, log, metrics, mailer: createMailer(config, log), publicUrl: config.PUBLIC_URL }),
+    ...holdTasks({ sql, log, metrics, mailer: createMailer(config, log), publicUrl: config.PUBLIC_URL, holdHours: config.HOLD_EXPIRES_AFTER_HOURS }),
     ...cleanUps.tasks,
   };
   let ownListenerDown = false;
