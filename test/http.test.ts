@@ -140,7 +140,7 @@ describe('OpenAPI', () => {
     const post = doc.paths['/api/threads/{threadId}/messages'].post;
     expect(post.operationId).toBe('postMessage');
     expect(post.security).toEqual([{ agentKey: [] }]);
-    expect(Object.keys(post.responses).sort()).toEqual(['201', '400', '401', '404', '413', '500', '503']);
+    expect(Object.keys(post.responses).sort()).toEqual(['201', '202', '400', '401', '404', '413', '429', '500', '503']);
     expect(post.responses['201'].content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/PostedMessage' });
     expect(post.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
     expect(post.responses['400'].content['application/json'].examples.contentTooLong).toEqual({
