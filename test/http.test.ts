@@ -157,6 +157,8 @@ describe('OpenAPI', () => {
         'Acknowledgement',
         'DeliveredReport',
         'Error',
+        'Hold',
+        'HoldStatus',
         'InboxEntry',
         'Message',
         'MessageCreatedEvent',
