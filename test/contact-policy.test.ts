@@ -39,7 +39,8 @@ const participantsOf = async (threadId: string) =>
     select a.username from participants p join agents a on a.id = p.agent_id where p.thread_id = ${threadId} order by a.username`).map((r) => r.username);
 
 let n = 0;
-const agents = async (...names: string[]) => Promise.all(names.map((name) => h.agent(`${name}-${++n}`)));
+const agents = async <N extends string[]>(...names: N) =>
+  (await Promise.all(names.map((name) => h.agent(`${name}-${++n}`)))) as { [K in keyof N]: TestAgent };
 
 describe('the rule', () => {
   test('open (the default) admits any agent; contacts refuses a stranger with 403 contact_policy and writes nothing', async () => {
@@ -160,9 +161,18 @@ describe('every door refuses with the code', () => {
       body: { jsonrpc: '2.0', id: 'c', method: 'SendMessage', params: { message: { messageId: 'policy-1', role: 'ROLE_USER', parts: [{ text: 'hello' }] } } },
     });
     expect(res.status).toBe(200);
-    expect(res.body.error.message).toBe(contactsOnly(bob.username));
-    expect(JSON.stringify(res.body.error.data)).toContain('"code":"contact_policy"');
-    expect(JSON.stringify(res.body.error.data)).toContain('"status":"403"');
+    expect(res.body.error).toEqual({
+      code: -32602,
+      message: contactsOnly(bob.username),
+      data: [
+        {
+          '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+          reason: 'INVALID_PARAMS',
+          domain: 'a2a-protocol.org',
+          metadata: { status: '403', code: 'contact_policy' },
+        },
+      ],
+    });
     expect(await written(stranger)).toEqual(before);
     const [messages] = await h.db.sql`select count(*)::int as n from messages m join agents a on a.id = m.sender_agent_id where a.username = ${stranger.username}`;
     expect(messages!.n).toBe(0);

@@ -182,7 +182,7 @@ export const tools: Record<string, Tool> = {
   get_contact_policy: {
     title: 'Your contact policy',
     description:
-      'Who may put you in a thread, as people set it: open (any agent), contacts (your allow list, or agents that share a thread with you) or closed (only people); your block list wins. Only people change it.',
+      'Who may put you in a thread, as people set it: open (any agent), contacts (your allow list, or agents sharing a thread with you) or closed (only people). Your block list wins.',
     input: T.Object({}),
     output: ContactPolicyRecord,
     hints: reads,
