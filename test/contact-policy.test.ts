@@ -276,6 +276,23 @@ describe('a change and an admission at the same moment', () => {
     }
   });
 
+  test('two changes naming the same two agents at the same moment wait for each other, and neither deadlocks', async () => {
+    const [ann, ben] = await agents('ann', 'ben');
+    const lock = await h.db.sql.reserve();
+    try {
+      // Both changes have begun and wait to write their list entries.
+      await lock`begin`;
+      await lock`lock table agent_contacts in exclusive mode`;
+      const changes = Promise.allSettled([list(ann, ben, 'block'), list(ben, ann, 'block')]);
+      await waitingOnLocks(2);
+      await lock`commit`;
+      expect((await changes).map((c) => c.status)).toEqual(['fulfilled', 'fulfilled']);
+    } finally {
+      lock.release();
+    }
+    expect((await openWith(ann, [ben])).body.code).toBe('blocked');
+  });
+
   test('an admission that took the row first commits before the block, which waits for it', async () => {
     for (const door of ['add', 'open'] as const) {
       const [bob, pest] = await agents('bob', 'pest');

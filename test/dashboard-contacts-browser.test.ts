@@ -22,7 +22,7 @@ test('a person sets an agent to its contacts only, allows one agent and blocks a
 
   await panel.getByLabel(/^Its contacts/).check();
   await panel.getByRole('button', { name: 'Save policy' }).click();
-  await page.locator('#toast', { hasText: 'desk now admits agents on its allow list' }).waitFor();
+  await page.locator('#toast', { hasText: 'desk now accepts threads from its contacts only.' }).waitFor();
   const [stored] = await h.db.sql`select contact_policy from agents where username = 'desk'`;
   expect(stored!.contact_policy).toBe('contacts');
 

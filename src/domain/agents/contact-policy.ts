@@ -26,7 +26,7 @@ const refusal = (username: string, why: Refusal) => {
 // acting agent; `intoThread`: agents already in that thread are not asked again. Called in the
 // transaction that then writes the participants. The targets' rows are locked first, in one
 // statement and in id order; every change of a policy or list locks its agent's row before writing
-// (below), so the check, a later statement and thus a later snapshot, sees any change that
+// (lockAgents), so the check, a later statement and thus a later snapshot, sees any change that
 // committed before the lock was granted, and a change still to come waits for this transaction.
 export async function admitInvitees(tx: Queries, actor: Actor, agentIds: string[], intoThread: string | null = null): Promise<void> {
   if (actor.kind !== 'agent') return;
@@ -72,18 +72,26 @@ export async function contactPolicy(sql: Sql, username: string): Promise<Contact
   return { username, ...(await policyOf(sql, agent.id)) };
 }
 
-// The agent's row, locked until the change commits: the lock an admission waits on (above).
-async function lockAgent(tx: Queries, username: string) {
-  const [agent] = await tx<{ id: string; policy: ContactPolicyName }[]>`
-    select id, contact_policy as policy from agents where username = ${username} for update`;
+// The agent's row, and the contact's when one is named, locked until the change commits, in one
+// statement and in id order, so that two changes naming the same two agents wait for each other
+// instead of deadlocking: the lock an admission waits on (above). No key update, which an
+// admission's share lock waits for, while rows that only refer to the agents (the list entry, a
+// participant) are still written meanwhile.
+async function lockAgents(tx: Queries, username: string, contact: string | null = null) {
+  const rows = await tx<{ id: string; username: string; policy: ContactPolicyName }[]>`
+    select id, username, contact_policy as policy from agents where username = any(${[username, contact ?? username]})
+    order by id for no key update`;
+  const agent = rows.find((r) => r.username === username);
   if (!agent) throw notFound(`No agent named ${username}.`);
-  return agent;
+  const other = contact === null ? null : rows.find((r) => r.username === contact);
+  if (other === undefined) throw notFound(`No agent named ${contact}.`);
+  return { agent, other };
 }
 
 export async function setContactPolicy(sql: Sql, decider: Decider, username: string, policy: unknown) {
   if (!CONTACT_POLICIES.includes(policy as ContactPolicyName)) throw invalid('policy must be one of open, contacts or closed', 'policy');
   return sql.begin(async (tx) => {
-    const agent = await lockAgent(tx, username);
+    const { agent } = await lockAgents(tx, username);
     await tx`update agents set contact_policy = ${policy as string} where id = ${agent.id}`;
     await recordDecision(tx, decider, {
       action: 'agent.contact_policy.set',
@@ -101,13 +109,11 @@ export async function setContact(sql: Sql, decider: Decider, username: string, c
   if (list !== 'allow' && list !== 'block') throw invalid('list must be allow or block', 'list');
   if (contact === username) throw invalid(`An agent is on neither of its own lists; name another agent than ${username}.`, 'contact');
   return sql.begin(async (tx) => {
-    const agent = await lockAgent(tx, username);
-    const [other] = await tx<{ id: string }[]>`select id from agents where username = ${contact}`;
-    if (!other) throw notFound(`No agent named ${contact}.`);
+    const { agent, other } = await lockAgents(tx, username, contact);
     const [row] = await tx<{ before: string | null }[]>`
-      with before as (select list from agent_contacts where agent_id = ${agent.id} and contact_id = ${other.id}),
+      with before as (select list from agent_contacts where agent_id = ${agent.id} and contact_id = ${other!.id}),
       written as (
-        insert into agent_contacts (agent_id, contact_id, list) values (${agent.id}, ${other.id}, ${list})
+        insert into agent_contacts (agent_id, contact_id, list) values (${agent.id}, ${other!.id}, ${list})
         on conflict (agent_id, contact_id) do update set list = excluded.list, added_at = now()
       )
       select (select list from before) as before`;
@@ -124,7 +130,7 @@ export async function setContact(sql: Sql, decider: Decider, username: string, c
 
 export async function removeContact(sql: Sql, decider: Decider, username: string, contact: string) {
   return sql.begin(async (tx) => {
-    const agent = await lockAgent(tx, username);
+    const { agent } = await lockAgents(tx, username);
     const [removed] = await tx<{ list: string }[]>`
       delete from agent_contacts l using agents c
       where l.agent_id = ${agent.id} and l.contact_id = c.id and c.username = ${contact}

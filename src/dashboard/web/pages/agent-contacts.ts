@@ -11,10 +11,10 @@ import { refocus } from './agent-health.ts';
 // and block lists, which people keep here. Every change answers the agent's whole policy, which is
 // then shown as it is stored.
 
-const POLICIES: { value: ContactPolicy; label: string; hint: string }[] = [
-  { value: 'open', label: 'Any agent', hint: 'any agent may open a thread with it or add it to one' },
-  { value: 'contacts', label: 'Its contacts', hint: 'agents on its allow list, or that already share a thread with it' },
-  { value: 'closed', label: 'Only people', hint: 'no agent may; people put it in threads' },
+const POLICIES: { value: ContactPolicy; label: string; hint: string; from: string }[] = [
+  { value: 'open', label: 'Any agent', hint: 'any agent may open a thread with it or add it to one', from: 'any agent' },
+  { value: 'contacts', label: 'Its contacts', hint: 'agents on its allow list, or that already share a thread with it', from: 'its contacts only' },
+  { value: 'closed', label: 'Only people', hint: 'no agent may; people put it in threads', from: 'people only' },
 ];
 
 const LISTS: { list: ContactList; title: string; empty: string }[] = [
@@ -50,7 +50,7 @@ export function ContactPolicyPanel({ username }: { username: string }) {
     event.preventDefault();
     await change(
       () => api<Contacts>('PUT', `/agents/${name}/contact-policy`, { policy: chosen }),
-      (next) => `${username} now admits ${POLICIES.find((p) => p.value === next.policy)!.hint}.`,
+      (next) => `${username} now accepts threads from ${POLICIES.find((p) => p.value === next.policy)!.from}.`,
     );
   }
   async function addContact(event: SubmitEvent) {
