@@ -558,6 +558,32 @@ export interface components {
              */
             acknowledgedAt: string | null;
         };
+        /**
+         * HoldStatus
+         * @description Present when the message was held for a person: what became of it.
+         */
+        HoldStatus: {
+            /** @enum {string} */
+            state: "held" | "approved" | "rejected";
+            /** @enum {string} */
+            reason: "agent" | "thread" | "loop";
+            /**
+             * Format: date-time
+             * @description When it is rejected if no person has decided by then
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            expiresAt: string;
+            /**
+             * Format: date-time
+             * @description When it was decided
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            decidedAt: string | null;
+            /** @description The deciding person's username, `cli`, or `service` when the hold expired */
+            decidedBy: string | null;
+            /** @description Why it was rejected, in the words of the person who did */
+            rejectionReason: string | null;
+        };
         /** MessageReceipts */
         MessageReceipts: {
             /**
@@ -574,6 +600,7 @@ export interface components {
             recipients: components["schemas"]["RecipientStatus"][];
             /** @description With waitFor: whether every recipient reached that step (or failed); null without waitFor */
             reached: boolean | null;
+            hold?: components["schemas"]["HoldStatus"];
         };
         /** MessageCreatedEvent */
         MessageCreatedEvent: {
@@ -607,7 +634,7 @@ export interface components {
     headers: {
         /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
         RequestId: string;
-        /** @description Seconds to wait before retrying, when the service is busy rather than its database away. */
+        /** @description Seconds to wait before retrying: on a 503, when the service is busy rather than its database away; on a 429 with code quota_exceeded, until the send quota renews. */
         RetryAfter: string;
         /** @description RFC 6750: `Bearer realm="agent-messaging-service"`, with `error="invalid_token"` when a key was sent. */
         BearerChallenge: string;
@@ -667,10 +694,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller already has as many of these under way or open as it may; wait for one to end, then retry. */
+            /** @description The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1023,6 +1051,17 @@ export interface operations {
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives). */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1459,6 +1498,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Accepted and held: the message waits for a person (see `held`); no recipient sees anything until a person approves it. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["PostedMessage"];
+                    };
+                };
+            };
             /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
             400: {
                 headers: {
@@ -1494,6 +1547,17 @@ export interface operations {
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives). */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1655,10 +1719,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller already has as many of these under way or open as it may; wait for one to end, then retry. */
+            /** @description The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1750,10 +1815,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller already has as many of these under way or open as it may; wait for one to end, then retry. */
+            /** @description The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1855,10 +1921,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller already has as many of these under way or open as it may; wait for one to end, then retry. */
+            /** @description The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
