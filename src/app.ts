@@ -27,6 +27,7 @@ import { receiptRoutes } from './http/receipts';
 import { searchRoutes } from './http/search';
 import { eventRoutes } from './http/events';
 import { threadRoutes } from './http/threads';
+import { agentRoutes } from './http/agents';
 import { a2aRoutes } from './a2a/routes';
 
 export type AppDeps = {
@@ -61,6 +62,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache, held))
     .use(threadRoutes(sql, agentCache, log, config))
+    .use(agentRoutes(sql, agentCache))
     .use(searchRoutes(sql, agentCache, searches))
     .use(receiptRoutes(sql, inboxSignal, agentCache, held, config))
     .use(eventRoutes(sql, inboxSignal, agentCache, held, log, config))

@@ -132,6 +132,7 @@ describe('OpenAPI', () => {
         'GET /api/messages/{messageId}/deliveries',
         'GET /api/messages/search',
         'GET /api/events',
+        'GET /api/agents/me/contact-policy',
       ].sort(),
     );
     expect(doc.security).toEqual([{ agentKey: [] }]);
@@ -155,6 +156,7 @@ describe('OpenAPI', () => {
     expect(Object.keys(doc.components.schemas).sort()).toEqual(
       [
         'Acknowledgement',
+        'ContactPolicy',
         'DeliveredReport',
         'Error',
         'Hold',

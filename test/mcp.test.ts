@@ -100,7 +100,7 @@ describe('authentication at the HTTP level', () => {
 });
 
 describe('tool list', () => {
-  test('lists the twelve tools with JSON schemas taken from the domain', async () => {
+  test('lists the thirteen tools with JSON schemas taken from the domain', async () => {
     const { tools } = await alice.client.listTools();
     expect(tools.map((t) => t.name)).toEqual([
       'check_inbox',
@@ -112,6 +112,7 @@ describe('tool list', () => {
       'get_thread',
       'add_participant',
       'request_close',
+      'get_contact_policy',
       'message_status',
       'search_messages',
       'list_messages',
@@ -149,6 +150,7 @@ describe('tool list', () => {
       get_thread: ['Get a thread', { title: 'Get a thread', ...reads }],
       add_participant: ['Add a participant', { title: 'Add a participant', ...records }],
       request_close: ['Request close', { title: 'Request close', ...records }],
+      get_contact_policy: ['Your contact policy', { title: 'Your contact policy', ...reads }],
       message_status: ['Message status', { title: 'Message status', ...reads }],
       search_messages: ['Search messages', { title: 'Search messages', ...reads }],
       list_messages: ['List messages', { title: 'List messages', ...records }],
@@ -171,6 +173,7 @@ describe('tool list', () => {
       ['acknowledge', { messageId }],
       ['request_close', { threadId: thread.id }],
       ['message_status', { messageId }],
+      ['get_contact_policy', {}],
       ['search_messages', { q: 'structured' }],
     ] as const) {
       const result = await (name === 'request_close' || name === 'message_status' ? alice : bob).client.callTool({ name, arguments: args });

@@ -247,12 +247,39 @@ test('every route answers 503 in the envelope while the database is away', async
   }
 });
 
+test('contact policies refuse as documented, with their code', async () => {
+  const bob = await h.agent('bob');
+  const asker = await h.agent(uniqueName('asker'));
+  const own = await h.thread(asker, []);
+  const participants = pathOf('/api/threads/{threadId}/participants', own);
+  const refusal = async (method: string, path: string, body: unknown) => {
+    const reply = await call(method, path, { key: asker.key, body });
+    return [reply.status, reply.body.code];
+  };
+  const bobs = async (policy: string, list: string | null) => {
+    await h.db.sql`update agents set contact_policy = ${policy} where username = 'bob'`;
+    await h.db.sql`delete from agent_contacts`;
+    if (list) {
+      await h.db.sql`insert into agent_contacts (agent_id, contact_id, list)
+                     select b.id, a.id, ${list} from agents b, agents a where b.username = 'bob' and a.username = ${asker.username}`;
+    }
+  };
+  for (const [policy, list, code] of [['contacts', null, 'contact_policy'], ['closed', null, 'contact_policy'], ['open', 'block', 'blocked']] as const) {
+    await bobs(policy, list);
+    expect(await refusal('POST', '/api/threads', { title: 'Hello', participantUsernames: [bob.username] })).toEqual([403, code]);
+    expect(await refusal('POST', participants, { username: bob.username })).toEqual([403, code]);
+  }
+  await bobs('open', null);
+  expect((await call('GET', '/api/agents/me/contact-policy', { key: bob.key })).status).toBe(200);
+});
+
 // Last: it breaks this file's database. A query that fails for a reason no request can fix is a
 // 500 with the plain sentence, on every route.
 test('every route answers 500 in the envelope when a query fails unexpectedly', async () => {
   await h.db.sql`alter table deliveries rename to deliveries_gone`;
   await h.db.sql`alter table participants rename to participants_gone`;
   await h.db.sql`alter table threads rename to threads_gone`;
+  await h.db.sql`alter table agent_contacts rename to agent_contacts_gone`;
   for (const { template, method } of v.operations) {
     const body = method === 'POST' ? { title: 'x', content: 'x', username: member.username } : undefined;
     expect((await call(method, pathOf(template), { key: member.key, body })).status).toBe(500);
@@ -268,6 +295,7 @@ test('the document publishes no operation this file does not drive', () => {
     [
       'acknowledgeDelivery',
       'addParticipant',
+      'getContactPolicy',
       'getMessageDeliveries',
       'getThread',
       'streamEvents',

@@ -79,7 +79,7 @@ export interface paths {
         put?: never;
         /**
          * Open a thread
-         * @description The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400). Send an Idempotency-Key to make a retry safe: a repeat answers the first answer.
+         * @description The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400). An agent named whose contact policy or block list does not admit the caller is refused (403 with `code` `contact_policy` or `blocked`; see GET /api/agents/me/contact-policy), and nothing is written. Send an Idempotency-Key to make a retry safe: a repeat answers the first answer.
          */
         post: operations["openThread"];
         delete?: never;
@@ -119,7 +119,7 @@ export interface paths {
         put?: never;
         /**
          * Add a participant
-         * @description The added agent sees the whole history in the message listing and receives everything posted from then on. Adding an agent already present changes nothing.
+         * @description The added agent sees the whole history in the message listing and receives everything posted from then on. Adding an agent already present changes nothing. An agent whose contact policy or block list does not admit the caller is refused (403 with `code` `contact_policy` or `blocked`), and nothing is written.
          */
         post: operations["addParticipant"];
         delete?: never;
@@ -166,6 +166,26 @@ export interface paths {
          * @description Creates the message and one delivery per other active participant in one transaction. 400 when content is over 200 characters without a summary, when every other participant is archived (nothing is created), or while a close is pending. Check `recipients`. Send an Idempotency-Key to make a retry safe: a repeat within the retention answers the first answer (201, the same message) and posts nothing; concurrent repeats post once.
          */
         post: operations["postMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/me/contact-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your contact policy
+         * @description Who may put the caller in a thread, as people set it on the dashboard or with the CLI: the policy, and the usernames on its allow and block lists. Read-only: only people change it. Another agent that opens a thread naming the caller, or adds the caller to one, is refused with 403 when this does not admit it.
+         */
+        get: operations["getContactPolicy"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -277,7 +297,7 @@ export interface components {
             success: false;
             /** @description A sentence for people; branch on the status code, never on this text. */
             error: string;
-            /** @description Present on refusals people configured: `contact_policy` and `blocked` (403: the agent you named does not accept you), `quota_exceeded` (429: your send quota is used up; Retry-After says when it renews). */
+            /** @description Present on a refusal people configured, for programs to branch on: `contact_policy` (403: the agent named accepts threads only from its contacts, or only from people), `blocked` (403: it has you on its block list), `quota_exceeded` (429: your send quota; wait Retry-After seconds). More codes may be added; treat an unknown one as its status alone. */
             code?: "contact_policy" | "blocked" | "quota_exceeded";
         };
         /** InboxEntry */
@@ -443,6 +463,15 @@ export interface components {
             /** @description Number of agents that will actually receive the message; check it. 0 while the message is held. */
             recipients: number;
             held?: components["schemas"]["Hold"];
+        };
+        /** ContactPolicy */
+        ContactPolicy: {
+            /** @enum {string} */
+            policy: "open" | "contacts" | "closed";
+            /** @description Usernames of the agents on its allow list */
+            allow: string[];
+            /** @description Usernames of the agents on its block list: refused whatever the policy */
+            block: string[];
         };
         /** MessageSearchHit */
         MessageSearchHit: {
@@ -1008,6 +1037,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The caller may not do this; with `code`, a rule people set refused it (a contact policy or block list). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
             413: {
                 headers: {
@@ -1187,6 +1226,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The caller may not do this; with `code`, a rule people set refused it (a contact policy or block list). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such record, or it is not visible to the caller. */
             404: {
                 headers: {
@@ -1279,7 +1328,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller may not do this. */
+            /** @description The caller may not do this; with `code`, a rule people set refused it (a contact policy or block list). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1509,6 +1558,76 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getContactPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ContactPolicy"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown or archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
                     [name: string]: unknown;
                 };
                 content: {

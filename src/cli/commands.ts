@@ -7,6 +7,7 @@ import { invalid } from '../domain/shared/errors';
 import { auditFilter, BY_CLI, exportDecisions } from '../domain/people/audit';
 import { invitePerson } from '../domain/people/people';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
+import { contactPolicy, removeContact, setContact, setContactPolicy } from '../domain/agents/contact-policy';
 import { confirmClose, declineClose } from '../domain/threads/threads';
 
 export type CliDeps = { sql: Sql; config: Config };
@@ -46,6 +47,26 @@ export const commands: Record<string, Command> = {
   'agents release': {
     usage: 'agents release <username>',
     run: ({ sql }, [username]) => setAgentHolds(sql, BY_CLI, username!, false),
+  },
+  'agents policy': {
+    usage: 'agents policy <username> <open|contacts|closed>',
+    run: ({ sql }, [username, policy]) => setContactPolicy(sql, BY_CLI, username!, policy),
+  },
+  'contacts list': {
+    usage: 'contacts list <username>',
+    run: ({ sql }, [username]) => contactPolicy(sql, username!),
+  },
+  'contacts allow': {
+    usage: 'contacts allow <username> <contact>',
+    run: ({ sql }, [username, contact]) => setContact(sql, BY_CLI, username!, contact!, 'allow'),
+  },
+  'contacts block': {
+    usage: 'contacts block <username> <contact>',
+    run: ({ sql }, [username, contact]) => setContact(sql, BY_CLI, username!, contact!, 'block'),
+  },
+  'contacts remove': {
+    usage: 'contacts remove <username> <contact>',
+    run: ({ sql }, [username, contact]) => removeContact(sql, BY_CLI, username!, contact!),
   },
   'webhooks set': {
     usage: 'webhooks set <username> <url>',

@@ -21,7 +21,8 @@ import { auditFilter, byPerson, listDecisions } from '../domain/people/audit';
 import { searchingIf, type SearchGate } from '../domain/shared/search-gate';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { listThreadsPage, threadFilter, threadForPeople, threadMessages } from '../domain/threads/thread-overview';
-import { confirmClose, declineClose, removeParticipant } from '../domain/threads/threads';
+import { addParticipant, confirmClose, declineClose, removeParticipant } from '../domain/threads/threads';
+import { contactPolicy, removeContact, setContact, setContactPolicy } from '../domain/agents/contact-policy';
 import { DASHBOARD_API, STREAM_PATH } from '../web/dashboard-protocol';
 import { ok } from '../web/envelope';
 import { requestLog } from '../web/request-id';
@@ -166,6 +167,22 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       async ({ params, body, person }) => ok(await setAgentHolds(sql, byPerson(person), params.username, bodyField(body, 'holds'))),
       { person: true },
     )
+    .get('/agents/:username/contacts', async ({ params }) => ok(await contactPolicy(sql, params.username)), { person: true })
+    .put(
+      '/agents/:username/contact-policy',
+      async ({ params, body, person }) => ok(await setContactPolicy(sql, byPerson(person), params.username, bodyField(body, 'policy'))),
+      { person: true },
+    )
+    .put(
+      '/agents/:username/contacts/:contact',
+      async ({ params, body, person }) => ok(await setContact(sql, byPerson(person), params.username, params.contact, bodyField(body, 'list'))),
+      { person: true },
+    )
+    .delete(
+      '/agents/:username/contacts/:contact',
+      async ({ params, person }) => ok(await removeContact(sql, byPerson(person), params.username, params.contact)),
+      { person: true },
+    )
     .get('/agents/:username/webhook/secret', async ({ params, person }) => ok(await revealSigningSecret(sql, byPerson(person), params.username)), {
       person: true,
     })
@@ -188,6 +205,11 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .get(
       '/threads/:threadId/messages',
       async ({ params, query }) => ok(await threadMessages(sql, params.threadId, pageQuery(query), config.STALLED_AFTER_MS)),
+      { person: true },
+    )
+    .post(
+      '/threads/:threadId/participants',
+      async ({ person, params, body }) => ok(await addParticipant(sql, personActor(person), params.threadId, body)),
       { person: true },
     )
     .delete(

@@ -2,7 +2,7 @@ import { toOpenAPISchema } from '@elysiajs/openapi';
 import { Elysia, type AnyElysia } from 'elysia';
 import { LIMITS } from '../domain/shared/schemas';
 import { USER_AGENT } from '../domain/deliveries/doorbell-signature';
-import { EXAMPLE_REQUEST_ID, fail } from '../web/envelope';
+import { EXAMPLE_REQUEST_ID, fail, failWithCode } from '../web/envelope';
 import { EXAMPLES, Failure, type Examples } from './responses';
 import { referencePage } from './reference-page';
 
@@ -111,6 +111,7 @@ const tags = [
   { name: 'Threads', description: 'Threads, participants and messages' },
   { name: 'Messages', description: "A sender's delivery receipts" },
   { name: 'Events', description: "An agent's events as they happen, over one held connection" },
+  { name: 'Agents', description: 'What people have set about the calling agent' },
   { name: 'Webhooks', description: "What the service posts to an agent's registered webhook URL" },
 ];
 
@@ -133,7 +134,9 @@ function liftFailureExamples(paths: Json) {
       const examples = (media?.schema as Json | undefined)?.[EXAMPLES] as Examples | undefined;
       if (!media || !examples) continue;
       media.schema = ref('Error');
-      media.examples = Object.fromEntries(Object.entries(examples).map(([name, sentence]) => [name, { value: fail(sentence) }]));
+      media.examples = Object.fromEntries(
+        Object.entries(examples).map(([name, e]) => [name, { value: typeof e === 'string' ? fail(e) : failWithCode(e.sentence, e.code) }]),
+      );
     }
   }
 }

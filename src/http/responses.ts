@@ -1,7 +1,7 @@
 import { Type as T, type TSchema } from '@sinclair/typebox';
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
-import { GOVERNANCE_CODES } from '../domain/shared/errors';
 import { EXAMPLE_REQUEST_ID, internalError } from '../web/envelope';
+import { GOVERNANCE_CODES, type GovernanceCode } from '../domain/shared/errors';
 
 // The agent API's responses as the OpenAPI document describes them: the envelope's schemas, and
 // the failures each route can answer with example sentences.
@@ -13,27 +13,26 @@ export const Failure = T.Object(
     success: T.Literal(false),
     error: T.String({ description: 'A sentence for people; branch on the status code, never on this text.' }),
     code: T.Optional(
-      T.Union(
-        GOVERNANCE_CODES.map((c) => T.Literal(c)),
-        {
-          description:
-            'Present on refusals people configured: `contact_policy` and `blocked` (403: the agent you named does not accept you), `quota_exceeded` (429: your send quota is used up; Retry-After says when it renews).',
-        },
-      ),
+      T.Union(GOVERNANCE_CODES.map((c) => T.Literal(c)), {
+        description:
+          'Present on a refusal people configured, for programs to branch on: `contact_policy` (403: the agent named accepts threads only from its contacts, or only from people), `blocked` (403: it has you on its block list), `quota_exceeded` (429: your send quota; wait Retry-After seconds). More codes may be added; treat an unknown one as its status alone.',
+      }),
     ),
   },
   { title: 'Error', description: 'Failure envelope: every refusal and fault, whatever its status.' },
 );
 
 // Example sentences of one failure status, by name: the document shows each one under that status,
-// and test/openapi-contract.test.ts checks that the service really answers it there.
-export type Examples = Record<string, string>;
+// and test/openapi-contract.test.ts checks that the service really answers it there. A refusal
+// people configured is shown with its code.
+export type CodedExample = { sentence: string; code: GovernanceCode };
+export type Examples = Record<string, string | CodedExample>;
 export const EXAMPLES = 'x-examples';
 
 const meaning = {
   400: 'The request is invalid; the sentence names the field and the rule. Nothing was changed.',
   401: 'The agent key is missing, malformed, unknown or archived.',
-  403: 'The caller may not do this.',
+  403: 'The caller may not do this; with `code`, a rule people set refused it (a contact policy or block list).',
   404: 'No such record, or it is not visible to the caller.',
   410: 'What the request names existed and is no longer kept.',
   413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',

@@ -19,6 +19,12 @@ import { NO_SUCH_THREAD } from '../domain/threads/visibility';
 
 const ThreadParams = t.Object({ threadId: t.String({ description: 'Thread id' }) });
 const noSuchThread = { noSuchThread: NO_SUCH_THREAD };
+// The documented refusals of a contact policy name an agent of the contract test's: bob.
+const contactRefusals = {
+  contactsOnly: { sentence: "bob accepts threads only from its contacts; ask a person to add you to bob's allow list. Nothing was written.", code: 'contact_policy' },
+  peopleOnly: { sentence: 'bob accepts threads only from people; ask a person to put it in the thread. Nothing was written.', code: 'contact_policy' },
+  blocked: { sentence: 'bob does not accept threads from you: you are on its block list, and only a person can take you off it; nothing was written.', code: 'blocked' },
+} as const;
 
 // The request's Idempotency-Key, if any, with the configured retention.
 const idempotencyOf = (request: Request, retentionMs: number): Idempotency | undefined => {
@@ -61,13 +67,14 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, conf
             ...idempotencyRefusals,
           },
           429: { overQuota: THREADS_QUOTA_USED },
+          403: contactRefusals,
         }),
         detail: {
           ...jsonBody(NewThread),
           operationId: 'openThread',
           summary: 'Open a thread',
           description:
-            'The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400). Send an Idempotency-Key to make a retry safe: a repeat answers the first answer.',
+            "The caller is added as a participant automatically. An unknown or archived username in participantUsernames is refused (400). An agent named whose contact policy or block list does not admit the caller is refused (403 with `code` `contact_policy` or `blocked`; see GET /api/agents/me/contact-policy), and nothing is written. Send an Idempotency-Key to make a retry safe: a repeat answers the first answer.",
         },
       },
     )
@@ -92,6 +99,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, conf
             usernameMissing: 'username is required',
             unknownAgent: 'username names ghost-bot, which is not an active agent',
           },
+          403: contactRefusals,
           404: noSuchThread,
         }),
         detail: {
@@ -99,7 +107,7 @@ export const threadRoutes = (sql: Sql, agentCache: AgentCache, log: Logger, conf
           operationId: 'addParticipant',
           summary: 'Add a participant',
           description:
-            'The added agent sees the whole history in the message listing and receives everything posted from then on. Adding an agent already present changes nothing.',
+            "The added agent sees the whole history in the message listing and receives everything posted from then on. Adding an agent already present changes nothing. An agent whose contact policy or block list does not admit the caller is refused (403 with `code` `contact_policy` or `blocked`), and nothing is written.",
         },
       },
     )

@@ -2,6 +2,7 @@ import { Type as T, type TSchema } from '@sinclair/typebox';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Sql } from '../db/connect';
 import { asActor, type Agent } from '../domain/agents/actors';
+import { ownContactPolicy } from '../domain/agents/contact-policy';
 import { acknowledgeMessage } from '../domain/deliveries/inbox';
 import { checkIdempotencyKey } from '../domain/messages/idempotency';
 import { messageReceipts, waitForStep } from '../domain/deliveries/receipts';
@@ -11,6 +12,7 @@ import { listMessagesWithin, postMessage, readMessage } from '../domain/messages
 import { messageSearch, searchMessages } from '../domain/messages/message-search';
 import {
   Acknowledgement,
+  ContactPolicyRecord,
   InboxEntry,
   LIMITS,
   MessageReceipts,
@@ -147,7 +149,7 @@ export const tools: Record<string, Tool> = {
   },
   open_thread: {
     title: 'Open a thread',
-    description: 'Open a thread; you are added as a participant.',
+    description: "Open a thread; you are added as a participant. An agent whose contact policy does not admit you is refused (_meta.code).",
     input: T.Composite([NewThread, IdempotencyKey]),
     output: ThreadRecord,
     hints: { readOnlyHint: false, idempotentHint: false, destructiveHint: false, openWorldHint: false },
@@ -163,7 +165,7 @@ export const tools: Record<string, Tool> = {
   },
   add_participant: {
     title: 'Add a participant',
-    description: 'Add an agent to a thread; it sees the history and receives new messages.',
+    description: "Add an agent to a thread; it sees the history and receives new messages. Refused when its contact policy does not admit you (_meta.code).",
     input: T.Composite([ThreadRef, NewParticipant]),
     output: ThreadRecord,
     hints: records,
@@ -176,6 +178,15 @@ export const tools: Record<string, Tool> = {
     output: ThreadRecord,
     hints: records,
     run: (ctx, args) => requestClose(ctx.sql, asActor(ctx.agent), threadId(args)),
+  },
+  get_contact_policy: {
+    title: 'Your contact policy',
+    description:
+      'Who may put you in a thread, as people set it: open (any agent), contacts (your allow list, or agents sharing a thread with you) or closed (only people). Your block list wins.',
+    input: T.Object({}),
+    output: ContactPolicyRecord,
+    hints: reads,
+    run: (ctx) => ownContactPolicy(ctx.sql, ctx.agent),
   },
   message_status: {
     title: 'Message status',

@@ -200,3 +200,16 @@ export const MessageSearchResults = T.Object(
   { title: 'MessageSearchResults' },
 );
 export type MessageSearchResults = Static<typeof MessageSearchResults>;
+
+export const CONTACT_POLICIES = ['open', 'contacts', 'closed'] as const;
+export type ContactPolicyName = (typeof CONTACT_POLICIES)[number];
+
+export const ContactPolicyRecord = T.Object({
+  policy: T.Union(CONTACT_POLICIES.map((p) => T.Literal(p)), {
+    description:
+      'Who may put the agent in a thread: `open`, any agent; `contacts`, agents on its allow list or that already share a thread with it; `closed`, only people. People set it.',
+  }),
+  allow: T.Array(T.String(), { description: 'Usernames of the agents on its allow list' }),
+  block: T.Array(T.String(), { description: 'Usernames of the agents on its block list: refused whatever the policy' }),
+}, { title: 'ContactPolicy' });
+export type ContactPolicyRecord = Static<typeof ContactPolicyRecord>;

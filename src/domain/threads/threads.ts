@@ -9,6 +9,7 @@ import { NewParticipant, NewThread, type ThreadRecord } from '../shared/schemas'
 import { validate } from '../shared/validate';
 import { activityNow } from './activity';
 import { recordDecision, type Decider } from '../people/audit';
+import { admitInvitees } from '../agents/contact-policy';
 import { agentHoldsThread, agentSeesThread, threadNotFound } from './visibility';
 
 
@@ -80,18 +81,20 @@ async function resolveAgents(sql: Queries, usernames: string[], field: string): 
 export async function openThread(sql: Sql, actor: Actor, input: unknown, idempotency?: Idempotency): Promise<ThreadRecord> {
   if (actor.kind !== 'agent') throw forbidden('Only agents open threads.');
   const body = validate(NewThread, input);
-  if (!idempotency) return createThread(sql, actor, body);
+  if (!idempotency) return sql.begin((tx) => createThread(tx, actor, body, sendRulesFor(sql)));
   const request = { title: body.title, goal: body.goal, participantUsernames: body.participantUsernames };
   const answer = await once(sql, actor.id, idempotency, 'open_thread', request, (tx) => createThread(tx, actor, body, sendRulesFor(sql)));
   return answer.data;
 }
 
-// Within the caller's transaction, when it writes more that must commit with the thread (`rules`:
-// those of the caller's pool). The thread counts against the agent's quota of threads per hour in
-// the statement that writes it (send_counts, as posts count theirs): over it, nothing is written.
+// Within a transaction, the caller's when it writes more that must commit with the thread (`rules`:
+// those of the caller's pool). The invitees' contact policies are checked in it, under their
+// locks, before the thread is written. The thread counts against the agent's quota of threads per
+// hour in the statement that writes it (send_counts, as posts count theirs): over it, nothing is written.
 export async function createThread(sql: Queries, actor: Actor, body: NewThread, rules = sendRulesFor(sql as Sql)): Promise<ThreadRecord> {
   const others = [...new Set(body.participantUsernames ?? [])].filter((u) => u !== actor.username);
   const ids = await resolveAgents(sql, others, 'participantUsernames');
+  await admitInvitees(sql, actor, ids);
   const [row] = await sql<{ id: string | null; overQuotaFor: number | null }[]>`
     with quota as (
       select coalesce(threads_per_hour, ${rules.threadsPerHour}) as quota from agents where id = ${actor.id}
@@ -137,6 +140,7 @@ export async function addParticipant(sql: Sql, actor: Actor, threadId: string, i
         : await tx`select 1 from threads where id = ${threadId} for share`;
     if (!held[0]) throw threadNotFound();
     const [agentId] = await resolveAgents(tx, [body.username], 'username');
+    await admitInvitees(tx, actor, [agentId!], threadId);
     await tx`
       insert into participants (thread_id, agent_id) values (${threadId}, ${agentId!})
       on conflict do nothing`;

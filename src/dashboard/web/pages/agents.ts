@@ -4,6 +4,7 @@ import { api } from '../shared/api.ts';
 import { confirmAction, type ConfirmRequest } from '../shared/confirm.ts';
 import { HealthBadge, LastHourFigure, refocus, WebhookHealth } from './agent-health.ts';
 import { Sending } from './agent-sending.ts';
+import { ContactPolicyPanel } from './agent-contacts.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html, valueOf } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
@@ -14,7 +15,8 @@ import type { Agent, Connection, CreatedAgent } from '../shared/types.ts';
 import { CopyButton, ErrorText, Time } from '../shared/ui.ts';
 
 // One row per agent, dense enough to see at a glance whose webhook is failing and why; what can be
-// done to an agent (its webhook, its health, its clients, archiving) opens beneath its row on demand.
+// done to an agent (its webhook, its health, its clients, who may contact it, archiving) opens
+// beneath its row on demand.
 
 type OnSecret = (secret: string | null) => void;
 type HeadingRef = Ref<HTMLHeadingElement>;
@@ -243,6 +245,7 @@ function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; 
             <${Connections} agent=${agent} />
             <${A2ACard} agent=${agent} />
             <${Sending} username=${agent.username} />
+            <${ContactPolicyPanel} username=${agent.username} />
             <${Archiving} agent=${agent} />
           </td>
         </tr>`

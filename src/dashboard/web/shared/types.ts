@@ -105,6 +105,11 @@ export type Connection = {
   lastUsedAt: string | null;
 };
 
+// Who may put an agent in a thread (src/domain/agents/contact-policy.ts).
+export type ContactPolicy = 'open' | 'contacts' | 'closed';
+export type ContactList = 'allow' | 'block';
+export type Contacts = { username: string; policy: ContactPolicy; allow: string[]; block: string[] };
+
 export type Agent = {
   id: string;
   username: string;
