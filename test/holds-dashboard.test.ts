@@ -36,7 +36,7 @@ async function heldSetup(name: string) {
 
 async function postHeld(sender: TestAgent, threadId: string, content: string) {
   const res = await h.call('POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content } });
-  expect([res.status, res.body.data.held?.reason]).toEqual([201, 'agent']);
+  expect([res.status, res.body.data.held?.reason]).toEqual([202, 'agent']);
   return res.body.data.id as string;
 }
 
