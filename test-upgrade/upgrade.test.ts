@@ -184,6 +184,14 @@ test(`the previous release keeps working while this version upgrades its databas
   // The old version leaves cleanly; what it wrote, the new one serves on its own.
   await stop(restarted);
   await converse(fresh, fresh, carol, alice);
+  // People's rules are as the deployment had them before: every agent open to everyone, nothing
+  // held (every post above answered 201), nothing paused.
+  for (const agent of [alice, bob, carol, dave]) {
+    expect(await call(fresh, 'GET', '/api/agents/me/contact-policy', agent.apiKey)).toEqual({
+      status: 200,
+      body: { success: true, data: { policy: 'open', allow: [], block: [] } },
+    });
+  }
   await stop(fresh);
   expect([faults(old), faults(restarted), faults(fresh)]).toEqual([[], [], []]);
 }, 180_000);
