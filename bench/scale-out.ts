@@ -52,6 +52,8 @@ for (const count of [1, 2, 3]) {
   const instances = await Promise.all(Array.from({ length: count }, startInstance));
   const sender = await createAgent(sql, BY_CLI, { username: `scale-sender-${count}` }, { allowLocal: true });
   const hooked = await createAgent(sql, BY_CLI, { username: `scale-hooked-${count}`, webhookUrl: `http://127.0.0.1:${handler.port}/h` }, { allowLocal: true });
+  // It posts far past the default quota: counted, never refused.
+  await sql`update agents set messages_per_minute = 100000000 where username = ${`scale-sender-${count}`}`;
   const headers = { authorization: `Bearer ${sender.apiKey}`, 'content-type': 'application/json' };
   const opened = await fetch(`${instances[0]!.base}/api/threads`, { method: 'POST', headers, body: JSON.stringify({ title: 'scale', participantUsernames: [hooked.username] }) });
   const threadId = ((await opened.json()) as { data: { id: string } }).data.id;

@@ -92,10 +92,14 @@ async function withoutSecondaryIndexes(fill: () => Promise<void>) {
 const idOf = (ms: string, n: string, variant = '8') =>
   `(lpad(to_hex(${ms}), 12, '0') || '7' || lpad(to_hex(${n} & 4095), 3, '0') || '${variant}' || lpad(to_hex(${n}), 15, '0'))::uuid`;
 
+// The bench's agents post and open far past the default quotas: counted, never refused.
+const BENCH_QUOTA = 100_000_000;
+
 async function prepare() {
   await admin`
     with claimed as (insert into usernames (username, owner) select 'agent-' || n, 'agent' from generate_series(1, ${AGENTS}::int) n returning username)
-    insert into agents (username, key_hash) select username, sha256(('bench ' || username)::bytea) from claimed`;
+    insert into agents (username, key_hash, messages_per_minute, threads_per_hour)
+    select username, sha256(('bench ' || username)::bytea), ${BENCH_QUOTA}, ${BENCH_QUOTA} from claimed`;
   await admin`create table bench_agents as select row_number() over (order by username)::int as n, id, username from agents`;
   await admin`alter table bench_agents add primary key (n)`;
   await admin`create table bench_paragraphs (n int primary key, text text not null)`;
