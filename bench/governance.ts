@@ -20,7 +20,7 @@ import { median, round } from './stats';
 const runs = Number(process.env.GOVERNANCE_RUNS ?? 3);
 const seconds = Number(process.env.GOVERNANCE_SECONDS ?? 5);
 const CONCURRENCY = 64;
-const THREADS = 16;
+const THREADS = Number(process.env.GOVERNANCE_THREADS ?? 16);
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 const ON: SendRules = { messagesPerMinute: 1_000_000_000, threadsPerHour: 1_000_000_000, holdHours: 168, loopMessages: 50, loopWindowMinutes: 10 };

@@ -12,7 +12,7 @@ import { sendRulesFor, type SendRules } from '../messages/send-rules';
 // thread is read at most once per CHECK_EVERY_MS by each process, however fast its agents post.
 // A loop of agents that answer at model speed is caught at its limit exactly; a flood faster than
 // that may get a few messages past it before the pause, which the quota bounds.
-const CHECK_EVERY_MS = 200;
+const CHECK_EVERY_MS = 500;
 
 type Checks = Map<string, { at: number; again: boolean }>;
 const checks = new WeakMap<Sql, Checks>();
@@ -56,9 +56,11 @@ export async function breakLoop(sql: Sql, threadId: string, rules: SendRules): P
       select id, greatest(now() - make_interval(mins => ${rules.loopWindowMinutes}), loop_counted_from) as since
       from threads where id = ${threadId} and paused_at is null and state = 'open'
     ), recent as (
-      select m.sender_agent_id from t join messages m on m.thread_id = t.id
-      where m.id >= (lpad(to_hex((extract(epoch from t.since) * 1000)::bigint), 12, '0') || '00000000000000000000')::uuid
-        and m.created_at >= t.since
+      -- The window's start as the lowest id a message of it can have, given as one value so that
+      -- it bounds the scan of the thread's index rather than filtering another.
+      select m.sender_agent_id from messages m
+      where m.thread_id = ${threadId}
+        and m.id >= (select (lpad(to_hex((extract(epoch from since) * 1000)::bigint), 12, '0') || '00000000000000000000')::uuid from t)
       order by m.id desc
       limit ${rules.loopMessages + 1}
     ), verdict as (
