@@ -76,6 +76,11 @@ test('a thread waits for approval, is paused by the loop breaker, and is resumed
   const banner = page.locator('.paused');
   await banner.getByText("its agents exchanged more than 40 messages in 5 minutes with no person's message.").waitFor();
   await banner.getByText('Paused by the loop breaker at').waitFor();
+  // What the writer posts now waits, and the page says so, with where to decide.
+  expect((await b.agentCall('POST', `/api/threads/${threadId}/messages`, writer.key, { content: 'held here' })).data.held.reason).toBe('loop');
+  const waiting = page.locator('.waiting-here');
+  await waiting.getByText("1 message from its agents waits for a person's approval; no participant sees it until then.").waitFor();
+  expect(await waiting.getByRole('link', { name: 'Decide on the Overview' }).getAttribute('href')).toBe('/dashboard/overview');
   expect(await axeViolations(page)).toEqual([]);
   await shotAt('governance-thread-paused');
   await page.setViewportSize(PHONE);

@@ -142,7 +142,7 @@ describe("a thread's holds and the loop breaker's pause, on the dashboard", () =
     const id = await thread(opener, [other.username]);
     const seen = await as('GET', `/threads/${id}`);
     expect(seen.status).toBe(200);
-    expect(seen.body.data).toMatchObject({ id, state: 'open', holdsMessages: false, pausedAt: null, loopBreaker: { messages: 40, windowMinutes: 5 } });
+    expect(seen.body.data).toMatchObject({ id, state: 'open', holdsMessages: false, pausedAt: null, waiting: 0, loopBreaker: { messages: 40, windowMinutes: 5 } });
     const agentView = (await h.call('GET', `/api/threads/${id}`, { key: opener.key })).body.data;
     expect(Object.keys(agentView).toSorted()).toEqual(['createdAt', 'goal', 'id', 'openedBy', 'participants', 'state', 'title']);
     expect(await as('GET', `/threads/${ZERO_ID}`)).toMatchObject(refusal(404, 'No such thread.', 'not_found'));

@@ -53,6 +53,8 @@ export async function listThreadsPage(sql: Queries, filter: ThreadFilter, page: 
 export type PeoplesThread = ThreadRecord & {
   holdsMessages: boolean;
   pausedAt: string | null;
+  // Messages of its agents that wait for a person's decision (domain/messages/holds.ts).
+  waiting: number;
   loopBreaker: { messages: number; windowMinutes: number };
 };
 
@@ -60,15 +62,20 @@ type LoopBreaker = Pick<Config, 'LOOP_BREAKER_MESSAGES' | 'LOOP_BREAKER_WINDOW_M
 
 export async function threadForPeople(sql: Queries, threadId: string, config: LoopBreaker): Promise<PeoplesThread> {
   if (!isId(threadId)) throw notFound('No such thread.');
-  const [row] = await sql<(ThreadRow & { holdsMessages: boolean; pausedAt: Date | null })[]>`
-    ${selectThreads(sql, sql`, t.holds_messages as "holdsMessages", t.paused_at as "pausedAt"`)}
+  const [row] = await sql<(ThreadRow & { holdsMessages: boolean; pausedAt: Date | null; waiting: number })[]>`
+    ${selectThreads(
+      sql,
+      sql`, t.holds_messages as "holdsMessages", t.paused_at as "pausedAt",
+            (select count(*)::int from held_messages h where h.thread_id = t.id and h.state = 'held') as waiting`,
+    )}
     where t.id = ${threadId}`;
   if (!row) throw notFound('No such thread.');
-  const { holdsMessages, pausedAt, ...record } = row;
+  const { holdsMessages, pausedAt, waiting, ...record } = row;
   return {
     ...toRecord(record),
     holdsMessages,
     pausedAt: pausedAt?.toISOString() ?? null,
+    waiting,
     loopBreaker: { messages: config.LOOP_BREAKER_MESSAGES, windowMinutes: config.LOOP_BREAKER_WINDOW_MINUTES },
   };
 }

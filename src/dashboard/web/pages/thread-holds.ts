@@ -57,3 +57,13 @@ export function PausedBanner({ thread, onChanged }: { thread: PeoplesThread; onC
     <${ErrorText} id=${`resume-error-${thread.id}`} error=${action.error?.message} />
   </div>`;
 }
+
+// What its agents sent that no participant sees yet: decided where every waiting message is.
+export function WaitingHere({ thread }: { thread: PeoplesThread }) {
+  if (thread.waiting === 0) return null;
+  const messages = thread.waiting === 1 ? '1 message from its agents waits' : `${thread.waiting} messages from its agents wait`;
+  return html`<p class="notice waiting-here" role="status">
+    ${messages} for a person's approval; no participant sees ${thread.waiting === 1 ? 'it' : 'them'} until then.
+    ${' '}<a href="/dashboard/overview">Decide on the Overview</a>
+  </p>`;
+}

@@ -8,7 +8,7 @@ import { useLive } from '../shared/live.ts';
 import { PostForm, THREAD_STATE_LABELS, ThreadBody } from '../shared/thread-parts.ts';
 import type { PeoplesThread, ThreadHolds, ThreadMessage } from '../shared/types.ts';
 import { Time } from '../shared/ui.ts';
-import { PausedBanner, ThreadHoldSwitch } from './thread-holds.ts';
+import { PausedBanner, ThreadHoldSwitch, WaitingHere } from './thread-holds.ts';
 
 function RecipientBadges({ message }: { message: ThreadMessage }) {
   return html`<ul class="recipients" aria-label="Deliveries">
@@ -63,6 +63,7 @@ export function ThreadPage() {
           </div>
           ${thread.error ? html`<p class="notice problem" role="alert">Could not refresh the thread: ${thread.error}</p>` : null}
           <${PausedBanner} thread=${t} onChanged=${holdsChanged} />
+          <${WaitingHere} thread=${t} />
           <${ThreadBody} thread=${t} level=${2} post=${false} />
           <${ThreadHoldSwitch} thread=${t} onChanged=${holdsChanged} />
         </div>`

@@ -76,6 +76,7 @@ export type Thread = {
 // agent's message here waits for a person, the loop breaker paused it, and the loop breaker's setting.
 export type PeoplesThread = Thread & {
   holdsMessages: boolean;
+  waiting: number;
   pausedAt: string | null;
   loopBreaker: { messages: number; windowMinutes: number };
 };
