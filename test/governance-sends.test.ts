@@ -71,6 +71,13 @@ describe('send quotas', () => {
       expect(second.isError).toBe(true);
       expect(second._meta).toEqual({ status: 429, code: 'quota_exceeded', retryAfter: expect.any(Number) });
       expect(await messagesIn(threadId)).toBe(1);
+      // Held, then rejected: send_message and message_status say so.
+      await h.db.sql`update agents set messages_per_minute = null, holds_messages = true where username = ${a.username}`;
+      const held = (await client.callTool({ name: 'send_message', arguments: { threadId, content: 'three' } })) as { structuredContent: any };
+      expect(held.structuredContent).toMatchObject({ recipients: 0, held: { reason: 'agent' } });
+      await rejectHeld(h.db.sql, BY_CLI, [held.structuredContent.id], 'Not for this thread');
+      const status = (await client.callTool({ name: 'message_status', arguments: { messageId: held.structuredContent.id } })) as { structuredContent: any };
+      expect(status.structuredContent).toMatchObject({ recipients: [], hold: { state: 'rejected', decidedBy: 'cli', rejectionReason: 'Not for this thread' } });
     } finally {
       await close();
     }
@@ -265,6 +272,14 @@ describe('A2A', () => {
     const approved = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
     expect([approved.id, approved.status?.state]).toEqual([delivery!.id, TaskState.TASK_STATE_SUBMITTED]);
 
+    // Over its quota: refused with the HTTP API's status, code and seconds in the error's metadata.
+    await h.db.sql`update agents set holds_messages = false, messages_per_minute = 1 where username = ${a.username}`;
+    await h.db.sql`delete from send_counts where agent_id = (select id from agents where username = ${a.username})`;
+    await sendOne(uniqueName('a2a-msg'));
+    const refused = (await sendOne(uniqueName('a2a-msg')).catch((error: unknown) => error)) as Error & { data?: { metadata?: Record<string, string> }[] };
+    expect(refused.message).toBe(MESSAGES_QUOTA_USED);
+    expect(refused.data?.[0]?.metadata).toEqual({ status: '429', code: 'quota_exceeded', retryAfter: expect.stringMatching(/^\d+$/) });
+    await h.db.sql`update agents set holds_messages = true, messages_per_minute = null where username = ${a.username}`;
     const other = await sendOne(uniqueName('a2a-msg'));
     await rejectHeld(h.db.sql, BY_CLI, [other.id], 'Not now');
     const rejected = await client.getTask(GetTaskRequest.fromJSON({ id: other.id }));
