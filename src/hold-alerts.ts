@@ -2,6 +2,7 @@ import type { Task } from 'graphile-worker';
 import type { Sql } from './db/connect';
 import { claimPauseNotices, claimWaitingDigest, DIGEST_EVERY_MINUTES, type PauseNotice, type WaitingDigest } from './domain/messages/hold-notices';
 import { DECIDE_AT_ONCE, expireHolds } from './domain/messages/holds';
+import { mintHoldLinks, removeDeadHoldLinks } from './domain/messages/hold-links';
 import { everyPersonsEmail } from './domain/people/people';
 import type { Logger } from './log';
 import type { Mailer } from './mailer';
@@ -20,6 +21,7 @@ export function holdTasks(deps: HoldAlertDeps): Record<string, Task> {
   return {
     [EXPIRE_HOLDS_TASK]: async () => {
       const expired = await expireHolds(deps.sql, DECIDE_AT_ONCE, deps.holdHours);
+      await removeDeadHoldLinks(deps.sql, DECIDE_AT_ONCE);
       if (expired === 0) return;
       deps.log.info('holds_expired', { expired });
       deps.metrics?.holdDecisions({ expired });
@@ -29,13 +31,14 @@ export function holdTasks(deps: HoldAlertDeps): Record<string, Task> {
       if (!deps.mailer) return;
       const digest = await claimWaitingDigest(deps.sql);
       const pauses = await claimPauseNotices(deps.sql);
-      const mails = [
-        ...(digest ? [{ ...digestMail(digest, deps.publicUrl), event: 'holds_waiting_mail' }] : []),
-        ...pauses.map((p) => ({ ...pauseMail(p, deps.publicUrl), event: 'thread_paused_mail' })),
-      ];
-      if (mails.length === 0) return;
+      // Each person's digest carries links of its own, spent once (hold-links.ts).
+      if (digest) {
+        const links = await mintHoldLinks(deps.sql, digest.first.map((m) => m.id));
+        for (const { email, links: own } of links) deps.mailer({ to: email, ...digestMail(digest, own, deps.publicUrl) }, 'holds_waiting_mail');
+      }
+      if (pauses.length === 0) return;
       const people = await everyPersonsEmail(deps.sql);
-      for (const { event, ...mail } of mails) for (const to of people) deps.mailer({ to, ...mail }, event);
+      for (const p of pauses) for (const to of people) deps.mailer({ to, ...pauseMail(p, deps.publicUrl) }, 'thread_paused_mail');
     },
   };
 }
@@ -51,9 +54,12 @@ const WHY: Record<WaitingDigest['first'][number]['reason'], string> = {
 const overviewAt = (publicUrl?: string) =>
   publicUrl ? `Decide on the dashboard's Overview: ${new URL('/dashboard/overview', publicUrl)}` : "Decide on the dashboard's Overview.";
 
-function digestMail(d: WaitingDigest, publicUrl?: string) {
+// `links`: the person's one-time link to each message's decision, by message id; written out
+// only where the service's address is known.
+function digestMail(d: WaitingDigest, links: Map<string, string>, publicUrl?: string) {
   const n = d.waiting === 1 ? '1 message waits' : `${d.waiting} messages wait`;
-  const lines = d.first.map((m) => `- ${m.sender} in "${m.threadTitle}" (${WHY[m.reason]}): ${m.line}`);
+  const linkTo = (id: string) => (publicUrl && links.has(id) ? `\n  Decide (one-time link; you sign in as usual): ${new URL(links.get(id)!, publicUrl)}` : '');
+  const lines = d.first.map((m) => `- ${m.sender} in "${m.threadTitle}" (${WHY[m.reason]}): ${m.line}${linkTo(m.id)}`);
   const more = d.waiting > d.first.length ? [`- and ${d.waiting - d.first.length} more`] : [];
   return {
     subject: `${n} for your approval`,

@@ -58,6 +58,12 @@ test('a person approves one held message and rejects another from the Overview',
   await page.setViewportSize({ width: 390, height: 844 });
   await b.screenshot('holds-phone');
   await page.setViewportSize({ width: 1280, height: 800 });
+  // Where an email's link lands: the message's card, focused; a spent link says so above the list.
+  await page.goto(`${base}/dashboard/overview#hold-${bad.data.id}`);
+  await page.waitForFunction(`document.activeElement?.id === 'hold-${bad.data.id}'`);
+  await page.goto(`${base}/dashboard/overview?link=spent`);
+  await page.getByText('That link was used before, or its message was decided or expired meanwhile').waitFor();
+  await goodCard.waitFor();
 
   await goodCard.getByRole('button', { name: 'Approve', exact: true }).click();
   await goodCard.waitFor({ state: 'detached' });

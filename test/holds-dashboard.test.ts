@@ -220,6 +220,24 @@ describe('email', () => {
     expect(mail.text).toContain(`- ${sender.username} in "digest thread" (its sender is held): Ship the release notes`);
     expect(mail.text).toContain("Decide on the dashboard's Overview: https://ams.example.com/dashboard/overview");
 
+    // Each person's mail links each message once: signed in, the link opens its decision, once.
+    const mine = readMail(sink.received.find((m) => [m.to].flat().includes('hold-decider@example.com'))!);
+    const theirs = readMail(sink.received.find((m) => [m.to].flat().includes('second-person@example.com'))!);
+    const linkIn = (text: string) => new URL(/Decide \(one-time link; you sign in as usual\): (\S+)/.exec(text)![1]!).pathname;
+    const link = linkIn(mine.text);
+    expect(link).toMatch(/^\/dashboard\/holds\/link\/[A-Za-z0-9_-]{32}$/);
+    expect(linkIn(theirs.text)).not.toBe(link);
+    const open = (path: string, withCookie: string | null) => h.send('GET', path, { cookie: withCookie });
+    const anonymous = await open(link, null);
+    expect([anonymous.status, anonymous.headers.get('location')]).toEqual([303, `/dashboard/sign-in?next=${encodeURIComponent(link)}`]);
+    const opened = await open(link, cookie);
+    expect([opened.status, opened.headers.get('location')]).toEqual([303, `/dashboard/overview#hold-${first}`]);
+    const again = await open(link, cookie);
+    expect([again.status, again.headers.get('location')]).toEqual([303, '/dashboard/overview?link=spent']);
+    // Another person's link is not this person's to spend, and stays unspent for them.
+    expect((await open(linkIn(theirs.text), cookie)).headers.get('location')).toBe('/dashboard/overview?link=spent');
+    expect((await h.db.sql`select count(*)::int as n from hold_links where used_at is null and message_id = ${first}`)[0]!.n).toBe(1);
+
     // A third within the interval: no email now.
     await postHeld(sender, threadId, 'One more thing');
     await notices();

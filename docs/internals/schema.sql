@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 027_hold_notices,
+-- The schema that the migrations in sql/ build, 001_core to 028_hold_links,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -528,6 +528,19 @@ CREATE INDEX held_messages_unnoticed_idx ON public.held_messages USING btree (id
 CREATE INDEX held_messages_waiting_idx ON public.held_messages USING btree (expires_at) WHERE (state = 'held'::text);
 CREATE TRIGGER held_messages_events AFTER INSERT OR UPDATE OF state ON public.held_messages FOR EACH ROW EXECUTE FUNCTION public.agent_events_for_holds();
 CREATE TRIGGER held_messages_listing_changed AFTER INSERT OR UPDATE OF state ON public.held_messages FOR EACH ROW EXECUTE FUNCTION public.notify_held_listing();
+
+CREATE TABLE public.hold_links (
+    token_hash bytea NOT NULL,
+    message_id uuid NOT NULL,
+    person_id uuid NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT hold_links_message_id_fkey FOREIGN KEY (message_id) REFERENCES public.held_messages(id) ON DELETE CASCADE,
+    CONSTRAINT hold_links_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.people(id) ON DELETE CASCADE,
+    CONSTRAINT hold_links_pkey PRIMARY KEY (token_hash)
+);
+CREATE INDEX hold_links_expiry_idx ON public.hold_links USING btree (expires_at);
+CREATE INDEX hold_links_message_idx ON public.hold_links USING btree (message_id);
 
 CREATE TABLE public.hold_notices (
     kind text NOT NULL,

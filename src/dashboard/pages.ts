@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Elysia } from 'elysia';
 import type { Sql } from '../db/connect';
 import { sessionPerson } from '../domain/people/people';
+import { redeemHoldLink } from '../domain/messages/hold-links';
 import { refuseAgentKeys, sessionToken } from '../web/person-session';
 import htmModule from '../../node_modules/htm/dist/htm.module.js' with { type: 'text' };
 import preactModule from '../../node_modules/preact/dist/preact.module.js' with { type: 'text' };
@@ -113,6 +114,14 @@ export const dashboardPages = (sql: Sql) => {
     .get('/assets/favicon.svg', () => asset(favicon, 'image/svg+xml'))
     .get('/assets/dashboard.js', async () => asset(await dashboardScript(), 'text/javascript'))
     .get('/threads/:threadId', ({ request }) => page(sql, request, 'thread'))
+    // A one-time link from an email about held messages: spent once signed in, it opens that
+    // message's decision on the Overview; spent or dead, the Overview says so above the list.
+    .get('/holds/link/:token', async ({ request, params }) => {
+      const person = await sessionPerson(sql, sessionToken(request));
+      if (!person) return redirect(`/dashboard/sign-in?next=${encodeURIComponent(new URL(request.url).pathname)}`);
+      const messageId = await redeemHoldLink(sql, person, params.token);
+      return redirect(messageId ? `/dashboard/overview#hold-${messageId}` : '/dashboard/overview?link=spent');
+    })
     // An MCP client's authorization request, decided by a person (src/oauth/consent.ts).
     .get('/authorize/:uid', ({ request }) => page(sql, request, 'authorize'));
   // The version is in the name, so a cached copy is never stale.

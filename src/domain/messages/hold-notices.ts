@@ -16,7 +16,7 @@ export type WaitingDigest = {
   // Messages that started waiting since the last digest.
   fresh: number;
   oldestAt: string;
-  first: { sender: string; threadTitle: string; reason: HoldReason; line: string }[];
+  first: { id: string; sender: string; threadTitle: string; reason: HoldReason; line: string }[];
 };
 
 export type PauseNotice = { threadId: string; title: string; pausedAt: string };
@@ -34,8 +34,8 @@ export async function claimWaitingDigest(sql: Sql, everyMinutes = DIGEST_EVERY_M
     await tx`update hold_notices set sent_at = now() where kind = 'waiting'`;
     const [counts] = await tx<{ waiting: number; oldest: Date }[]>`
       select count(*)::int as waiting, min(created_at) as oldest from held_messages where state = 'held'`;
-    const first = await tx<{ sender: string; threadTitle: string; reason: HoldReason; summary: string | null; content: string }[]>`
-      select h.sender, t.title as "threadTitle", h.reason, h.summary, left(h.content, ${LIMITS.webhookSummary * 4}) as content
+    const first = await tx<{ id: string; sender: string; threadTitle: string; reason: HoldReason; summary: string | null; content: string }[]>`
+      select h.id, h.sender, t.title as "threadTitle", h.reason, h.summary, left(h.content, ${LIMITS.webhookSummary * 4}) as content
       from held_messages h join threads t on t.id = h.thread_id
       where h.state = 'held' order by h.id limit ${DIGEST_NAMES}`;
     return {

@@ -43,7 +43,7 @@ function HeldCard({ m, onDecided }: { m: WaitingMessage; onDecided: (d: Decided)
     d.rejected.length > 0 ? `${plural(d.approved.length, 'message')} sent; ${d.rejected.length} could not be: ${d.rejected[0]!.reason}` : `${plural(d.approved.length, 'message')} approved and sent.`;
   const why = WHY[m.reason];
   const errorId = `held-error-${m.id}`;
-  return html`<li class=${`card held why-${m.reason}`} data-held=${m.id} aria-labelledby=${`held-${m.id}`}>
+  return html`<li class=${`card held why-${m.reason}`} id=${`hold-${m.id}`} tabindex="-1" data-held=${m.id} aria-labelledby=${`held-${m.id}`}>
     <div class="card-head">
       <h3 id=${`held-${m.id}`}><span class="who">${m.sender}</span> <span aria-label="to">→</span> ${m.recipients.length > 0 ? m.recipients.join(', ') : html`<em>nobody else</em>`}</h3>
       <span class=${`badge why ${m.reason}`} title=${why.text}>${why.badge}</span>
@@ -106,6 +106,15 @@ export function WaitingForYou({ holds, version, onDecided }: { holds: Overview['
     if (holds.waiting > 0) load(shown);
     else setItems([]);
   }, [version, shown, holds.waiting]);
+  // Opened from an email's link to one message (/dashboard/overview#hold-…): shown once it is listed.
+  const [linked, setLinked] = useState(location.hash.startsWith('#hold-') ? location.hash.slice(1) : null);
+  useEffect(() => {
+    const card = linked ? document.getElementById(linked) : null;
+    if (!card) return;
+    card.scrollIntoView({ block: 'center' });
+    card.focus();
+    setLinked(null);
+  }, [items, linked]);
   if (holds.waiting === 0 && holds.paused.length === 0) return null;
   return html`<section class="card holds-waiting" id="waiting" aria-labelledby="waiting-heading">
     <h2 id="waiting-heading">Waiting for you ${holds.waiting > 0 ? html`<span class="badge step-failed" data-waiting-total>${holds.waiting}</span>` : null}</h2>
@@ -119,4 +128,12 @@ export function WaitingForYou({ holds, version, onDecided }: { holds: Overview['
     </ul>
     ${next ? html`<button type="button" class="quiet" onClick=${() => setShown(shown + PAGE_SIZE)}>Show more</button>` : null}
   </section>`;
+}
+
+// Where an email's one-time link lands once spent, or when its message no longer waits.
+export function SpentLinkNotice() {
+  if (new URLSearchParams(location.search).get('link') !== 'spent') return null;
+  return html`<p class="notice" role="status" data-link-spent>
+    That link was used before, or its message was decided or expired meanwhile: each email link works once. What still waits is below.
+  </p>`;
 }
