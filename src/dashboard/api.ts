@@ -1,11 +1,12 @@
 import { Elysia } from 'elysia';
 import { bodyField } from '../web/body';
-import { webhookUrlPolicy, type Config } from '../config';
+import { endpointHealthRule, webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
 import { createAgent, enableWebhook, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
+import { endpointSeries, seriesHours } from '../domain/agents/endpoint-series';
 import { overview } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
@@ -47,6 +48,7 @@ export type DashboardDeps = {
 // document. Each route is a thin call into the domain, as in every other door.
 export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, feed, streams }: DashboardDeps) => {
   const policy = webhookUrlPolicy(config);
+  const healthRule = endpointHealthRule(config);
   const counted = (decided: Decided) => {
     metrics.holdDecisions({ approved: decided.approved.length, rejected: decided.rejected.length });
     return decided;
@@ -82,7 +84,7 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     )
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
     .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
-    .get('/overview', async () => ok(await overview(sql, config.STALLED_AFTER_MS)), { person: true })
+    .get('/overview', async () => ok(await overview(sql, config.STALLED_AFTER_MS, healthRule)), { person: true })
     .get('/holds', async ({ query }) => ok(await waitingPage(sql, query)), { person: true })
     .post(
       '/holds/approve',
@@ -99,7 +101,7 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       async ({ body, person, request }) => ok(counted(await approveAllFrom(sql, requestLog(log, request), byPerson(person), bodyField(body, 'sender')))),
       { person: true },
     )
-    .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query))), { person: true })
+    .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query), healthRule)), { person: true })
     .post(
       '/agents',
       async ({ body, person, set }) => {
@@ -158,6 +160,9 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       },
       { person: true },
     )
+    .get('/agents/:username/webhook/series', async ({ params, query }) => ok(await endpointSeries(sql, params.username, seriesHours(query.hours))), {
+      person: true,
+    })
     .get('/agents/:username/governance', async ({ params }) => ok(await agentGovernance(sql, params.username, config)), { person: true })
     .put('/agents/:username/quotas', async ({ params, body, person }) => ok(await setSendQuotas(sql, byPerson(person), params.username, body)), {
       person: true,

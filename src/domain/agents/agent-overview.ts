@@ -6,7 +6,7 @@ import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
 import { connectionFromRow, connectionsOf, type Connection, type ConnectionRow } from '../oauth/oauth-connections';
 import type { Page } from '../shared/schemas';
 import { containing } from '../shared/search';
-import { endpointHealthOf, type EndpointHealth } from './endpoint-health';
+import { endpointHealthOf, type EndpointHealth, type HealthReading } from './endpoint-health';
 import { latestTestEvents, type TestEvent } from './test-events';
 
 export type AgentSummary = {
@@ -42,7 +42,7 @@ type AgentRow = {
 // Read in one snapshot: a test event's answer and the health it moved are written together, and
 // the page shows both or neither (read apart, a test event could show answered while its
 // endpoint's health did not yet count it).
-export async function listAgents(sql: Sql, search: string | null, page: PageQuery): Promise<Page<AgentSummary>> {
+export async function listAgents(sql: Sql, search: string | null, page: PageQuery, reading: HealthReading): Promise<Page<AgentSummary>> {
   const [rows, health, tests] = await sql.begin('isolation level repeatable read read only', async (tx) => {
     const rows = await tx<AgentRow[]>`
       select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
@@ -52,7 +52,7 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
       order by id desc
       limit ${page.limit + 1}`;
     const ids = rows.map((r) => r.id);
-    return [rows, await endpointHealthOf(tx, ids), await latestTestEvents(tx, ids)] as const;
+    return [rows, await endpointHealthOf(tx, ids, reading), await latestTestEvents(tx, ids)] as const;
   });
   const agents = rows.map((r) => ({
     id: r.id,

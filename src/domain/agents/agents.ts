@@ -123,7 +123,7 @@ export async function enableWebhook(sql: Sql, decider: Decider, username: string
         from agent where a.id = agent.id and agent.webhook_disabled_at is not null
         returning a.id
       ), reset as (
-        update endpoint_health h set failing_since = null, consecutive_failures = 0, warned_stage = 0
+        update endpoint_health h set failing_since = null, consecutive_failures = 0, warned_stage = 0, warned_at = null
         from enabled where h.agent_id = enabled.id
       )
       select id, exists (select 1 from enabled) as enabled, coalesce(webhook_failing_since, webhook_disabled_at) as "failingSince"

@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/connect';
-import { endpointStateSql } from '../agents/endpoint-health';
+import { endpointStateSql, switchesOffAt, type HealthRule } from '../agents/endpoint-health';
 import { iso } from '../shared/iso-time';
 import { NO_FILTER, filterSql } from './delivery-query';
 import { retryingSql, stalledSql } from './delivery-states';
@@ -38,7 +38,14 @@ export type EndpointTrouble = {
   failure: string;
   failingSince: string;
   disabledAt: string | null;
+  // The warning stages reached, of how many, and when the last was; when it will be switched off.
   warnedStage: number;
+  warnStages: number;
+  warnedAt: string | null;
+  switchesOffAt: string | null;
+  // The last failure's status (null without an answer) and the first bytes of the handler's answer.
+  lastFailureStatus: number | null;
+  lastFailureBody: string | null;
   // Deliveries to it accepted in the overview's day that failed or wait for a retry after an
   // attempt in this failing spell; `countedSince` is the later of the spell's start and the day's.
   deliveries: number;
@@ -56,7 +63,7 @@ export type Overview = {
 
 const HOUR_MS = 3_600_000;
 
-export async function overview(sql: Sql, stalledAfterMs: number, now = new Date()): Promise<Overview> {
+export async function overview(sql: Sql, stalledAfterMs: number, rule: HealthRule, now = new Date()): Promise<Overview> {
   const since = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - (OVERVIEW_HOURS - 1) * HOUR_MS);
   const inDay = filterSql(sql, { ...NO_FILTER, from: since }, stalledAfterMs);
   const doorbellMs = sql`extract(epoch from d.notified_at - d.created_at) * 1000`;
@@ -76,12 +83,14 @@ export async function overview(sql: Sql, stalledAfterMs: number, now = new Date(
       from deliveries d
       where true ${inDay}
       group by 1 order by 1`,
-    sql<(Omit<EndpointTrouble, 'failure' | 'failingSince' | 'disabledAt' | 'countedSince'> & {
-      status: number | null; error: string | null; failingSince: Date; disabledAt: Date | null; countedSince: Date;
+    sql<(Omit<EndpointTrouble, 'failure' | 'failingSince' | 'disabledAt' | 'countedSince' | 'warnedAt' | 'warnStages' | 'switchesOffAt'> & {
+      error: string | null; failingSince: Date; disabledAt: Date | null; countedSince: Date; warnedAt: Date | null;
     })[]>`
-      select a.username, a.webhook_url as url, ${endpointStateSql(sql, 'a', 'h')} as state,
-             h.last_failure_status as status, h.last_failure_error as error, h.failing_since as "failingSince",
-             a.webhook_disabled_at as "disabledAt", h.warned_stage as "warnedStage",
+      -- Failing or switched off, whatever else: neither stalled deliveries nor latency are counted.
+      select a.username, a.webhook_url as url, ${endpointStateSql(sql, 'a', 'h', sql`0`, 0)} as state,
+             h.last_failure_status as "lastFailureStatus", h.last_failure_error as error, h.last_failure_body as "lastFailureBody",
+             h.failing_since as "failingSince", a.webhook_disabled_at as "disabledAt", h.warned_stage as "warnedStage",
+             h.warned_at as "warnedAt",
              greatest(h.failing_since, ${since}) as "countedSince",
              (select count(*) from deliveries d
               where d.recipient_id = a.id and (d.step = 'failed' or ${retryingSql(sql)}) ${inDay}
@@ -117,11 +126,14 @@ export async function overview(sql: Sql, stalledAfterMs: number, now = new Date(
       const { at: _at, ...figures } = byHour.get(at) ?? EMPTY_HOUR;
       return { at: new Date(at).toISOString(), ...figures };
     }),
-    trouble: trouble.map(({ status, error, failingSince, disabledAt, countedSince, ...t }) => ({
+    trouble: trouble.map(({ error, failingSince, disabledAt, countedSince, warnedAt, ...t }) => ({
       ...t,
-      failure: failureKind({ status, error }),
+      failure: failureKind({ status: t.lastFailureStatus, error }),
       failingSince: failingSince.toISOString(),
       disabledAt: iso(disabledAt),
+      warnStages: rule.warnAfterMs.length,
+      warnedAt: iso(warnedAt),
+      switchesOffAt: switchesOffAt(failingSince, disabledAt, rule),
       countedSince: countedSince.toISOString(),
     })),
     stalledAgents: stalledAgents.map((s) => ({ ...s, oldestNotifiedAt: s.oldestNotifiedAt.toISOString() })),
