@@ -15,6 +15,9 @@ export type ChartSeries = {
   color: string;
   // One per entry of `times`; null where there is no figure (a gap, not a zero).
   values: (number | null)[];
+  // What the legend shows while no time is pointed at (a total, a mean), so that it reads
+  // without hovering; a dash without it.
+  summary?: string;
 };
 
 export type ChartUnit = 'deliveries' | 'ms';
@@ -109,7 +112,7 @@ function options(props: TimeChartProps, el: HTMLElement, width: number, latest: 
   // The legend shows a series' own figure, not its top in the stack, read from the props as they
   // are now (the data is replaced without building the plot again).
   const own = (_u: uPlot, _raw: number | null, index: number, at: number | null) =>
-    at == null ? '–' : figure(latest.current.series[index - 1]?.values[at], latest.current.unit);
+    at == null ? (latest.current.series[index - 1]?.summary ?? '–') : figure(latest.current.series[index - 1]?.values[at], latest.current.unit);
   const bars = uPlot.paths.bars?.({ size: [0.8, 48], align: 0 });
   return {
     width,
