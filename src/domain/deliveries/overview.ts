@@ -83,10 +83,10 @@ export async function overview(sql: Sql, stalledAfterMs: number, rule: HealthRul
       from deliveries d
       where true ${inDay}
       group by 1 order by 1`,
+    // Failing or switched off, whatever else: the state counts neither stalled deliveries nor latency.
     sql<(Omit<EndpointTrouble, 'failure' | 'failingSince' | 'disabledAt' | 'countedSince' | 'warnedAt' | 'warnStages' | 'switchesOffAt'> & {
       error: string | null; failingSince: Date; disabledAt: Date | null; countedSince: Date; warnedAt: Date | null;
     })[]>`
-      -- Failing or switched off, whatever else: neither stalled deliveries nor latency are counted.
       select a.username, a.webhook_url as url, ${endpointStateSql(sql, 'a', 'h', sql`0`, 0)} as state,
              h.last_failure_status as "lastFailureStatus", h.last_failure_error as error, h.last_failure_body as "lastFailureBody",
              h.failing_since as "failingSince", a.webhook_disabled_at as "disabledAt", h.warned_stage as "warnedStage",
