@@ -1,4 +1,5 @@
 import type { Queries, Sql } from '../../db/connect';
+import type { PendingQuery, Row } from 'postgres';
 import { iso } from '../shared/iso-time';
 import { webhookVersion } from '../deliveries/notify-jobs';
 import { stalledSql } from '../deliveries/delivery-states';
@@ -176,7 +177,7 @@ export type EndpointHealth = {
 // an endpoint reads as slow or not reporting (config.ts's endpointHealthRule).
 export type HealthReading = { warnAfterMs: number[]; disableAfterMs: number | null; slowMs: number; stalledAfterMs: number };
 
-type Fragment = ReturnType<Queries>;
+type Fragment = PendingQuery<Row[]>;
 
 // The nearest-rank p95 of the recent attempts kept on a health row; null without any.
 const recentP95Sql = (sql: Queries, health: string) =>
@@ -251,7 +252,7 @@ export async function endpointHealthOf(sql: Queries, agentIds: string[], reading
            h.consecutive_failures as "consecutiveFailures", h.failing_since as "failingSince", h.warned_stage as "warnedStage",
            h.warned_at as "warnedAt", coalesce(s.n, 0) as stalled,
            r.n as "recentAttempts", r.since as "recentSince", r.p50 as "recentP50", r.p95 as "recentP95", r.max as "recentMax",
-           ${windowSums(sql, true)} as hour, ${windowSums(sql, false)} as day
+           last_hour.sums as hour, last_day.sums as day
     from agents a
     left join endpoint_health h on h.agent_id = a.id
     left join stalled s on s.recipient_id = a.id
@@ -260,39 +261,26 @@ export async function endpointHealthOf(sql: Queries, agentIds: string[], reading
              percentile_disc(0.95) within group (order by ms) as p95, max(ms) as max
       from unnest(h.recent_ms, h.recent_at) as u(ms, at)
     ) r on true
-    left join lateral (
-      select ${windowColumns(sql)}
-      from endpoint_attempt_windows
-      where agent_id = a.id and window_start >= ${dayStart(sql)}
-    ) w on true
+    left join lateral (${windowSums(sql, hourStart(sql))}) last_hour on true
+    left join lateral (${windowSums(sql, dayStart(sql))}) last_day on true
     where a.id = any(${agentIds}::uuid[]) and a.webhook_url is not null`;
   return new Map(rows.map((r) => [r.agentId, toHealth(r, reading)]));
 }
 
-// Each window figure summed over the day, and over the last hour alone (`hour_…`); each bucket of
-// the histograms summed as the elements of an array. One pass over the windows, with no unnesting.
-const windowColumns = (sql: Queries) => {
-  const both = (name: string, of: Fragment, kind: 'sum' | 'max' = 'sum') => {
-    const all = kind === 'sum' ? sql`sum(${of})` : sql`max(${of})`;
-    return sql`${all} as ${sql(`day_${name}`)}, ${all} filter (where window_start >= ${hourStart(sql)}) as ${sql(`hour_${name}`)}`;
-  };
-  const buckets = (lastHourOnly: boolean) =>
-    [...ENDPOINT_LATENCY_BOUNDS_MS, Infinity]
-      .map((_, i) => {
-        const sum = sql`sum(latency_buckets[${i + 1}])`;
-        return sql`coalesce(${lastHourOnly ? sql`${sum} filter (where window_start >= ${hourStart(sql)})` : sum}, 0)::int`;
-      })
-      .reduce((all, one) => sql`${all}, ${one}`);
-  return sql`${both('attempts', sql`attempts`)}, ${both('successes', sql`successes`)}, ${both('timed', sql`timed`)},
-             ${both('sum_ms', sql`sum_ms`)}, ${both('max_ms', sql`max_ms`, 'max')},
-             array[${buckets(true)}] as hour_latency, array[${buckets(false)}] as day_latency`;
-};
-
-// One period's sums as a JSON object (WindowSums), zeros without windows.
-const windowSums = (sql: Queries, lastHour: boolean) => {
-  const c = (name: string) => sql(`w.${lastHour ? 'hour' : 'day'}_${name}`);
-  return sql`json_build_object('attempts', coalesce(${c('attempts')}, 0), 'successes', coalesce(${c('successes')}, 0),
-    'timed', coalesce(${c('timed')}, 0), 'sumMs', coalesce(${c('sum_ms')}, 0), 'maxMs', ${c('max_ms')}, 'latency', ${c('latency')})`;
+// The windows of `a` that began since `from`, summed as one JSON object (WindowSums; zeros without
+// any), each bucket of the histograms summed as an element of an array: one pass over the windows
+// by primary key, with no unnesting. The hour reads its 12 windows apart, so that the day's 288 are
+// summed without a filter per figure.
+const windowSums = (sql: Queries, from: Fragment) => {
+  const buckets = [...ENDPOINT_LATENCY_BOUNDS_MS, Infinity]
+    .map((_, i) => sql`coalesce(sum(latency_buckets[${i + 1}]), 0)::int`)
+    .reduce((all, one) => sql`${all}, ${one}`);
+  return sql`
+    select json_build_object('attempts', coalesce(sum(attempts), 0), 'successes', coalesce(sum(successes), 0),
+             'timed', coalesce(sum(timed), 0), 'sumMs', coalesce(sum(sum_ms), 0), 'maxMs', max(max_ms),
+             'latency', array[${buckets}]) as sums
+    from endpoint_attempt_windows
+    where agent_id = a.id and window_start >= ${from}`;
 };
 
 // The windows that make up the last hour and day: those that began within it.
