@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
 import { endpointHealthRule } from '../src/config';
-import { ENDPOINT_LATENCY_BOUNDS_MS, sweepEndpointHealth } from '../src/domain/agents/endpoint-health';
+import { countEndpoints, ENDPOINT_LATENCY_BOUNDS_MS, sweepEndpointHealth } from '../src/domain/agents/endpoint-health';
 import { owedDoorbell, recordAttempt } from '../src/domain/deliveries/delivery-steps';
 import { afterAttempt, type AttemptOutcome } from '../src/domain/deliveries/retry-policy';
 import { ARTIFACTS, axeViolations, pageWidths, useDashboardBrowser } from './support/dashboard-browser';
@@ -158,6 +158,10 @@ test('the figures shown for an endpoint are those of its attempt log, and every 
   expect([slowHealth.state, slowHealth.recent.p95Ms, slowHealth.slowMs]).toEqual(['slow', 2_400 + 11 * 31, 2_000]);
   const quietHealth = await healthOf(quiet.username);
   expect([quietHealth.state, quietHealth.stalled]).toEqual(['not-reporting', 1]);
+  // The metrics' gauge counts by the same rule: the only endpoints in this database are these four.
+  expect(await countEndpoints(h.db.sql, endpointHealthRule(h.config))).toEqual({
+    untried: 0, healthy: 1, slow: 1, 'not-reporting': 1, failing: 1, disabled: 0,
+  });
 
   // The Agents rows: each state with its reason, without opening anything.
   await page.goto(`${base}/dashboard/agents`);
@@ -205,7 +209,8 @@ test('the figures shown for an endpoint are those of its attempt log, and every 
   expect(scroll!).toBeLessThanOrEqual(client!);
   await b.screenshot('endpoint-states-agents-phone');
   // The failing row and its health detail alone, legible at phone size.
-  await page.locator(`tbody[data-agent="${failing.username}"]`).screenshot({ path: `${ARTIFACTS}/endpoint-failing-row-phone.png` });
+  await row(failing.username).screenshot({ path: `${ARTIFACTS}/endpoint-failing-row-phone.png` });
+  await failingDetail.screenshot({ path: `${ARTIFACTS}/endpoint-failing-health-phone.png` });
   await detail.screenshot({ path: `${ARTIFACTS}/endpoint-figures-health-phone.png` });
   await page.setViewportSize({ width: 1440, height: 900 });
   await failingDetail.screenshot({ path: `${ARTIFACTS}/endpoint-failing-health-desktop.png` });
