@@ -196,12 +196,12 @@ test('the headline counts the day as the database holds it: Failed deliveries, a
   for (let i = 0; i < 4; i++) await h.post(writer, threadId, `note ${i}`);
   const ids = (await h.db.sql<{ id: string; username: string }[]>`
     select d.id, a.username from deliveries d join agents a on a.id = d.recipient_id where d.thread_id = ${threadId} order by d.id`);
+  const of = (username: string) => ids.filter((d) => d.username === username).map((d) => d.id);
+  const [a, b] = [of('headline-a'), of('headline-b')];
   // Three Failed; two stalled at headline-a, one at headline-b (notified ten minutes ago, never reported).
-  await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'HTTP 500' where id = any(${ids.slice(0, 3).map((d) => d.id)}::uuid[])`;
-  const stalled = [ids.find((d) => d.username === 'headline-a' && !ids.slice(0, 3).includes(d))!, ...ids.slice(3).filter((d) => d.username === 'headline-b').slice(0, 1)];
-  const moreA = ids.slice(3).filter((d) => d.username === 'headline-a' && d.id !== stalled[0]!.id)[0]!;
+  await h.db.sql`update deliveries set step = 'failed', failed_step = 'accepted', error = 'HTTP 500' where id = any(${[a[0]!, a[1]!, b[0]!]}::uuid[])`;
   await h.db.sql`update deliveries set step = 'notified', webhook = true, notified_at = now() - interval '10 minutes'
-                 where id = any(${[...stalled.map((d) => d.id), moreA.id]}::uuid[])`;
+                 where id = any(${[a[2]!, a[3]!, b[1]!]}::uuid[])`;
   // Attempts: 30 in the day at one endpoint (24 answered 2xx), 10 at another; 50 older than a day, not counted.
   await h.db.sql`
     insert into endpoint_attempt_windows (agent_id, window_start, attempts, successes, latency_buckets)
