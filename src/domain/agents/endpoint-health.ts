@@ -197,7 +197,7 @@ export const endpointStateSql = (sql: Queries, agent: string, health: string, st
 // Stalled deliveries per recipient, as `recipient_id, n`: read from deliveries_awaiting_report_idx,
 // so its cost grows with the service's Notified-without-report backlog (as the Overview's stalled
 // list does), not with the deliveries.
-const stalledByRecipient = (sql: Queries, stalledAfterMs: number, agentIds: string[] | null) => sql`
+export const stalledByRecipient = (sql: Queries, stalledAfterMs: number, agentIds: string[] | null) => sql`
   select d.recipient_id, count(*)::int as n from deliveries d
   where ${stalledSql(sql, stalledAfterMs)} ${agentIds ? sql`and d.recipient_id = any(${agentIds}::uuid[])` : sql``}
   group by d.recipient_id`;

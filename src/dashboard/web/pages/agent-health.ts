@@ -277,7 +277,7 @@ export function WebhookHealth({ agent, health }: { agent: Agent; health: Endpoin
     <h4 id=${`health-${agent.username}`} tabindex="-1" ref=${heading}>Webhook health<span class="sr"> of ${agent.username}</span></h4>
     ${health.state === 'disabled'
       ? html`<div class="notice problem">
-          <p>No doorbells go to this webhook: ${agent.username} polls instead.${health.disabledReason ? ` ${health.disabledReason}` : ''}</p>
+          <p>${health.disabledReason ?? `No doorbells go to this webhook: ${agent.username} polls instead.`}</p>
           <${SwitchOn} agent=${agent} onDone=${() => heading.current?.focus()} />
         </div>`
       : html`<${StateNotice} agent=${agent} health=${health} />`}

@@ -3,7 +3,6 @@ import { api, apiError } from '../shared/api.ts';
 import { TimeChart, type ChartSeries } from '../shared/chart.ts';
 import { html } from '../shared/html.ts';
 import type { Agent, EndpointHealth, EndpointSeries } from '../shared/types.ts';
-import { formatMs } from '../shared/ui.ts';
 
 // One endpoint's last day, five minutes at a time, on its health detail: how long its attempts
 // took (mean and slowest, exact) and how many failed. The time axis spans the windows that exist,
@@ -47,20 +46,17 @@ export function EndpointCharts({ agent, health }: { agent: Agent; health: Endpoi
     const failures = w.reduce((n, x) => n + x.failures, 0);
     const timed = w.filter((x) => x.meanMs != null);
     const slowest = timed.length ? Math.max(...timed.map((x) => x.maxMs ?? 0)) : null;
+    // Pointing at no time, the legend reads the charted span's figures: the counts' totals (the
+    // chart's default), the day's exact mean and the slowest of all.
     const latency: ChartSeries[] = [
-      {
-        label: 'Mean',
-        color: 'var(--accent)',
-        values: pick((i) => w[i]!.meanMs, null),
-        summary: `mean of the day ${formatMs(health.lastDay.meanMs)}`,
-      },
-      { label: 'Slowest', color: 'var(--warn)', values: pick((i) => w[i]!.maxMs, null), summary: `slowest ${formatMs(slowest)}` },
+      { label: 'Mean', color: 'var(--accent)', values: pick((i) => w[i]!.meanMs, null), overall: health.lastDay.meanMs },
+      { label: 'Slowest', color: 'var(--warn)', values: pick((i) => w[i]!.maxMs, null), overall: slowest },
     ];
     const outcomes: ChartSeries[] = [
-      { label: 'Answered 2xx', color: 'var(--good)', values: pick((i) => w[i]!.successes, 0), summary: `${whole.format(attempts - failures)} in all` },
-      { label: 'Failed', color: 'var(--bad)', values: pick((i) => w[i]!.failures, 0), summary: `${whole.format(failures)} in all` },
+      { label: 'Answered 2xx', color: 'var(--good)', values: pick((i) => w[i]!.successes, 0) },
+      { label: 'Failed', color: 'var(--bad)', values: pick((i) => w[i]!.failures, 0) },
     ];
-    return { times, latency, outcomes, attempts };
+    return { times, latency, outcomes, attempts, failures };
   }, [series, health.lastDay.meanMs]);
 
   if (error) return html`<p class="hint" role="status">Could not load the charts: ${error}</p>`;
@@ -70,12 +66,12 @@ export function EndpointCharts({ agent, health }: { agent: Agent; health: Endpoi
     <section class="chart-card" aria-label=${`Attempts at ${agent.username}'s webhook`}>
       <h5>Attempts per ${series.windowMinutes} minutes, by answer</h5>
       <${TimeChart} title=${`Attempts at ${agent.username}'s webhook per ${series.windowMinutes} minutes, answered 2xx and failed`}
-        series=${charts.outcomes} times=${charts.times} unit="deliveries" stacked height=${160} />
+        series=${charts.outcomes} times=${charts.times} unit="deliveries" stacked height=${160} overallLabel=${`${whole.format(charts.attempts)} attempts`} />
     </section>
     <section class="chart-card" aria-label=${`How long ${agent.username}'s webhook took`}>
       <h5>How long each took, per ${series.windowMinutes} minutes</h5>
       <${TimeChart} title=${`How long attempts at ${agent.username}'s webhook took per ${series.windowMinutes} minutes, mean and slowest`}
-        series=${charts.latency} times=${charts.times} unit="ms" height=${160} />
+        series=${charts.latency} times=${charts.times} unit="ms" height=${160} overallLabel="Last day" />
     </section>
   </div>`;
 }
