@@ -326,6 +326,8 @@ const HEALTH_CHOICES: [string, string][] = [
   ['disabled,failing', 'In trouble'],
   ['disabled', 'Switched off'],
   ['failing', 'Failing'],
+  ['not-reporting', 'Not reporting'],
+  ['slow', 'Slow'],
   ['healthy', 'Healthy'],
   ['untried', 'Not tried yet'],
   ['none', 'No webhook'],
