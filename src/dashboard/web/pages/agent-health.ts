@@ -73,14 +73,16 @@ function Figures({ health, username }: { health: EndpointHealth; username: strin
 
 type Counted = { failed: number; upTo: string | null; from: string };
 
-// A switched-off webhook owes no doorbell: what is resent then goes to the inbox alone
+// A switched-off or paused webhook owes no doorbell: what is resent then goes to the inbox alone
 // (delivery-steps.ts resendWhere).
 const resendRequest = (agent: Agent, health: EndpointHealth, failed: number): ConfirmRequest => ({
   title: `Resend ${plural(failed, 'Failed delivery', 'Failed deliveries')} to ${agent.username}?`,
   body: [
     health.state === 'disabled'
       ? `Each goes back to Accepted without a doorbell, as the webhook is switched off: ${agent.username} finds them in its inbox. To have them rung, switch the webhook back on first.`
-      : 'Each goes back to Accepted and its doorbell is rung again.',
+      : health.state === 'paused'
+        ? `Each goes back to Accepted without a doorbell, as the webhook is paused: ${agent.username} finds them in its inbox. To have them rung, resume the webhook first.`
+        : 'Each goes back to Accepted and its doorbell is rung again.',
   ],
   confirm: `Resend ${failed}`,
 });
