@@ -93,6 +93,7 @@ test('switching back on shows the last test and asks for one; pausing and resumi
     expect(secret).toBe(agent.signingSecret);
     await card.getByText('Pause doorbells…').click();
     await card.getByLabel('Reason (optional)').fill('Deploying the ledger handler');
+    await b.screenshot('webhook-pause-form-1440');
     await card.getByRole('button', { name: 'Pause', exact: true }).click();
     await page.locator('#toast.show', { hasText: "Paused ledger-agent's doorbells." }).waitFor();
     const pausedNotice = card.locator('[data-webhook-stopped="paused"] > p:first-child');

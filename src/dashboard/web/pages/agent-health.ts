@@ -5,7 +5,7 @@ import { useAction } from '../shared/hooks.ts';
 import { html } from '../shared/html.ts';
 import { query } from '../shared/query.ts';
 import type { Agent, EndpointHealth, Refused, WindowFigures } from '../shared/types.ts';
-import { refocus, WebhookControls } from './agent-webhook-controls.ts';
+import { refocus, StoppedNotice, WebhookActions } from './agent-webhook-controls.ts';
 import {
   ErrorText,
   failureKind,
@@ -151,9 +151,10 @@ function RecoverSince({ agent, health }: { agent: Agent; health: EndpointHealth 
 export function WebhookHealth({ agent, health }: { agent: Agent; health: EndpointHealth }) {
   // After switching on, pausing or resuming, the button goes away: focus moves to the section's heading rather than the page's top.
   const heading = useRef<HTMLHeadingElement>(null);
+  const focusHeading = () => heading.current?.focus();
   return html`<section class="health" aria-labelledby=${`health-${agent.username}`}>
     <h4 id=${`health-${agent.username}`} tabindex="-1" ref=${heading}>Webhook health<span class="sr"> of ${agent.username}</span></h4>
-    <${WebhookControls} agent=${agent} health=${health} onDone=${() => heading.current?.focus()} />
+    <${StoppedNotice} agent=${agent} health=${health} onDone=${focusHeading} />
     <div class="health-body">
       <${Figures} health=${health} username=${agent.username} />
       <dl class="facts">
@@ -167,6 +168,7 @@ export function WebhookHealth({ agent, health }: { agent: Agent; health: Endpoin
           : 'None'}</dd>
       </dl>
     </div>
+    <${WebhookActions} agent=${agent} health=${health} onDone=${focusHeading} />
     <${RecoverSince} agent=${agent} health=${health} />
   </section>`;
 }

@@ -182,10 +182,9 @@ function Pause({ agent, onDone }: { agent: Agent; onDone: () => void }) {
 }
 
 // The notice of a stopped webhook (switched off by the service, or paused by a person) with the way
-// back, or, for a running one, its test event and the pause. `onDone`: the state changed, and the
-// control that had the focus is gone.
-export function WebhookControls({ agent, health, onDone }: { agent: Agent; health: EndpointHealth; onDone: () => void }) {
-  const [latest, setSent] = useLatestTest(agent);
+// back; nothing for a running one. `onDone`: the state changed, and the control that had the focus
+// is gone.
+export function StoppedNotice({ agent, health, onDone }: { agent: Agent; health: EndpointHealth; onDone: () => void }) {
   if (health.state === 'disabled') {
     return html`<div class="notice problem" data-webhook-stopped="disabled">
       <p><strong>Switched off</strong>${health.disabledAt ? html` at <${Time} iso=${health.disabledAt} short />` : null}. ${health.disabledReason
@@ -195,13 +194,20 @@ export function WebhookControls({ agent, health, onDone }: { agent: Agent; healt
   }
   if (health.state === 'paused') {
     return html`<div class="notice webhook-paused" data-webhook-stopped="paused">
-        <p><strong>Paused</strong> by ${health.pausedBy}${health.disabledAt ? html` at <${Time} iso=${health.disabledAt} short />` : null}${health.disabledReason
-          ? html`: “${health.disabledReason}”`
-          : null}. No doorbells go to this webhook: ${agent.username} polls, and what arrives waits in its inbox.</p>
-        <${Resume} agent=${agent} onDone=${onDone} />
-      </div>
-      <${TestEventBox} agent=${agent} event=${latest} onSent=${setSent} />`;
+      <p><strong>Paused</strong> by ${health.pausedBy}${health.disabledAt ? html` at <${Time} iso=${health.disabledAt} short />` : null}${health.disabledReason
+        ? html`: “${health.disabledReason}”`
+        : null}. No doorbells go to this webhook: ${agent.username} polls, and what arrives waits in its inbox.</p>
+      <${Resume} agent=${agent} onDone=${onDone} />
+    </div>`;
   }
+  return null;
+}
+
+// Below the figures: a test event (a switched-off webhook has its own, in the notice), and the
+// pause for a running webhook.
+export function WebhookActions({ agent, health, onDone }: { agent: Agent; health: EndpointHealth; onDone: () => void }) {
+  const [latest, setSent] = useLatestTest(agent);
+  if (health.state === 'disabled') return null;
   return html`<${TestEventBox} agent=${agent} event=${latest} onSent=${setSent} />
-    <${Pause} agent=${agent} onDone=${onDone} />`;
+    ${health.state === 'paused' ? null : html`<${Pause} agent=${agent} onDone=${onDone} />`}`;
 }
