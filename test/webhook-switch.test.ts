@@ -3,7 +3,7 @@ import { runCommand } from '../src/cli/commands';
 import { countEndpoints, disabledAgainReason, disabledReason, endpointHealthOf, probationMs, sweepEndpointHealth } from '../src/domain/agents/endpoint-health';
 import { recordTestEvent, sendTestEvent, testEventToSend } from '../src/domain/agents/test-events';
 import { enableWebhook, pauseWebhook, resumeWebhook } from '../src/domain/agents/webhook-switch';
-import { owedDoorbell, recordAttempt } from '../src/domain/deliveries/delivery-steps';
+import { owedDoorbell, recordAttempt, republishStranded } from '../src/domain/deliveries/delivery-steps';
 import { afterAttempt, type AttemptOutcome } from '../src/domain/deliveries/retry-policy';
 import { BY_CLI, byPerson } from '../src/domain/people/audit';
 import { invitePerson } from '../src/domain/people/people';
@@ -239,6 +239,13 @@ describe('pausing by hand', () => {
     const [row] = await h.db.sql`select step, next_attempt_at from deliveries where id = ${onWire}`;
     expect([row!.step, row!.next_attempt_at]).toEqual(['accepted', null]);
     expect(rungTo()).toBe(2);
+
+    // Resumed: what was accepted during the pause waits in the inbox; the doorbells the pause
+    // stopped are owed again, and the re-publish sweep queues them.
+    const { deliveryId: duringPause } = await post(h, sender, recipient, { content: 'during the pause' });
+    await resumeWebhook(h.db.sql, BY_CLI, recipient.username, { resendFailed: false });
+    await republishStranded(h.db.sql, { publishAttempts: 3, minAgeMs: 0 });
+    expect(await Promise.all([onWire, afterPrepared, afterLoaded, duringPause].map(hasJob))).toEqual([true, true, true, false]);
     hook.reply(() => new Response('ok'));
   });
 });
