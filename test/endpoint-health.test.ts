@@ -229,14 +229,14 @@ test('the overview counts the day by hour and outcome, and lists the trouble by 
   await attempt(sender, recipient, 0, 100, http(502), { last: true });
   const now = new Date();
   const seen = await overview(h.db.sql, 300_000, now);
-  expect(seen.hours).toHaveLength(24);
-  expect(new Date(seen.hours.at(-1)!.at).getTime()).toBe(Math.floor(now.getTime() / HOUR) * HOUR);
+  const binMs = seen.binMinutes * MINUTE;
+  expect(new Date(seen.bins.at(-1)!.at).getTime()).toBe(Math.floor(now.getTime() / binMs) * binMs);
   const [counted] = await h.db.sql<{ failed: number; retrying: number }[]>`
     select count(*) filter (where step = 'failed')::int as failed,
            count(*) filter (where step = 'accepted' and next_attempt_at is not null)::int as retrying
     from deliveries where created_at >= ${new Date(seen.since)}`;
-  expect(seen.hours.reduce((n, h) => n + h.failed, 0)).toBe(counted!.failed);
-  expect(seen.hours.reduce((n, h) => n + h.retrying, 0)).toBe(counted!.retrying);
+  expect(seen.bins.reduce((n, h) => n + h.failed, 0)).toBe(counted!.failed);
+  expect(seen.bins.reduce((n, h) => n + h.retrying, 0)).toBe(counted!.retrying);
   const trouble = seen.trouble.find((t) => t.username === recipient.username)!;
   expect({ ...trouble, failingSince: undefined, countedSince: undefined }).toEqual({
     username: recipient.username, url: hook, state: 'failing', failure: 'HTTP 502', disabledAt: null, warnedStage: 0,

@@ -2,12 +2,12 @@ import { Elysia } from 'elysia';
 import { bodyField } from '../web/body';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
-import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
+import { agentListing, agentPage, listAgents, revealSigningSecret, webhookTroubleOf } from '../domain/agents/agent-overview';
 import { createAgent, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
 import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
-import { overview } from '../domain/deliveries/overview';
+import { overview, troublePage } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
 import { deliveryFilter } from '../domain/deliveries/delivery-query';
@@ -84,6 +84,7 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
     .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
     .get('/overview', async () => ok(await overview(sql, config.STALLED_AFTER_MS)), { person: true })
+    .get('/overview/trouble', async ({ query }) => ok(await troublePage(sql, query, config.STALLED_AFTER_MS)), { person: true })
     .get('/holds', async ({ query }) => ok(await waitingPage(sql, query)), { person: true })
     .post(
       '/holds/approve',
@@ -100,7 +101,15 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       async ({ body, person, request }) => ok(counted(await approveAllFrom(sql, requestLog(log, request), byPerson(person), bodyField(body, 'sender')))),
       { person: true },
     )
-    .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query))), { person: true })
+    .get(
+      '/agents',
+      async ({ query }) => {
+        const listing = agentListing(query, searchText(query.q));
+        return ok(await listAgents(sql, listing, agentPage(query, listing)));
+      },
+      { person: true },
+    )
+    .get('/webhook-trouble', async ({ query }) => ok(await webhookTroubleOf(sql, query.agents)), { person: true })
     .post(
       '/agents',
       async ({ body, person, set }) => {
