@@ -37,6 +37,7 @@ export const TROUBLE_FILTER = 'disabled,failing';
 const ENDPOINT_STATES: [string, string][] = [
   ['disabled', 'switched off'],
   ['failing', 'failing'],
+  ['paused', 'paused'],
   ['untried', 'not tried yet'],
   ['healthy', 'healthy'],
 ];
