@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 028_hold_links,
+-- The schema that the migrations in sql/ build, 001_core to 030_webhook_pause,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -359,6 +359,8 @@ CREATE TABLE public.agents (
     holds_messages boolean DEFAULT false NOT NULL,
     messages_per_minute integer,
     threads_per_hour integer,
+    webhook_paused_by text,
+    webhook_resumed_at timestamp with time zone,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_contact_policy_check CHECK ((contact_policy = ANY (ARRAY['open'::text, 'contacts'::text, 'closed'::text]))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),

@@ -3,7 +3,8 @@ import { bodyField } from '../web/body';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { agentListing, agentPage, listAgents, revealSigningSecret, webhookTroubleOf } from '../domain/agents/agent-overview';
-import { createAgent, enableWebhook, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
+import { createAgent, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
+import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
 import { overview, troublePage } from '../domain/deliveries/overview';
@@ -151,10 +152,35 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .post(
       '/agents/:username/webhook/enable',
       async ({ params, body, person, request }) => {
-        const enabled = await enableWebhook(sql, byPerson(person), params.username, bodyField(body, 'resendFailed') === true);
+        const enabled = await enableWebhook(sql, byPerson(person), params.username, {
+          resendFailed: bodyField(body, 'resendFailed') === true,
+          withoutPassingTest: bodyField(body, 'withoutPassingTest') === true,
+        });
         metrics.endpointTransition('enabled');
-        requestLog(log, request).info('webhook_endpoint_enabled', { agent: params.username, person: person.username, resent: enabled.resent });
+        requestLog(log, request).info('webhook_endpoint_enabled', {
+          agent: params.username, person: person.username, resent: enabled.resent, passingTest: enabled.passingTest,
+        });
         return ok(enabled);
+      },
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/pause',
+      async ({ params, body, person, request }) => {
+        const paused = await pauseWebhook(sql, byPerson(person), params.username, bodyField(body, 'reason'));
+        metrics.endpointTransition('paused');
+        requestLog(log, request).info('webhook_endpoint_paused', { agent: params.username, person: person.username });
+        return ok(paused);
+      },
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/resume',
+      async ({ params, body, person, request }) => {
+        const resumed = await resumeWebhook(sql, byPerson(person), params.username, { resendFailed: bodyField(body, 'resendFailed') === true });
+        metrics.endpointTransition('resumed');
+        requestLog(log, request).info('webhook_endpoint_resumed', { agent: params.username, person: person.username, resent: resumed.resent });
+        return ok(resumed);
       },
       { person: true },
     )

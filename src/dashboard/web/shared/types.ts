@@ -157,7 +157,8 @@ export type WindowFigures = {
   p95Ms: number | null;
 };
 
-export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled';
+// `disabled`: switched off by the service for failing; `paused`: by a person, by hand.
+export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled' | 'paused';
 
 export type EndpointHealth = {
   state: EndpointState;
@@ -170,6 +171,8 @@ export type EndpointHealth = {
   warnedStage: number;
   disabledAt: string | null;
   disabledReason: string | null;
+  // Who paused it (a person's username, or `cli`); null unless paused.
+  pausedBy: string | null;
   lastHour: WindowFigures;
   lastDay: WindowFigures;
 };
@@ -190,9 +193,11 @@ export type TestEvent = {
   responseHeaders: Record<string, string> | null;
 };
 
-// The answer of POST /agents/:username/webhook/enable and of the bulk resend.
+// The answers of POST /agents/:username/webhook/enable, /pause and /resume, and of the bulk resend.
 export type Refused = { reason: string; count: number }[];
-export type Enabled = { username: string; enabled: true; resent: number; refused: Refused };
+export type Enabled = { username: string; enabled: true; passingTest: boolean; resent: number; refused: Refused };
+export type Resumed = { username: string; resumed: true; resent: number; refused: Refused };
+export type Paused = { username: string; paused: true; pausedAt: string; pausedBy: string; reason: string | null };
 
 export type OverviewBin = {
   at: string;
@@ -212,7 +217,7 @@ export type OverviewBin = {
 export type EndpointTrouble = {
   username: string;
   url: string;
-  state: 'failing' | 'disabled';
+  state: 'failing' | 'disabled' | 'paused';
   failure: string;
   failingSince: string;
   disabledAt: string | null;
