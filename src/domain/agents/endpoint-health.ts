@@ -274,7 +274,7 @@ export function spell(ms: number): string {
 // to the warning stage its spell has reached (people are warned once per stage), and one failing
 // for longer than disableAfterMs is switched off. One statement, its rows locked, so that two
 // sweeps never warn twice; a success recorded meanwhile (which resets warned_stage) waits for it.
-export async function sweepEndpointHealth(sql: Sql, rule: HealthRule): Promise<HealthTransition[]> {
+export async function sweepEndpointHealth(sql: Queries, rule: HealthRule): Promise<HealthTransition[]> {
   const disableAfter = rule.disableAfterMs === null ? null : rule.disableAfterMs;
   const reason = disableAfter === null ? null : disabledReason({ disableAfterMs: disableAfter });
   return sql<HealthTransition[]>`

@@ -249,7 +249,7 @@ export type AuditEntry = {
   at: string;
   actor: string;
   action: string;
-  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person';
+  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person' | 'operator_webhook';
   subject: string;
   before: unknown;
   after: unknown;
