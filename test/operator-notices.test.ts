@@ -147,8 +147,8 @@ test("an agent's webhook warned (status and the answer's first bytes), switched 
   await Bun.sleep(20);
   await sweep({ warnAfterMs: [1, 86_400_000], disableAfterMs: 432_000_000 });
   let got = await notices();
-  const [{ failingSince }] = await h.db.sql<{ failingSince: Date }[]>`
-    select h.failing_since as "failingSince" from endpoint_health h join agents a on a.id = h.agent_id where a.username = ${failing.username}`;
+  const [{ failingSince }] = (await h.db.sql<{ failingSince: Date }[]>`
+    select h.failing_since as "failingSince" from endpoint_health h join agents a on a.id = h.agent_id where a.username = ${failing.username}`) as unknown as [{ failingSince: Date }];
   const since = failingSince.toISOString();
   const offAt = new Date(failingSince.getTime() + 432_000_000).toISOString();
   const minute = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
@@ -231,7 +231,7 @@ test('messages waiting for approval: one notice per digest period, with how many
   await h.call('POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content: 'third' } });
   await tasks[HOLD_NOTICES_TASK]!({}, {} as never);
   await Bun.sleep(300);
-  expect(await h.db.sql`select count(*)::int as n from operator_notices where event = 'holds.waiting'`).toEqual([{ n: 2 }]);
+  expect([...(await h.db.sql`select count(*)::int as n from operator_notices where event = 'holds.waiting'`)]).toEqual([{ n: 2 }]);
 });
 
 test('a thread paused by the loop breaker is told at once', async () => {
@@ -243,7 +243,7 @@ test('a thread paused by the loop breaker is told at once', async () => {
   const rules = sendRules({ ...h.config, LOOP_BREAKER_MESSAGES: 2, LOOP_BREAKER_WINDOW_MINUTES: 10 });
   expect(await breakLoop(h.db.sql, threadId, rules)).toBe(true);
   const got = await notices();
-  const [{ pausedAt }] = await h.db.sql<{ pausedAt: Date }[]>`select paused_at as "pausedAt" from threads where id = ${threadId}`;
+  const [{ pausedAt }] = (await h.db.sql<{ pausedAt: Date }[]>`select paused_at as "pausedAt" from threads where id = ${threadId}`) as unknown as [{ pausedAt: Date }];
   expect(got.json[0]!.body).toMatchObject({
     type: 'thread.loop_broken',
     title: 'Thread paused by the loop breaker: Ping pong',
@@ -305,7 +305,7 @@ test('a receiver that never takes it: given up after the last retry, counted in 
   // Removed: recorded, and its notices go with it.
   const removed = await as('DELETE', `/operator-webhooks/${added.body.data.id}`);
   expect([removed.status, removed.body.data]).toEqual([200, { id: added.body.data.id, removed: true }]);
-  expect(await h.db.sql`select count(*)::int as n from operator_notices where webhook_id = ${added.body.data.id}`).toEqual([{ n: 0 }]);
+  expect([...(await h.db.sql`select count(*)::int as n from operator_notices where webhook_id = ${added.body.data.id}`)]).toEqual([{ n: 0 }]);
   const audit = await as('GET', `/audit?subject=${added.body.data.id}`);
   expect(audit.body.data.items.map((e: any) => [e.action, e.before])).toEqual([
     ['operator_webhook.remove', { url: dead.url('/dead'), format: 'json' }],

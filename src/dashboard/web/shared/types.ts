@@ -255,3 +255,36 @@ export type AuditEntry = {
   after: unknown;
   reason: string | null;
 };
+
+// An operator webhook and its health (GET /operator-webhooks; domain/people/operator-webhooks.ts).
+export type NoticeAttempt = {
+  noticeId: string;
+  event: string;
+  attempt: number;
+  attemptedAt: string;
+  durationMs: number;
+  status: number | null;
+  error: string | null;
+  responseBody: string | null;
+  outcome: 'delivered' | 'retrying' | 'gave_up';
+};
+
+export type OperatorWebhook = {
+  id: string;
+  url: string;
+  format: 'slack' | 'json';
+  source: 'dashboard' | 'environment';
+  addedBy: string;
+  addedAt: string;
+  health: {
+    state: 'untried' | 'healthy' | 'failing';
+    lastSuccessAt: string | null;
+    lastFailureAt: string | null;
+    lastFailure: string | null;
+    failingSince: string | null;
+  };
+  pending: number;
+  recentAttempts: NoticeAttempt[];
+};
+
+export type OperatorWebhooks = { webhooks: OperatorWebhook[]; dashboardLinks: boolean };
