@@ -22,6 +22,8 @@ create table operator_webhooks (
   -- The first failed attempt since the last success: null while it answers.
   failing_since timestamptz
 );
+-- One webhook set by the environment at most.
+-- contract: a new table, which the previous release never writes.
 create unique index operator_webhooks_environment_idx on operator_webhooks (source) where source = 'environment';
 
 -- One notice for one webhook: what it tells (`notice`, rendered as the webhook's format asks when it
