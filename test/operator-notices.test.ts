@@ -5,7 +5,8 @@ import { endpointAlertsTask } from '../src/webhooks/endpoint-alerts';
 import { holdTasks, HOLD_NOTICES_TASK } from '../src/hold-alerts';
 import { breakLoop } from '../src/domain/threads/loop-breaker';
 import { sendRules } from '../src/domain/messages/send-rules';
-import { syncEnvironmentWebhook } from '../src/domain/people/operator-webhooks';
+import { addOperatorWebhook, syncEnvironmentWebhook } from '../src/domain/people/operator-webhooks';
+import { operatorNoticeTask } from '../src/webhooks/operator-notice-task';
 import { createLogger } from '../src/log';
 import { useDashboardHarness } from './support/dashboard';
 import { eventually, receiver, type Received } from './support/receiver';
@@ -330,4 +331,36 @@ test('by environment: the secret is required with the URL; the webhook is writte
   expect([refused.status, refused.body.error]).toEqual([409, 'This webhook is set by OPERATOR_WEBHOOK_URL; unset that variable and restart to remove it.']);
   await syncEnvironmentWebhook(h.db.sql, null);
   expect((await as('GET', '/operator-webhooks')).body.data.webhooks.some((w: any) => w.source === 'environment')).toBe(false);
+});
+
+test("the rules for agents' webhooks hold: a private address is refused when added and at each send; an answer is kept to its first KiB", async () => {
+  const [person] = await h.db.sql<{ id: string; username: string }[]>`select id, username from people where username = 'ops'`;
+  const strict = { allowLocal: false };
+  await expect(addOperatorWebhook(h.db.sql, person!, { url: 'https://127.0.0.1/hook', format: 'json' }, strict)).rejects.toThrow(
+    /^url must point to a public address.*127\.0\.0\.1 resolves to a private, loopback or reserved one$/,
+  );
+  await expect(addOperatorWebhook(h.db.sql, person!, { url: 'http://hooks.example.com/x', format: 'json' }, strict)).rejects.toThrow(/^url must use https:\/\//);
+
+  // Notices written straight into the tables (no job, so that the running worker leaves them to this
+  // test), each sent by the worker's task under the policy given.
+  const long = receiver(() => new Response('x'.repeat(5_000), { status: 500 }));
+  const send = async (url: string, policy: { allowLocal: boolean }) => {
+    const [hook] = await h.db.sql<{ id: string }[]>`
+      insert into operator_webhooks (url, format, secret, source, added_by) values (${url}, 'json', ${hooks.json.secret}, 'dashboard', 'test') returning id`;
+    const [notice] = await h.db.sql<{ id: string }[]>`
+      insert into operator_notices (webhook_id, event, notice) values (${hook!.id}, 'test', ${h.db.sql.json({ event: 'test', requestedBy: 'ops', at: new Date().toISOString() })})
+      returning id`;
+    const task = operatorNoticeTask({ sql: h.db.sql, log: createLogger('error', () => {}), send: { policy, timeoutMs: 1_000 }, retryDelaysMs: [] });
+    await task({ noticeId: notice!.id, attempt: 1 }, { abortSignal: new AbortController().signal } as never);
+    const [row] = await h.db.sql<{ error: string | null; body: string | null; gaveUp: Date | null }[]>`
+      select a.error, a.response_body as body, n.gave_up_at as "gaveUp"
+      from operator_notice_attempts a join operator_notices n on n.id = a.notice_id where a.notice_id = ${notice!.id}`;
+    await h.db.sql`delete from operator_webhooks where id = ${hook!.id}`;
+    return row!;
+  };
+  const refused = await send(long.url('/private'), strict);
+  expect(refused.error).toStartWith('refused to send: webhookUrl must use https:// unless WEBHOOK_ALLOW_LOCAL=true is set');
+  expect(long.received.length).toBe(0);
+  const capped = await send(long.url('/long'), { allowLocal: true });
+  expect([capped.error, capped.body?.length, capped.gaveUp === null]).toEqual([null, 1024, false]);
 });
