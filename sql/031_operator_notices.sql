@@ -56,6 +56,37 @@ create table operator_notice_attempts (
 create index operator_notice_attempts_webhook_idx on operator_notice_attempts (webhook_id, id);
 create index operator_notice_attempts_notice_idx on operator_notice_attempts (notice_id, id);
 
+-- The worker's jobs for attempts at notices (webhooks/operator-notice-task.ts, the task
+-- OPERATOR_NOTICE_TASK): `attempt` of each, due at `run_at` (null: at once). A job's own attempts
+-- only cover a run cut off before it recorded its attempt; a failed attempt queues the next here.
+create function operator_notice_jobs(notices uuid[], attempt integer, run_at timestamptz default null) returns void language plpgsql as $$
+begin
+  if coalesce(array_length(notices, 1), 0) = 0 then return; end if;
+  perform graphile_worker.add_jobs(array(
+    select json_populate_record(null::graphile_worker.job_spec, json_build_object(
+      'identifier', 'operator_notice', 'payload', json_build_object('noticeId', n, 'attempt', attempt), 'run_at', run_at,
+      'max_attempts', 5, 'job_key', 'operator_notice:' || n || ':' || attempt))
+    from unnest(notices) n));
+end $$;
+
+-- Queues a notice (`notice`, whose `event` it is) for every operator webhook, or only `only_webhook`,
+-- in the caller's transaction, so that it goes out exactly when the event it tells of commits. One
+-- call per event: a statement that makes the event (the loop breaker's pause) calls it for the rows
+-- it changed. Answers how many were queued.
+create function queue_operator_notice(event text, notice jsonb, only_webhook uuid default null) returns integer language plpgsql as $$
+declare
+  queued uuid[];
+begin
+  with n as (
+    insert into operator_notices (webhook_id, event, notice)
+    select w.id, event, notice from operator_webhooks w where only_webhook is null or w.id = only_webhook
+    returning id
+  )
+  select array_agg(id) into queued from n;
+  perform operator_notice_jobs(queued, 1);
+  return coalesce(array_length(queued, 1), 0);
+end $$;
+
 -- The agents' webhooks operators were told are failing or switched off, so that they are told once
 -- when one answers again, or is switched back on.
 create table operator_endpoint_alerts (

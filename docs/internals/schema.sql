@@ -269,6 +269,36 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION public.operator_notice_jobs(notices uuid[], attempt integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if coalesce(array_length(notices, 1), 0) = 0 then return; end if;
+  perform graphile_worker.add_jobs(array(
+    select json_populate_record(null::graphile_worker.job_spec, json_build_object(
+      'identifier', 'operator_notice', 'payload', json_build_object('noticeId', n, 'attempt', attempt), 'run_at', run_at,
+      'max_attempts', 5, 'job_key', 'operator_notice:' || n || ':' || attempt))
+    from unnest(notices) n));
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.queue_operator_notice(event text, notice jsonb, only_webhook uuid DEFAULT NULL::uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+  queued uuid[];
+begin
+  with n as (
+    insert into operator_notices (webhook_id, event, notice)
+    select w.id, event, notice from operator_webhooks w where only_webhook is null or w.id = only_webhook
+    returning id
+  )
+  select array_agg(id) into queued from n;
+  perform operator_notice_jobs(queued, 1);
+  return coalesce(array_length(queued, 1), 0);
+end $function$;
+
 CREATE OR REPLACE FUNCTION public.uuid_v7()
  RETURNS uuid
  LANGUAGE sql

@@ -1,5 +1,4 @@
 import type { Queries, Sql } from '../../db/connect';
-import { addJobs } from '../../db/job-queue';
 import { isId } from '../shared/ids';
 import { answeredOk, describeOutcome, type AttemptOutcome } from '../deliveries/retry-policy';
 
@@ -10,10 +9,8 @@ import { answeredOk, describeOutcome, type AttemptOutcome } from '../deliveries/
 // commits, by whichever worker takes the job, even after this process dies. The worker
 // (webhooks/operator-notice-task.ts) signs and sends it, records every attempt here, and a failed
 // attempt queues the next one after OPERATOR_WEBHOOK_RETRY_DELAYS_MS in the same statement.
+// sql/031_operator_notices.sql queues its jobs under this name (operator_notice_jobs).
 export const OPERATOR_NOTICE_TASK = 'operator_notice';
-
-// Crash-safety only: a job whose run died before it recorded its attempt runs again this often.
-const JOB_ATTEMPTS = 5;
 
 // What a failed endpoint last answered: the status (or what went wrong on the wire) and the first
 // bytes of the handler's answer.
@@ -62,21 +59,7 @@ export const OPERATOR_EVENTS: OperatorEvent[] = ['endpoint.warned', 'endpoint.sw
 // hear once when it is back (endpointsBack).
 export async function queueOperatorNotice(tx: Queries, notice: OperatorNotice, webhookId?: string): Promise<number> {
   const [row] = await tx<{ queued: number }[]>`
-    with n as (
-      insert into operator_notices (webhook_id, event, notice)
-      select id, ${notice.event}, ${tx.json(notice as never)} from operator_webhooks
-      where ${webhookId === undefined ? tx`true` : tx`id = ${webhookId}`}
-      returning id
-    ), job as (
-      ${addJobs(tx, tx`n`, {
-        task: OPERATOR_NOTICE_TASK,
-        payload: tx`json_build_object('noticeId', n.id, 'attempt', 1)`,
-        runAt: tx`null::timestamptz`,
-        maxAttempts: JOB_ATTEMPTS,
-        key: tx`${OPERATOR_NOTICE_TASK + ':'} || n.id || ':1'`,
-      })}
-    )
-    select count(*)::int as queued from n where (select count(*) from job) > 0`;
+    select queue_operator_notice(${notice.event}::text, ${tx.json(notice as never)}::jsonb, ${webhookId ?? null}::uuid) as queued`;
   if (notice.event === 'endpoint.warned' || notice.event === 'endpoint.switched_off') {
     const told = notice.event === 'endpoint.warned' ? 'warned' : 'switched_off';
     await tx`
@@ -94,6 +77,10 @@ export async function queueOperatorNotice(tx: Queries, notice: OperatorNotice, w
 // Run by the worker's minutely endpoint sweep, so the notice is at most a minute late.
 export async function endpointsBack(sql: Sql): Promise<string[]> {
   return sql.begin(async (tx) => {
+    // A webhook removed, or its agent archived, will not be back: nothing to tell.
+    await tx`
+      delete from operator_endpoint_alerts e using agents a
+      where a.id = e.agent_id and (a.webhook_url is null or a.archived_at is not null)`;
     const back = await tx<{ agent: string; url: string; at: Date }[]>`
       delete from operator_endpoint_alerts e
       using agents a, endpoint_health h
@@ -194,15 +181,8 @@ export async function recordNoticeAttempt(
         last_failure = coalesce(${failure}, last_failure),
         failing_since = ${ok ? sql`null` : sql`coalesce(failing_since, ${attemptedAt})`}
       where id = ${sent.webhook.id}
-    ), retry as (
-      ${addJobs(sql, sql`notice n where ${result === 'retrying'}`, {
-        task: OPERATOR_NOTICE_TASK,
-        payload: sql`json_build_object('noticeId', n.id, 'attempt', ${sent.attempt + 1}::int)`,
-        runAt: sql`now() + ${delayMs ?? 0} * interval '1 millisecond'`,
-        maxAttempts: JOB_ATTEMPTS,
-        key: sql`${OPERATOR_NOTICE_TASK + ':'} || n.id || ${`:${sent.attempt + 1}`}`,
-      })}
     )
-    select (select count(*) from retry) as queued`;
+    select operator_notice_jobs(array(select id from notice where ${result === 'retrying'}), ${sent.attempt + 1}::int,
+                                now() + ${delayMs ?? 0} * interval '1 millisecond')`;
   return result;
 }
