@@ -7,6 +7,7 @@ import { breakLoop } from '../src/domain/threads/loop-breaker';
 import { sendRules } from '../src/domain/messages/send-rules';
 import { addOperatorWebhook, syncEnvironmentWebhook } from '../src/domain/people/operator-webhooks';
 import { operatorNoticeTask } from '../src/webhooks/operator-notice-task';
+import { operatorNoticeBody } from '../src/domain/people/operator-notice-body';
 import { createLogger } from '../src/log';
 import { useDashboardHarness } from './support/dashboard';
 import { eventually, receiver, type Received } from './support/receiver';
@@ -363,4 +364,26 @@ test("the rules for agents' webhooks hold: a private address is refused when add
   expect(long.received.length).toBe(0);
   const capped = await send(long.url('/long'), { allowLocal: true });
   expect([capped.error, capped.body?.length, capped.gaveUp === null]).toEqual([null, 1024, false]);
+});
+
+test("Slack's body escapes what agents and handlers wrote, and keeps each section within Slack's 3 000 characters", () => {
+  const notice = {
+    event: 'thread.loop_broken' as const,
+    threadId: '0190f5c2-7b1e-7000-8000-000000000000',
+    title: `<!channel> & <https://evil.example|click>${'&'.repeat(400)}`,
+    pausedAt: '2026-11-29T06:10:00.000Z',
+    messages: 50,
+    windowMinutes: 10,
+  };
+  const body = JSON.parse(operatorNoticeBody({ id: 'n1', notice, createdAt: '2026-11-29T06:10:00.000Z' }, 'slack'));
+  const [first] = body.blocks.map((b: any) => b.text.text as string);
+  expect(first).toStartWith('*Thread paused by the loop breaker: &lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;&amp;');
+  expect(first).not.toContain('<');
+  expect(first.length).toBeLessThanOrEqual(3000);
+  // Cut once escaped, never inside an escape.
+  expect(first.split('\n')[0]).toMatch(/(&amp;)+…\*$/);
+  expect(body.blocks).toHaveLength(1);
+  const long = { event: 'endpoint.back' as const, agent: 'a', url: `https://x.example/${'y'.repeat(2040)}`, how: 'answered' as const, by: null, at: '2026-11-29T06:10:00.000Z' };
+  const cut = JSON.parse(operatorNoticeBody({ id: 'n2', notice: long, createdAt: long.at }, 'slack', 'https://ams.example.com'));
+  expect(cut.blocks.map((b: any) => b.text.text.length <= 3000)).toEqual([true, true]);
 });

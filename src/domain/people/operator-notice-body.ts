@@ -79,7 +79,13 @@ export function noticePath(n: OperatorNotice): string {
 export const noticeLink = (n: OperatorNotice, publicUrl?: string) => (publicUrl ? new URL(noticePath(n), publicUrl).toString() : null);
 
 // Slack's mrkdwn takes &, < and > as markup: each is escaped so that text can never make a link.
-const mrkdwn = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+// A section holds at most 3 000 characters (Slack refuses the whole message past it), and a
+// sentence can quote a 2 048-character URL or a long thread title: each part is cut to `max`
+// characters once escaped, never inside an escape.
+function mrkdwn(text: string, max: number): string {
+  const escaped = text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+  return escaped.length <= max ? escaped : `${Array.from(escaped).slice(0, max - 1).join('').replace(/&[a-z]*$/, '')}…`;
+}
 const section = (text: string) => ({ type: 'section', text: { type: 'mrkdwn', text } });
 
 export function operatorNoticeBody(sent: { id: string; notice: OperatorNotice; createdAt: string }, format: NoticeFormat, publicUrl?: string): string {
@@ -90,8 +96,8 @@ export function operatorNoticeBody(sent: { id: string; notice: OperatorNotice; c
     return JSON.stringify({ type: event, id: sent.id, timestamp: sent.createdAt, title: words.title, text: words.text, reason: words.reason, link, data });
   }
   const blocks = [
-    section(`*${mrkdwn(words.title)}*\n${mrkdwn(words.text)}`),
-    ...(words.reason ? [section(`*Last answer:* ${mrkdwn(words.reason)}`)] : []),
+    section(`*${mrkdwn(words.title, 300)}*\n${mrkdwn(words.text, 2_600)}`),
+    ...(words.reason ? [section(`*Last answer:* ${mrkdwn(words.reason, 2_900)}`)] : []),
     ...(link ? [section(`<${link}|Open on the dashboard>`)] : []),
   ];
   return JSON.stringify({ text: `${words.title}: ${words.text}`, blocks });
