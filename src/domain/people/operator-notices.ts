@@ -9,6 +9,7 @@ import { answeredOk, describeOutcome, type AttemptOutcome } from '../deliveries/
 // commits, by whichever worker takes the job, even after this process dies. The worker
 // (webhooks/operator-notice-task.ts) signs and sends it, records every attempt here, and a failed
 // attempt queues the next one after OPERATOR_WEBHOOK_RETRY_DELAYS_MS in the same statement.
+
 // sql/031_operator_notices.sql queues its jobs under this name (operator_notice_jobs).
 export const OPERATOR_NOTICE_TASK = 'operator_notice';
 
