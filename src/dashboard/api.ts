@@ -19,6 +19,7 @@ import { disconnectClient } from '../domain/oauth/oauth-connections';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people/people';
 import { searchText } from '../domain/shared/search';
 import { auditFilter, byPerson, listDecisions } from '../domain/people/audit';
+import { addOperatorWebhook, listOperatorWebhooks, removeOperatorWebhook, sendTestNotice } from '../domain/people/operator-webhooks';
 import { searchingIf, type SearchGate } from '../domain/shared/search-gate';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { listThreadsPage, threadFilter, threadForPeople, threadMessages } from '../domain/threads/thread-overview';
@@ -291,6 +292,30 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .get(
       '/audit',
       async ({ query }) => ok(await listDecisions(sql, auditFilter(query), pageQuery({ after: query.after, limit: query.limit }))),
+      { person: true },
+    )
+    // Operator webhooks (the Notifications page): `dashboardLinks` says whether notices link to the
+    // dashboard (PUBLIC_URL is set).
+    .get('/operator-webhooks', async () => ok({ webhooks: await listOperatorWebhooks(sql), dashboardLinks: config.PUBLIC_URL !== undefined }), {
+      person: true,
+    })
+    .post(
+      '/operator-webhooks',
+      async ({ body, person, set }) => {
+        const added = await addOperatorWebhook(sql, person, { url: bodyField(body, 'url'), format: bodyField(body, 'format') }, policy);
+        set.status = 201;
+        return ok(added);
+      },
+      { person: true },
+    )
+    .delete('/operator-webhooks/:id', async ({ params, person }) => ok(await removeOperatorWebhook(sql, byPerson(person), params.id)), { person: true })
+    .post(
+      '/operator-webhooks/:id/test',
+      async ({ params, person, set }) => {
+        const queued = await sendTestNotice(sql, person.username, params.id);
+        set.status = 202;
+        return ok(queued);
+      },
       { person: true },
     )
     .get(STREAM_PATH, ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request, { log }), { person: true })

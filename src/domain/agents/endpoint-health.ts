@@ -296,7 +296,7 @@ export function spell(ms: number): string {
 // One statement, its rows locked, so that two sweeps never warn twice; a success recorded
 // meanwhile (which resets warned_stage) waits for it. One switched off is told as switched off
 // only, its stages marked warned, so that switched back on it does not warn of them after the fact.
-export async function sweepEndpointHealth(sql: Sql, rule: HealthRule): Promise<HealthTransition[]> {
+export async function sweepEndpointHealth(sql: Queries, rule: HealthRule): Promise<HealthTransition[]> {
   const disableAfter = rule.disableAfterMs;
   const resumedInSpell = sql`coalesce(a.webhook_resumed_at > h.failing_since, false)`;
   const overdue =

@@ -5,6 +5,7 @@ import { checkStorableText } from '../shared/validate';
 import { resendFailedSince, type BulkResend } from '../deliveries/delivery-steps';
 import { answeredOk } from '../deliveries/retry-policy';
 import { deciderName, recordDecision, type Decider } from '../people/audit';
+import { queueOperatorNotice } from '../people/operator-notices';
 
 // People stop and restart an agent's webhook. The service switches off a webhook that fails for
 // days (endpoint-health.ts); a person pauses one by hand (a handler being deployed, a partner's
@@ -37,6 +38,7 @@ function pauseReason(raw: unknown): string | null {
 
 type Switch = {
   id: string;
+  url: string | null;
   hasWebhook: boolean;
   disabledAt: Date | null;
   pausedBy: string | null;
@@ -48,7 +50,7 @@ type Switch = {
 // update`: the attempts recorded meanwhile (whose endpoint_health rows name the agent) need not wait.
 async function lockedSwitch(tx: Queries, username: string): Promise<Switch> {
   const [row] = await tx<Switch[]>`
-    select id, webhook_url is not null as "hasWebhook", webhook_disabled_at as "disabledAt", webhook_paused_by as "pausedBy",
+    select id, webhook_url as url, webhook_url is not null as "hasWebhook", webhook_disabled_at as "disabledAt", webhook_paused_by as "pausedBy",
            coalesce(webhook_failing_since, webhook_disabled_at) as "failingSince"
     from agents where username = ${username} for no key update`;
   if (!row) throw notFound(`No agent named ${username}.`);
@@ -143,6 +145,10 @@ export async function enableWebhook(
     const passingTest = test?.ok === true;
     if (!passingTest && !options.withoutPassingTest) throw conflict(untested(username, test));
     const done = await switchOn(tx, was, options.resendFailed);
+    // Operators were told it was switched off: they hear it is back, and who brought it back.
+    await queueOperatorNotice(tx, {
+      event: 'endpoint.back', agent: username, url: was.url!, how: 'switched_on', by: deciderName(decider), at: new Date().toISOString(),
+    });
     await recordDecision(tx, decider, {
       action: 'agent.webhook.enable',
       subjectType: 'agent',

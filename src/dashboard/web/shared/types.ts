@@ -287,9 +287,42 @@ export type AuditEntry = {
   at: string;
   actor: string;
   action: string;
-  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person';
+  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person' | 'operator_webhook';
   subject: string;
   before: unknown;
   after: unknown;
   reason: string | null;
 };
+
+// An operator webhook and its health (GET /operator-webhooks; domain/people/operator-webhooks.ts).
+export type NoticeAttempt = {
+  noticeId: string;
+  event: string;
+  attempt: number;
+  attemptedAt: string;
+  durationMs: number;
+  status: number | null;
+  error: string | null;
+  responseBody: string | null;
+  outcome: 'delivered' | 'retrying' | 'gave_up';
+};
+
+export type OperatorWebhook = {
+  id: string;
+  url: string;
+  format: 'slack' | 'json';
+  source: 'dashboard' | 'environment';
+  addedBy: string;
+  addedAt: string;
+  health: {
+    state: 'untried' | 'healthy' | 'failing';
+    lastSuccessAt: string | null;
+    lastFailureAt: string | null;
+    lastFailure: string | null;
+    failingSince: string | null;
+  };
+  pending: number;
+  recentAttempts: NoticeAttempt[];
+};
+
+export type OperatorWebhooks = { webhooks: OperatorWebhook[]; dashboardLinks: boolean };
