@@ -160,7 +160,7 @@ test('the figures shown for an endpoint are those of its attempt log, and every 
   expect([quietHealth.state, quietHealth.stalled]).toEqual(['not-reporting', 1]);
   // The metrics' gauge counts by the same rule: the only endpoints in this database are these four.
   expect(await countEndpoints(h.db.sql, endpointHealthRule(h.config))).toEqual({
-    untried: 0, healthy: 1, slow: 1, 'not-reporting': 1, failing: 1, disabled: 0,
+    untried: 0, healthy: 1, slow: 1, 'not-reporting': 1, failing: 1, disabled: 0, paused: 0,
   });
 
   // The Agents rows: each state with its reason, without opening anything.

@@ -1,5 +1,6 @@
 import { expect, test } from 'bun:test';
-import { enableWebhook, setWebhook } from '../src/domain/agents/agents';
+import { setWebhook } from '../src/domain/agents/agents';
+import { enableWebhook } from '../src/domain/agents/webhook-switch';
 import {
   countEndpoints,
   disabledReason,
@@ -171,19 +172,21 @@ test('a failing webhook warns once per stage, is switched off after its spell, a
   expect(row).toEqual({ webhook: false, job: false });
   expect(await owedDoorbell(h.db.sql, failed)).toBeNull();
 
-  // Switched back on with the failed resent: the Failed delivery is Accepted again with a job,
-  // the spell starts afresh, and doorbells are owed again.
-  const enabled = await enableWebhook(h.db.sql, BY_CLI, recipient.username, true);
-  expect(enabled).toEqual({ username: recipient.username, enabled: true, resent: 1, refused: [] });
+  // Switched back on with the failed resent (and no test event: the person says so): the Failed
+  // delivery is Accepted again with a job, the spell goes on, and doorbells are owed again.
+  const enabled = await enableWebhook(h.db.sql, BY_CLI, recipient.username, { resendFailed: true, withoutPassingTest: true });
+  expect(enabled).toEqual({ username: recipient.username, enabled: true, passingTest: false, resent: 1, refused: [] });
   expect((await deliveryRow(h, failed)).step).toBe('accepted');
   const [job] = await h.db.sql`select count(*)::int as n from graphile_worker.jobs where key = ${'notify:' + failed}`;
   expect(job!.n).toBe(1);
-  const healed = (await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!;
-  expect([healed.state, healed.failingSince, healed.consecutiveFailures, healed.warnedStage, healed.warnedAt]).toEqual(['healthy', null, 0, 0, null]);
+  const back = (await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!;
+  expect([back.state, back.failingSince, back.consecutiveFailures, back.warnedStage]).toEqual(['failing', health.failingSince, 2, 1]);
   const { deliveryId: rung } = await post(h, sender, recipient, { content: 'back on' });
   const [rungRow] = await h.db.sql<{ webhook: boolean }[]>`select webhook from deliveries where id = ${rung}`;
   expect(rungRow!.webhook).toBe(true);
-  await expect(enableWebhook(h.db.sql, BY_CLI, recipient.username, false)).rejects.toThrow(`${recipient.username}'s webhook is not switched off.`);
+  await expect(enableWebhook(h.db.sql, BY_CLI, recipient.username, { resendFailed: false, withoutPassingTest: true })).rejects.toThrow(
+    `${recipient.username}'s webhook is not switched off.`,
+  );
 });
 
 test('the warning and the switch-off reach every person by email, over SMTP, saying what failed and where to act', async () => {

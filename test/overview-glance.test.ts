@@ -55,7 +55,7 @@ test('the charts start at the day\'s first delivery, in bins as fine as the data
     'troubleGroups', 'troubleTotal',
   ]);
   expect(res.body.data.headline).toEqual({
-    deliveries: 1, failed: 0, attempts: 0, attemptsFailed: 0, endpoints: { untried: 0, healthy: 0, slow: 0, 'not-reporting': 0, failing: 0, disabled: 0 }, stalledAgents: 0,
+    deliveries: 1, failed: 0, attempts: 0, attemptsFailed: 0, endpoints: { untried: 0, healthy: 0, failing: 0, disabled: 0, paused: 0, slow: 0, 'not-reporting': 0 }, stalledAgents: 0,
   });
 });
 
@@ -96,7 +96,7 @@ test('every webhook in trouble is counted, grouped by what fails, and read in fu
     { failure: 'connection failed (ECONNREFUSED)', endpoints: 4, disabled: 0 },
   ]);
   expect(seen.trouble.map((t: { username: string }) => t.username)).toEqual(TROUBLE_ORDER.slice(0, 10));
-  expect(seen.headline.endpoints).toEqual({ untried: 1, healthy: 1, slow: 0, 'not-reporting': 0, failing: 11, disabled: 2 });
+  expect(seen.headline.endpoints).toEqual({ untried: 1, healthy: 1, failing: 11, disabled: 2, paused: 0, slow: 0, 'not-reporting': 0 });
 
   // All of them, five at a time, in the same order; the last page says there is no next.
   const read: string[] = [];
@@ -157,7 +157,7 @@ test('the Agents list narrows to webhook states and puts the webhooks in trouble
   expect(await names('/agents?sort=trouble&health=disabled,failing&q=trouble-1')).toEqual(['trouble-13', 'trouble-12', 'trouble-11', 'trouble-10']);
 
   for (const [path, field, error] of [
-    ['/agents?health=sick', 'health', 'health must be one or more of failing, disabled, slow, not-reporting, healthy, untried, none, separated by commas'],
+    ['/agents?health=sick', 'health', 'health must be one or more of failing, disabled, paused, slow, not-reporting, healthy, untried, none, separated by commas'],
     ['/agents?sort=oldest', 'sort', 'sort must be newest or trouble'],
     [`/agents?sort=trouble&after=${top[0].id}`, 'after', 'after must be a cursor taken from the list'],
   ] as const) {
@@ -220,7 +220,7 @@ test('the headline counts the day as the database holds it: Failed deliveries, a
     failed: 3,
     attempts: 40,
     attemptsFailed: 6,
-    endpoints: { untried: 1, healthy: 1, slow: 0, 'not-reporting': 0, failing: 11, disabled: 2 },
+    endpoints: { untried: 1, healthy: 1, failing: 11, disabled: 2, paused: 0, slow: 0, 'not-reporting': 0 },
     stalledAgents: 2,
   });
   expect(day!.deliveries).toBe(1 + 8);

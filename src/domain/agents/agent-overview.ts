@@ -33,7 +33,7 @@ export type AgentSummary = {
 // Which agents the list shows, and in what order. `health`: the webhook states to show (`none`:
 // agents without a webhook); `trouble`: webhooks in trouble first (switched off, then failing, then
 // any other state short of healthy), then untried, healthy, no webhook and archived, each newest first.
-export const HEALTH_FILTERS = ['failing', 'disabled', 'slow', 'not-reporting', 'healthy', 'untried', 'none'] as const;
+export const HEALTH_FILTERS = ['failing', 'disabled', 'paused', 'slow', 'not-reporting', 'healthy', 'untried', 'none'] as const;
 export type AgentListing = { search: string | null; health: string[] | null; sort: 'newest' | 'trouble' };
 export const ALL_AGENTS: AgentListing = { search: null, health: null, sort: 'newest' };
 

@@ -46,7 +46,7 @@ export type OverviewBin = {
 export type EndpointTrouble = {
   username: string;
   url: string;
-  state: 'failing' | 'disabled';
+  state: 'failing' | 'disabled' | 'paused';
   // The last failure, as a kind a person can group by: "HTTP 500", "connection failed (ECONNREFUSED)".
   failure: string;
   failingSince: string;

@@ -326,6 +326,7 @@ const HEALTH_CHOICES: [string, string][] = [
   ['disabled,failing', 'In trouble'],
   ['disabled', 'Switched off'],
   ['failing', 'Failing'],
+  ['paused', 'Paused'],
   ['not-reporting', 'Not reporting'],
   ['slow', 'Slow'],
   ['healthy', 'Healthy'],

@@ -38,6 +38,7 @@ export const TROUBLE_FILTER = 'disabled,failing';
 const ENDPOINT_STATES: [string, string][] = [
   ['disabled', 'switched off'],
   ['failing', 'failing'],
+  ['paused', 'paused'],
   ['untried', 'not tried yet'],
   ['healthy', 'healthy'],
 ];
@@ -122,7 +123,9 @@ function TroubleLine({ t }: { t: EndpointTrouble }) {
     </span>
     ${t.state === 'disabled' && t.disabledAt
       ? html`<span class="badge step-failed">Switched off at ${shortTime(t.disabledAt)}</span>`
-      : html`<span class="badge retrying">Failing since ${shortTime(t.failingSince)}</span>`}
+      : t.state === 'paused' && t.disabledAt
+        ? html`<span class="badge muted">Paused at ${shortTime(t.disabledAt)}</span>`
+        : html`<span class="badge retrying">Failing since ${shortTime(t.failingSince)}</span>`}
     <code class="url hint">${t.url}</code>
   </li>`;
 }

@@ -165,7 +165,8 @@ export type WindowFigures = {
 // True figures over the endpoint's latest attempts (at most 100), since the oldest's start.
 export type RecentFigures = { attempts: number; since: string | null; p50Ms: number | null; p95Ms: number | null; maxMs: number | null };
 
-export type EndpointState = 'untried' | 'healthy' | 'slow' | 'not-reporting' | 'failing' | 'disabled';
+// `disabled`: switched off by the service for failing; `paused`: by a person, by hand.
+export type EndpointState = 'untried' | 'healthy' | 'slow' | 'not-reporting' | 'failing' | 'disabled' | 'paused';
 
 export type EndpointHealth = {
   state: EndpointState;
@@ -183,6 +184,8 @@ export type EndpointHealth = {
   switchesOffAt: string | null;
   disabledAt: string | null;
   disabledReason: string | null;
+  // Who paused it (a person's username, or `cli`); null unless paused.
+  pausedBy: string | null;
   // Deliveries notified but not reported delivered in time (stalled).
   stalled: number;
   slowMs: number;
@@ -211,9 +214,11 @@ export type TestEvent = {
   responseHeaders: Record<string, string> | null;
 };
 
-// The answer of POST /agents/:username/webhook/enable and of the bulk resend.
+// The answers of POST /agents/:username/webhook/enable, /pause and /resume, and of the bulk resend.
 export type Refused = { reason: string; count: number }[];
-export type Enabled = { username: string; enabled: true; resent: number; refused: Refused };
+export type Enabled = { username: string; enabled: true; passingTest: boolean; resent: number; refused: Refused };
+export type Resumed = { username: string; resumed: true; resent: number; refused: Refused };
+export type Paused = { username: string; paused: true; pausedAt: string; pausedBy: string; reason: string | null };
 
 export type OverviewBin = {
   at: string;
@@ -233,7 +238,7 @@ export type OverviewBin = {
 export type EndpointTrouble = {
   username: string;
   url: string;
-  state: 'failing' | 'disabled';
+  state: 'failing' | 'disabled' | 'paused';
   failure: string;
   failingSince: string;
   disabledAt: string | null;
@@ -308,9 +313,42 @@ export type AuditEntry = {
   at: string;
   actor: string;
   action: string;
-  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person';
+  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person' | 'operator_webhook';
   subject: string;
   before: unknown;
   after: unknown;
   reason: string | null;
 };
+
+// An operator webhook and its health (GET /operator-webhooks; domain/people/operator-webhooks.ts).
+export type NoticeAttempt = {
+  noticeId: string;
+  event: string;
+  attempt: number;
+  attemptedAt: string;
+  durationMs: number;
+  status: number | null;
+  error: string | null;
+  responseBody: string | null;
+  outcome: 'delivered' | 'retrying' | 'gave_up';
+};
+
+export type OperatorWebhook = {
+  id: string;
+  url: string;
+  format: 'slack' | 'json';
+  source: 'dashboard' | 'environment';
+  addedBy: string;
+  addedAt: string;
+  health: {
+    state: 'untried' | 'healthy' | 'failing';
+    lastSuccessAt: string | null;
+    lastFailureAt: string | null;
+    lastFailure: string | null;
+    failingSince: string | null;
+  };
+  pending: number;
+  recentAttempts: NoticeAttempt[];
+};
+
+export type OperatorWebhooks = { webhooks: OperatorWebhook[]; dashboardLinks: boolean };

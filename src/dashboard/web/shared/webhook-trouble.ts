@@ -43,8 +43,15 @@ export function WebhookBanners({ trouble }: { trouble: WebhookTrouble[] }) {
             : ''}. ${t.disabledReason ?? `No doorbells go to it: ${t.username} polls instead.`} Its deliveries wait in its inbox, listed here as Accepted.</p>
           <p><a href=${healthLink(t.username)}>Open ${t.username}'s webhook health</a> to send it a test event and switch it back on.</p>
         </div>`
-      : html`<div key=${t.username} class="notice switched-off" role="status" data-switched-off=${t.username}>
-          <p><strong>${t.username}'s webhook: ${t.state.replaceAll('-', ' ')}</strong>. <a href=${healthLink(t.username)}>Open its webhook health</a>.</p>
-        </div>`,
+      : t.state === 'paused'
+        ? html`<div key=${t.username} class="notice webhook-paused switched-off" role="status" data-switched-off=${t.username}>
+            <p><strong>${t.username}'s webhook is paused</strong>${t.disabledAt ? html` since <${Time} iso=${t.disabledAt} short />` : null}${t.disabledReason
+              ? `: “${t.disabledReason}”`
+              : ''}. Its deliveries wait in its inbox, listed here as Accepted.</p>
+            <p><a href=${healthLink(t.username)}>Open ${t.username}'s webhook health</a> to resume it.</p>
+          </div>`
+        : html`<div key=${t.username} class="notice switched-off" role="status" data-switched-off=${t.username}>
+            <p><strong>${t.username}'s webhook: ${t.state.replaceAll('-', ' ')}</strong>. <a href=${healthLink(t.username)}>Open its webhook health</a>.</p>
+          </div>`,
   )}`;
 }
