@@ -2,13 +2,13 @@
 // fast at a million deliveries? A fresh database (embedded PostgreSQL unless DATABASE_URL is set)
 // is migrated and filled in set-based SQL: 200 agents (50 with webhooks: 10 failing, 2 of them
 // switched off), 20 000 threads, 1 000 000 messages and deliveries over 30 days (a tenth in the last
-// 24 h), 100 000 delivery attempts, 50 endpoint health rows and a day of 5-minute windows for each
-// endpoint. Then each read is timed, all of them taking turns, beside two reads already known to be
-// fast measured in the same run: attention() (the navigation's counts) and the Deliveries page's
-// first page. Every statement a read sends is then run once under EXPLAIN (ANALYZE, BUFFERS): its
-// time, the indexes it used and any sequential scan are printed, the whole plans written to
-// BENCH_PLANS (default /tmp/ams-endpoint-health-plans.txt). BENCH_SAMPLES sets the timed runs per
-// read (default 30).
+// 24 h), 100 000 delivery attempts, 50 endpoint health rows (each keeping its last 100 attempts'
+// durations) and a day of 5-minute windows for each endpoint. Then each read is timed, all of them
+// taking turns, beside two reads already known to be fast measured in the same run: attention()
+// (the navigation's counts) and the Deliveries page's first page. Every statement a read sends is
+// then run once under EXPLAIN (ANALYZE, BUFFERS): its time, the indexes it used and any sequential
+// scan are printed, the whole plans written to BENCH_PLANS (default
+// /tmp/ams-endpoint-health-plans.txt). BENCH_SAMPLES sets the timed runs per read (default 30).
 import { cpus, totalmem } from 'node:os';
 import postgres from 'postgres';
 import type { Sql } from '../src/db/connect';
@@ -24,6 +24,8 @@ import { percentile, round } from './stats';
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 30);
 const WARM_UP = 5;
 const STALLED_AFTER_MS = 300_000; // the service's default STALLED_AFTER_MS
+// The service's defaults: warnings after an hour and a day, off after 5 days, slow above 2 s.
+const RULE = { warnAfterMs: [3_600_000, 86_400_000], disableAfterMs: 432_000_000, slowMs: 2_000, stalledAfterMs: STALLED_AFTER_MS };
 const AGENTS = 200;
 const WEBHOOK_AGENTS = 50;
 const FAILING = 10;
@@ -66,24 +68,24 @@ try {
   const reads: [string, () => Promise<unknown>][] = [
     ['attention() — baseline', () => attention(sql, STALLED_AFTER_MS)],
     ['listDeliveries() first page of 50 — baseline', () => listDeliveries(sql, NO_FILTER, page, STALLED_AFTER_MS)],
-    ['overview()', () => overview(sql, STALLED_AFTER_MS)],
-    [`endpointHealthOf() ${webhookIds.length} webhook agents`, () => endpointHealthOf(sql, webhookIds)],
-    ['listAgents() first page of 50', () => listAgents(sql, ALL_AGENTS, page)],
-    ['troublePage() all webhooks in trouble, a page of 50', () => troublePage(sql, { limit: '50' }, STALLED_AFTER_MS)],
-    ['listAgents() trouble first, first page of 50', () => listAgents(sql, TROUBLE_FIRST, page)],
-    ['listAgents() health=failing,disabled', () => listAgents(sql, { ...ALL_AGENTS, health: ['failing', 'disabled'] }, page)],
+    ['overview()', () => overview(sql, RULE)],
+    [`endpointHealthOf() ${webhookIds.length} webhook agents`, () => endpointHealthOf(sql, webhookIds, RULE)],
+    ['listAgents() first page of 50', () => listAgents(sql, ALL_AGENTS, page, RULE)],
+    ['troublePage() all webhooks in trouble, a page of 50', () => troublePage(sql, { limit: '50' }, RULE)],
+    ['listAgents() trouble first, first page of 50', () => listAgents(sql, TROUBLE_FIRST, page, RULE)],
+    ['listAgents() health=failing,disabled', () => listAgents(sql, { ...ALL_AGENTS, health: ['failing', 'disabled'] }, page, RULE)],
   ];
 
   // A look at what the reads answer, so that the figures are of reads that found something.
-  const o = await overview(sql, STALLED_AFTER_MS);
-  const h = await endpointHealthOf(sql, webhookIds);
-  const agentsPage = await listAgents(sql, ALL_AGENTS, page);
+  const o = await overview(sql, RULE);
+  const h = await endpointHealthOf(sql, webhookIds, RULE);
+  const agentsPage = await listAgents(sql, ALL_AGENTS, page, RULE);
   const seen = {
     overviewDeliveries: o.headline.deliveries,
     overviewBins: `${o.bins.length} of ${o.binMinutes} min`,
     trouble: `${o.trouble.length} of ${o.troubleTotal} in ${o.troubleGroups.length} groups`,
-    troublePage: (await troublePage(sql, { limit: '50' }, STALLED_AFTER_MS)).items.length,
-    agentsInTrouble: (await listAgents(sql, TROUBLE_FIRST, page)).items.slice(0, FAILING).filter((a) => a.health && a.health.state !== 'healthy').length,
+    troublePage: (await troublePage(sql, { limit: '50' }, RULE)).items.length,
+    agentsInTrouble: (await listAgents(sql, TROUBLE_FIRST, page, RULE)).items.slice(0, FAILING).filter((a) => a.health && a.health.state !== 'healthy').length,
     stalledAgents: o.stalledAgents.length,
     closeRequests: o.closeRequests.length,
     healthStates: [...h.values()].reduce<Record<string, number>>((n, x) => ({ ...n, [x.state]: (n[x.state] ?? 0) + 1 }), {}),
@@ -258,8 +260,9 @@ async function fill() {
                'https://hooks.example/agent' || d.recipient_id
         from (select * from deliveries where webhook order by id desc limit ${ATTEMPTS}) d, generate_series(1, 1) k;
       -- Health: every webhook tried; agents 1–${FAILING} failing (1–${DISABLED} switched off).
+      -- Each keeps its last 100 attempts' durations and starts, and the failing ones the handler's answer.
       insert into endpoint_health (agent_id, last_success_at, last_failure_at, last_failure_status, last_failure_error,
-                                   consecutive_failures, failing_since, warned_stage)
+                                   consecutive_failures, failing_since, warned_stage, warned_at, last_failure_body, recent_ms, recent_at)
         select a.id, now() - case when a.n <= ${FAILING} then interval '1 day' else interval '20 seconds' end,
                case when a.n <= ${FAILING} then now() - interval '30 seconds' else now() - interval '3 days' end,
                case when a.n <= ${FAILING} and a.n % 2 = 0 then 500 end,
@@ -267,14 +270,19 @@ async function fill() {
                case when a.n <= ${FAILING} then 40 + a.n else 0 end,
                case when a.n <= ${DISABLED} then now() - interval '3 days 2 hours'
                     when a.n <= ${FAILING} then now() - a.n * interval '1 hour' end,
-               case when a.n <= ${FAILING} then 1 else 0 end
+               case when a.n <= ${FAILING} then 1 else 0 end,
+               case when a.n <= ${FAILING} then now() - interval '10 minutes' end,
+               case when a.n <= ${FAILING} and a.n % 2 = 0 then 'upstream down: the service behind this handler is in maintenance' end,
+               array(select (20 + random() * random() * 2000)::int from generate_series(1, 100) k where a.n > 0),
+               array(select now() - (101 - k) * interval '30 seconds' from generate_series(1, 100) k where a.n > 0)
         from ax a where a.n <= ${WEBHOOK_AGENTS};
       -- A day of 5-minute windows per endpoint (288 each), with an 11-bucket latency histogram.
-      insert into endpoint_attempt_windows (agent_id, window_start, attempts, successes, latency_buckets)
+      insert into endpoint_attempt_windows (agent_id, window_start, attempts, successes, latency_buckets, timed, sum_ms, max_ms)
         select a.id, w.start, w.attempts,
                case when a.n <= ${FAILING} then w.attempts / 4 else w.attempts - (w.attempts / 50) end,
                array[w.attempts / 4, w.attempts / 4, w.attempts / 5, w.attempts / 10, w.attempts / 20, w.attempts / 40, 1, 1, 0, 0,
-                     w.attempts - (w.attempts / 4) * 2 - w.attempts / 5 - w.attempts / 10 - w.attempts / 20 - w.attempts / 40 - 2]
+                     w.attempts - (w.attempts / 4) * 2 - w.attempts / 5 - w.attempts / 10 - w.attempts / 20 - w.attempts / 40 - 2],
+               w.attempts, w.attempts * 310, 2_400 + w.attempts
         from ax a,
              lateral (select date_bin('5 minutes', now(), timestamptz '2000-01-01') - k * interval '5 minutes' as start,
                              10 + (random() * 40)::int as attempts

@@ -287,7 +287,7 @@ async function measure(searcher: Actor, ownThread: string, partner: Actor) {
   await run('search, phrase of two common words', searchFor(`"${COMMON} ${VOCABULARY[10]}"`));
   await run('receipts of a message', (i) => messageReceipts(sql, null as unknown as InboxSignal, searcher, posted[i % posted.length]!, { waitFor: null, seconds: 0, stalledAfterMs: STALLED_AFTER_MS }));
   const plans = await receiptPlans(searcher, postedUnindexed);
-  await run('dashboard overview', () => overview(sql, STALLED_AFTER_MS));
+  await run('dashboard overview', () => overview(sql, { warnAfterMs: [3_600_000, 86_400_000], disableAfterMs: 432_000_000, slowMs: 2_000, stalledAfterMs: STALLED_AFTER_MS }));
   await run('dashboard deliveries, first page', () => listDeliveries(sql, NO_FILTER, pageQuery({}), STALLED_AFTER_MS));
   await run('dashboard deliveries, one agent', () => listDeliveries(sql, deliveryFilter({ agent: searcher.username }), pageQuery({}), STALLED_AFTER_MS));
   await run('dashboard deliveries, failed', () => listDeliveries(sql, deliveryFilter({ state: 'failed' }), pageQuery({}), STALLED_AFTER_MS));

@@ -4,7 +4,7 @@ import { parseEnv } from 'node:util';
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { WebhookUrlPolicy } from './domain/agents/webhook-url';
-import type { HealthRule } from './domain/agents/endpoint-health';
+import type { HealthReading, HealthRule } from './domain/agents/endpoint-health';
 import type { SearchBounds } from './domain/shared/search-gate';
 import type { EnvironmentWebhook } from './domain/people/operator-webhooks';
 
@@ -120,6 +120,11 @@ export const ConfigSchema = T.Object({
     ...webhooks('A webhook failing without a 2xx warns people after each of these spells, once each (log, metric, email where SMTP is set); `off` for none.'),
   }),
   WEBHOOK_DISABLE_AFTER_MS: Int(432_000_000, 0, webhooks('After failing this long (5 days) a webhook is switched off and its agent polls until a person switches it back on; `0` never.')),
+  WEBHOOK_SLOW_MS: Int(
+    2_000,
+    1,
+    webhooks("A webhook whose p95 over its last 100 attempts is above this many milliseconds reads as slow on the dashboard and in `ams_webhook_endpoints`."),
+  ),
   REPUBLISH_CRON: T.String({ default: '*/15 * * * *', ...webhooks('When to re-publish doorbells that never reached the queue.') }),
   PUBLISH_ATTEMPTS: Int(3, 1, webhooks('Publish attempts in total before a delivery is marked Failed.')),
   STALLED_AFTER_MS: Int(300_000, 1, webhooks('A delivery Notified this long without a delivered report reads as stalled.')),
@@ -291,9 +296,12 @@ export function retryDelays(config: Config): number[] {
   return config.WEBHOOK_RETRY_DELAYS_MS.split(',').map(Number);
 }
 
-// When a failing webhook warns people, and when it is switched off.
-export function endpointHealthRule(config: Config): HealthRule {
+// When a failing webhook warns people, and when it is switched off; when one reads as slow or
+// not reporting.
+export function endpointHealthRule(config: Config): HealthRule & HealthReading {
   return {
+    slowMs: config.WEBHOOK_SLOW_MS,
+    stalledAfterMs: config.STALLED_AFTER_MS,
     warnAfterMs: config.WEBHOOK_WARN_AFTER_MS === 'off' ? [] : config.WEBHOOK_WARN_AFTER_MS.split(',').map(Number).sort((a, b) => a - b),
     disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS === 0 ? null : config.WEBHOOK_DISABLE_AFTER_MS,
   };

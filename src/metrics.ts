@@ -16,6 +16,8 @@ export type MetricsSources = {
   sql: Sql;
   poolSize: number;
   stalledAfterMs: number;
+  // WEBHOOK_SLOW_MS: an endpoint whose recent p95 is above it counts as slow.
+  slowMs: number;
   // Present where this process serves HTTP.
   waitingInboxRequests?: () => number;
   openEventStreams?: () => number;
@@ -91,7 +93,7 @@ export function createMetrics() {
 
   const fromDatabase = async () => {
     if (!sources) return null;
-    const { sql, stalledAfterMs } = sources;
+    const { sql, stalledAfterMs, slowMs } = sources;
     try {
       const [counts, jobs, connections, endpoints, holds, operatorWebhooks] = await Promise.all([
         countDeliveries(sql, stalledAfterMs),
@@ -100,7 +102,7 @@ export function createMetrics() {
           select coalesce(state, 'unknown') as state, count(*)::int as n from pg_stat_activity
           where datname = current_database() and application_name = current_setting('application_name')
           group by 1`,
-        countEndpoints(sql),
+        countEndpoints(sql, { slowMs, stalledAfterMs }),
         holdFigures(sql),
         countOperatorWebhooks(sql),
       ]);
@@ -126,7 +128,7 @@ export function createMetrics() {
   });
   new Gauge({
     name: 'ams_webhook_endpoints',
-    help: "Agents' webhooks by health: healthy (the last attempt answered 2xx), failing (no 2xx since a failure), disabled (switched off for failing), untried.",
+    help: "Agents' webhooks by health: healthy (the last attempt answered 2xx), slow (p95 of its last 100 attempts above WEBHOOK_SLOW_MS), not-reporting (deliveries stalled), failing (no 2xx since a failure), disabled (switched off for failing), untried.",
     labelNames: ['state'] as const,
     registers: [registry],
     async collect() {

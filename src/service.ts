@@ -127,6 +127,7 @@ export async function createService(
       sql: db.sql,
       poolSize: config.DB_POOL_SIZE,
       stalledAfterMs: config.STALLED_AFTER_MS,
+      slowMs: config.WEBHOOK_SLOW_MS,
       waitingInboxRequests: inboxSignal && (() => inboxSignal.waiting()),
       openEventStreams: inboxSignal && (() => inboxSignal.streaming()),
       listenerConnects: inboxSignal && (() => inboxSignal.connects()),

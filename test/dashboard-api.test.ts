@@ -713,8 +713,8 @@ describe('pages', () => {
       expect(res.headers.get('content-security-policy')).toContain(`script-src 'self' 'sha256-${hash}';`);
       expect(res.body).toContain(`data-page="${page.startsWith('threads/') ? 'thread' : page}"`);
       expect(res.body).toContain('aria-current="page"');
-      // uPlot's stylesheet only where charts are drawn; its module is always in the map.
-      expect([page, res.body.includes(`/dashboard/assets/uplot-${pkg.dependencies.uplot}.css`)]).toEqual([page, page === 'overview']);
+      // uPlot's stylesheet only where charts are drawn (the Overview, an agent's health detail); its module is always in the map.
+      expect([page, res.body.includes(`/dashboard/assets/uplot-${pkg.dependencies.uplot}.css`)]).toEqual([page, page === 'overview' || page === 'agents']);
       expect(JSON.parse(map).imports.uplot).toBe(`/dashboard/assets/uplot-${pkg.dependencies.uplot}.js`);
     }
     const signIn = await h.send('GET', '/dashboard/sign-in');

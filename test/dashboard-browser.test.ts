@@ -407,7 +407,10 @@ test('a failing webhook shows on the overview and on its agent, and a test event
     expect(counted).toBe(3);
     const line = page.locator('[data-trouble="invoice-agent"] .line-text');
     await line.waitFor();
-    expect(await line.textContent()).toMatch(new RegExp(`^\\s*invoice-agent — HTTP 500 — ${counted} deliveries since`));
+    // The handler's own answer beside its status, then whether people were warned and when it switches off.
+    expect(await line.textContent()).toMatch(
+      new RegExp(`^\\s*invoice-agent — HTTP 500 \\{"error":"down for maintenance"\\} — ${counted} deliveries since \\d\\d:\\d\\d\\s*not warned yet · switches off `),
+    );
     await page.locator('[data-trouble="invoice-agent"] .badge', { hasText: 'Failing since' }).waitFor();
     expect(await line.getByRole('link', { name: `${counted} deliveries` }).getAttribute('href')).toBe('/dashboard/deliveries?agent=invoice-agent&state=failed');
     await page.getByRole('link', { name: 'report-agent' }).waitFor();
@@ -431,7 +434,8 @@ test('a failing webhook shows on the overview and on its agent, and a test event
     await page.waitForURL(`${base}/dashboard/agents?q=invoice-agent`);
     const card = page.locator('[data-agent="invoice-agent"]');
     await card.locator('.badge', { hasText: 'Failing since' }).waitFor();
-    expect(await card.locator('.badge', { hasText: 'Failing since' }).textContent()).toContain('— HTTP 500');
+    // Under the badge, the handler's reason in its own words.
+    expect(await card.locator('.health-cell .health-reason .failure-reason').textContent()).toBe('HTTP 500 {"error":"down for maintenance"}');
     expect(await card.locator('td[data-label="2xx, last hour"]').textContent()).toMatch(/^0% of \d+$/);
     await page.locator('#live', { hasText: 'Live' }).waitFor();
     expect(await card.getByRole('button', { name: /^Manage/ }).getAttribute('aria-expanded')).toBe('true');
@@ -564,7 +568,8 @@ test('a failing webhook shows on the overview and on its agent, and a test event
       where username = 'invoice-agent'`;
     const switchedOff = card.locator('.badge', { hasText: 'Switched off at' });
     await switchedOff.waitFor();
-    expect(await switchedOff.textContent()).toMatch(/^Switched off at \S+ — HTTP 500$/);
+    expect(await switchedOff.textContent()).toMatch(/^Switched off at \S+$/);
+    expect(await card.locator('.health-cell .health-reason').textContent()).toBe('HTTP 500 {"error":"down for maintenance"}');
     expect(await card.getAttribute('class')).toContain('health-disabled');
     // Its reason, said once (the page adds no second "polls instead" of its own).
     expect(await card.locator('[data-webhook-stopped="disabled"] > p:first-child').textContent()).toMatch(

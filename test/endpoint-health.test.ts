@@ -5,7 +5,7 @@ import {
   countEndpoints,
   disabledReason,
   endpointHealthOf,
-  percentileMs,
+  shareUnderMs,
   spell,
   sweepEndpointHealth,
 } from '../src/domain/agents/endpoint-health';
@@ -33,6 +33,8 @@ const h = useHarness();
 const hook = 'http://127.0.0.1:9/hook';
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
+// The service's defaults: warned after an hour and a day, switched off after five days.
+const READING = { warnAfterMs: [HOUR, 24 * HOUR], disableAfterMs: 5 * 24 * HOUR, slowMs: 2_000, stalledAfterMs: 300_000 };
 
 async function hooked(name: string) {
   const sender = await h.agent(uniqueName(`${name}-sender`));
@@ -69,13 +71,13 @@ const at = (agoMs: number, durationMs: number, recordedAt: number) => recordedAt
 
 test('the figures of an endpoint follow its attempt log: last success and failure, the failing spell, the hour and the day', async () => {
   const { sender, recipient, agentId } = await hooked('figures');
-  expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.state).toBe('untried');
+  expect((await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!.state).toBe('untried');
   const start = Date.now();
   await attempt(sender, recipient, 3 * HOUR, 40, ok());
   await attempt(sender, recipient, 20 * MINUTE, 120, ok());
   await attempt(sender, recipient, 10 * MINUTE, 300, http(500));
   await attempt(sender, recipient, 5 * MINUTE, 700, timedOut());
-  const health = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  const health = (await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!;
   const near = (iso: string | null, ms: number) => Math.abs(new Date(iso!).getTime() - ms) < 2_000;
   expect(health.state).toBe('failing');
   expect(near(health.lastSuccessAt, at(20 * MINUTE, 120, start))).toBe(true);
@@ -83,14 +85,19 @@ test('the figures of an endpoint follow its attempt log: last success and failur
   expect(near(health.lastFailureAt, at(5 * MINUTE, 700, start))).toBe(true);
   expect([health.lastFailureStatus, health.lastFailureError, health.consecutiveFailures]).toEqual([null, 'no answer within 300 ms (timed out)', 2]);
   expect([health.warnedStage, health.disabledAt, health.disabledReason]).toEqual([0, null, null]);
-  // The hour: 120, 300 and 700 ms, one of three answered 2xx; interpolated in their buckets.
-  expect(health.lastHour).toEqual({ attempts: 3, successes: 1, successRate: 1 / 3, p50Ms: 375, p95Ms: 925 });
+  // The hour: 120, 300 and 700 ms, one of three answered 2xx; mean and max exact, 95 % under the
+  // bound of the bucket holding the third.
+  expect(health.lastHour).toEqual({ attempts: 3, successes: 1, successRate: 1 / 3, timed: 3, meanMs: 373, maxMs: 700, p95UnderMs: 1_000 });
   // The day adds the 40 ms success three hours ago.
-  expect(health.lastDay).toEqual({ attempts: 4, successes: 2, successRate: 0.5, p50Ms: 250, p95Ms: 900 });
+  expect(health.lastDay).toEqual({ attempts: 4, successes: 2, successRate: 0.5, timed: 4, meanMs: 290, maxMs: 700, p95UnderMs: 1_000 });
+  // The recent attempts' true figures: durations some attempt took.
+  expect({ ...health.recent, since: undefined }).toEqual({ attempts: 4, since: undefined, p50Ms: 120, p95Ms: 700, maxMs: 700 });
+  expect(near(health.recent.since, start - 3 * HOUR)).toBe(true);
+  expect(health.switchesOffAt).toBe(new Date(new Date(health.failingSince!).getTime() + 5 * 24 * HOUR).toISOString());
 
   // A success ends the spell; the next failure starts another.
   await attempt(sender, recipient, 0, 80, ok());
-  const healed = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  const healed = (await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!;
   expect([healed.state, healed.failingSince, healed.consecutiveFailures, healed.lastFailureStatus]).toEqual(['healthy', null, 0, null]);
   expect(healed.lastHour.attempts).toBe(4);
 });
@@ -98,22 +105,24 @@ test('the figures of an endpoint follow its attempt log: last success and failur
 test('an attempt sent to a webhook since saved again counts for nothing, and saving a webhook starts its health afresh', async () => {
   const { sender, recipient, agentId } = await hooked('stale');
   await attempt(sender, recipient, 0, 90, http(503));
-  expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.consecutiveFailures).toBe(1);
+  expect((await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!.consecutiveFailures).toBe(1);
   await attempt(sender, recipient, 0, 90, http(503), { webhookVersion: '1' });
-  expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.consecutiveFailures).toBe(1);
+  expect((await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!.consecutiveFailures).toBe(1);
   await setWebhook(h.db.sql, BY_CLI, recipient.username, 'http://127.0.0.1:9/other', { allowLocal: true });
-  const fresh = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  const fresh = (await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!;
   expect([fresh.state, fresh.consecutiveFailures, fresh.lastDay.attempts]).toEqual(['untried', 0, 0]);
   const [windows] = await h.db.sql`select count(*)::int as n from endpoint_attempt_windows where agent_id = ${agentId}`;
   expect(windows!.n).toBe(0);
 });
 
-test('percentiles interpolate within their bucket; the open-ended last bucket answers its lower bound', () => {
-  expect(percentileMs([], 0.5)).toBeNull();
-  expect(percentileMs([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0.5)).toBeNull();
-  expect(percentileMs([4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0.5)).toBe(25);
-  expect(percentileMs([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3], 0.95)).toBe(60_000);
-  expect(percentileMs([1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 1)).toBe(100);
+test('a histogram says only under which bound a share of attempts fell; none for the open-ended last bucket', () => {
+  expect(shareUnderMs([], 0.95)).toBeNull();
+  expect(shareUnderMs([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0.95)).toBeNull();
+  expect(shareUnderMs([4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0.95)).toBe(50);
+  // 19 of 20 under 50 ms: 95 % are; the 20th may be anywhere.
+  expect(shareUnderMs([19, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 0.95)).toBe(50);
+  expect(shareUnderMs([18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2], 0.95)).toBeNull();
+  expect(shareUnderMs([1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0.95)).toBe(100);
   expect([spell(432_000_000), spell(3_600_000), spell(90_000), spell(90_500), spell(1_000), spell(200)]).toEqual([
     '5 days', '1 hour', '90 seconds', '1.5 minutes', '1 second', '200 milliseconds',
   ]);
@@ -124,7 +133,7 @@ test('percentiles interpolate within their bucket; the open-ended last bucket an
 
 test('a failing webhook warns once per stage, is switched off after its spell, and a person switches it back on with what failed resent', async () => {
   const { sender, recipient, agentId } = await hooked('switched');
-  const before = await countEndpoints(h.db.sql);
+  const before = await countEndpoints(h.db.sql, READING);
   // Failing for two hours; the delivery of the last attempt is Failed.
   await attempt(sender, recipient, 2 * HOUR, 100, http(500));
   const failed = await attempt(sender, recipient, 0, 100, http(500), { last: true });
@@ -134,6 +143,10 @@ test('a failing webhook warns once per stage, is switched off after its spell, a
 
   const [warned, ...more] = await mine(rule);
   expect(more).toEqual([]);
+  const told = (await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!;
+  expect([told.warnedStage, told.warnStages, told.lastFailureStatus]).toEqual([1, 2, 500]);
+  expect(Math.abs(new Date(told.warnedAt!).getTime() - Date.now())).toBeLessThan(10_000);
+  expect(told.switchesOffAt).toBe(new Date(new Date(told.failingSince!).getTime() + 5 * 24 * HOUR).toISOString());
   expect({ ...warned, failingSince: undefined }).toEqual({
     agentId, username: recipient.username, url: hook, transition: 'warned', stage: 1, failingSince: undefined,
     lastFailureStatus: 500, lastFailureError: null,
@@ -145,10 +158,10 @@ test('a failing webhook warns once per stage, is switched off after its spell, a
   const [disabled] = await mine(short);
   expect([disabled!.transition, disabled!.stage]).toEqual(['disabled', 1]);
   expect(await mine(short)).toEqual([]);
-  const health = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
-  expect([health.state, health.disabledReason]).toEqual(['disabled', disabledReason({ disableAfterMs: HOUR })]);
+  const health = (await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!;
+  expect([health.state, health.disabledReason, health.switchesOffAt]).toEqual(['disabled', disabledReason({ disableAfterMs: HOUR }), null]);
   expect(health.disabledReason).toBe('It answered no attempt with 2xx for 1 hour, so no more doorbells were sent and the agent polls instead.');
-  const after = await countEndpoints(h.db.sql);
+  const after = await countEndpoints(h.db.sql, READING);
   expect(after.disabled - before.disabled).toBe(1);
 
   // Switched off, the agent polls: a new message owes no doorbell and queues no job.
@@ -166,7 +179,7 @@ test('a failing webhook warns once per stage, is switched off after its spell, a
   expect((await deliveryRow(h, failed)).step).toBe('accepted');
   const [job] = await h.db.sql`select count(*)::int as n from graphile_worker.jobs where key = ${'notify:' + failed}`;
   expect(job!.n).toBe(1);
-  const back = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  const back = (await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!;
   expect([back.state, back.failingSince, back.consecutiveFailures, back.warnedStage]).toEqual(['failing', health.failingSince, 2, 1]);
   const { deliveryId: rung } = await post(h, sender, recipient, { content: 'back on' });
   const [rungRow] = await h.db.sql<{ webhook: boolean }[]>`select webhook from deliveries where id = ${rung}`;
@@ -219,7 +232,7 @@ test('with no stage and no switch-off, nothing is warned or switched off however
   await attempt(sender, recipient, 30 * 24 * HOUR, 100, http(500));
   const transitions = await sweepEndpointHealth(h.db.sql, { warnAfterMs: [], disableAfterMs: null });
   expect(transitions.filter((t) => t.agentId === agentId)).toEqual([]);
-  expect((await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!.state).toBe('failing');
+  expect((await endpointHealthOf(h.db.sql, [agentId], READING)).get(agentId)!.state).toBe('failing');
 });
 
 test('the overview counts the day by hour and outcome, and lists the trouble by endpoint and failure', async () => {
@@ -228,7 +241,7 @@ test('the overview counts the day by hour and outcome, and lists the trouble by 
   await attempt(sender, recipient, 0, 100, http(502), { last: true });
   await attempt(sender, recipient, 0, 100, http(502), { last: true });
   const now = new Date();
-  const seen = await overview(h.db.sql, 300_000, now);
+  const seen = await overview(h.db.sql, READING, now);
   const binMs = seen.binMinutes * MINUTE;
   expect(new Date(seen.bins.at(-1)!.at).getTime()).toBe(Math.floor(now.getTime() / binMs) * binMs);
   const [counted] = await h.db.sql<{ failed: number; retrying: number }[]>`
@@ -240,6 +253,8 @@ test('the overview counts the day by hour and outcome, and lists the trouble by 
   const trouble = seen.trouble.find((t) => t.username === recipient.username)!;
   expect({ ...trouble, failingSince: undefined, countedSince: undefined }).toEqual({
     username: recipient.username, url: hook, state: 'failing', failure: 'HTTP 502', disabledAt: null, warnedStage: 0,
+    warnStages: 2, warnedAt: null, switchesOffAt: new Date(new Date(trouble.failingSince).getTime() + 5 * 24 * HOUR).toISOString(),
+    lastFailureStatus: 502, lastFailureBody: null,
     // The first delivery waits for its retry; the other two Failed.
     deliveries: 3, failingSince: undefined, countedSince: undefined,
   });

@@ -79,7 +79,7 @@ test('an operator sees every webhook in trouble at a glance, finds them on Agent
     // Headline: each figure with what it counts.
     expect((await texts(page, '[data-headline="failed"] .hint'))[0]).toMatch(/^2 of 6 deliveries accepted in the last 24 hours$/);
     expect(await page.locator('[data-headline="failed"] .big').textContent()).toMatch(/^33(\.3)?\s?%$/);
-    expect(await texts(page, '[data-headline="endpoints"] li')).toEqual(['2 switched off', '11 failing', '0 paused', '0 not tried yet', '1 healthy']);
+    expect(await texts(page, '[data-headline="endpoints"] li')).toEqual(['2 switched off', '11 failing', '0 not reporting', '0 slow', '0 paused', '0 not tried yet', '1 healthy']);
     expect(await page.locator('[data-headline="endpoints"] li a').first().getAttribute('href')).toBe('/dashboard/agents?health=disabled&sort=trouble');
     expect(await texts(page, '[data-headline="stalled"] .big')).toEqual(['0']);
     expect(await texts(page, '[data-headline="holds"] .big')).toEqual(['0']);

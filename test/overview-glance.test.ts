@@ -11,6 +11,8 @@ const h = useDashboardHarness();
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const STALLED_AFTER_MS = 300_000;
+// The service's defaults: warned after an hour and a day, switched off after five days, slow above 2 s.
+const READING = { warnAfterMs: [3_600_000, 86_400_000], disableAfterMs: 432_000_000, slowMs: 2_000, stalledAfterMs: STALLED_AFTER_MS };
 const floorTo = (ms: number, step: number) => Math.floor(ms / step) * step;
 
 let cookie = '';
@@ -20,7 +22,7 @@ test('the charts start at the day\'s first delivery, in bins as fine as the data
   await h.invite('olga@example.com', 'olga');
   cookie = await h.signIn('olga@example.com');
   const now = new Date();
-  const empty = await overview(h.db.sql, STALLED_AFTER_MS, now);
+  const empty = await overview(h.db.sql, READING, now);
   // Nothing yet: the whole day, by hour.
   expect([empty.binMinutes, empty.bins.length, empty.bins[0]!.at, empty.headline.deliveries]).toEqual([60, 24, empty.since, 0]);
 
@@ -29,7 +31,7 @@ test('the charts start at the day\'s first delivery, in bins as fine as the data
   const threadId = await h.thread(writer, [poller], 'Glance');
   const { id: messageId } = await h.post(writer, threadId, 'a fresh one');
   // A fresh service: six five-minute bins, the last one now's, the delivery in it waiting for a poll.
-  const fresh = await overview(h.db.sql, STALLED_AFTER_MS, now);
+  const fresh = await overview(h.db.sql, READING, now);
   expect([fresh.binMinutes, fresh.bins.length]).toEqual([5, 6]);
   expect(Date.parse(fresh.bins.at(-1)!.at)).toBe(floorTo(now.getTime(), 5 * MINUTE));
   expect(fresh.bins.at(-1)).toMatchObject({ waitingForPoll: 1, doorbellOwed: 0, retrying: 0, notified: 0, delivered: 0, fetched: 0, failed: 0 });
@@ -38,7 +40,7 @@ test('the charts start at the day\'s first delivery, in bins as fine as the data
   // Three hours of data: quarter hours from the first; ten hours: hours from the first.
   for (const [agoMs, minutes] of [[3 * HOUR, 15], [10 * HOUR, 60]] as const) {
     await h.db.sql`update deliveries set created_at = ${new Date(now.getTime() - agoMs)} where message_id = ${messageId}`;
-    const seen = await overview(h.db.sql, STALLED_AFTER_MS, now);
+    const seen = await overview(h.db.sql, READING, now);
     const step = minutes * MINUTE;
     const first = floorTo(now.getTime() - agoMs, step);
     expect([seen.binMinutes, Date.parse(seen.bins[0]!.at), seen.bins.length]).toEqual([minutes, first, (floorTo(now.getTime(), step) - first) / step + 1]);
@@ -53,7 +55,7 @@ test('the charts start at the day\'s first delivery, in bins as fine as the data
     'troubleGroups', 'troubleTotal',
   ]);
   expect(res.body.data.headline).toEqual({
-    deliveries: 1, failed: 0, attempts: 0, attemptsFailed: 0, endpoints: { untried: 0, healthy: 0, failing: 0, disabled: 0, paused: 0 }, stalledAgents: 0,
+    deliveries: 1, failed: 0, attempts: 0, attemptsFailed: 0, endpoints: { untried: 0, healthy: 0, failing: 0, disabled: 0, paused: 0, slow: 0, 'not-reporting': 0 }, stalledAgents: 0,
   });
 });
 
@@ -94,7 +96,7 @@ test('every webhook in trouble is counted, grouped by what fails, and read in fu
     { failure: 'connection failed (ECONNREFUSED)', endpoints: 4, disabled: 0 },
   ]);
   expect(seen.trouble.map((t: { username: string }) => t.username)).toEqual(TROUBLE_ORDER.slice(0, 10));
-  expect(seen.headline.endpoints).toEqual({ untried: 1, healthy: 1, failing: 11, disabled: 2, paused: 0 });
+  expect(seen.headline.endpoints).toEqual({ untried: 1, healthy: 1, failing: 11, disabled: 2, paused: 0, slow: 0, 'not-reporting': 0 });
 
   // All of them, five at a time, in the same order; the last page says there is no next.
   const read: string[] = [];
@@ -155,7 +157,7 @@ test('the Agents list narrows to webhook states and puts the webhooks in trouble
   expect(await names('/agents?sort=trouble&health=disabled,failing&q=trouble-1')).toEqual(['trouble-13', 'trouble-12', 'trouble-11', 'trouble-10']);
 
   for (const [path, field, error] of [
-    ['/agents?health=sick', 'health', 'health must be one or more of failing, disabled, paused, healthy, untried, none, separated by commas'],
+    ['/agents?health=sick', 'health', 'health must be one or more of failing, disabled, paused, slow, not-reporting, healthy, untried, none, separated by commas'],
     ['/agents?sort=oldest', 'sort', 'sort must be newest or trouble'],
     [`/agents?sort=trouble&after=${top[0].id}`, 'after', 'after must be a cursor taken from the list'],
   ] as const) {
@@ -218,7 +220,7 @@ test('the headline counts the day as the database holds it: Failed deliveries, a
     failed: 3,
     attempts: 40,
     attemptsFailed: 6,
-    endpoints: { untried: 1, healthy: 1, failing: 11, disabled: 2, paused: 0 },
+    endpoints: { untried: 1, healthy: 1, failing: 11, disabled: 2, paused: 0, slow: 0, 'not-reporting': 0 },
     stalledAgents: 2,
   });
   expect(day!.deliveries).toBe(1 + 8);

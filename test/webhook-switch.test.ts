@@ -24,7 +24,7 @@ const h = useHarness(FAST_WEBHOOKS);
 const hook = receiver();
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-const RULE = { warnAfterMs: [HOUR, 24 * HOUR], disableAfterMs: 5 * 24 * HOUR };
+const RULE = { warnAfterMs: [HOUR, 24 * HOUR], disableAfterMs: 5 * 24 * HOUR, slowMs: 2_000, stalledAfterMs: 300_000 };
 const ada = { id: '', username: '' };
 
 async function hooked(name: string, url = hook.url(`/${name}`)) {
@@ -61,7 +61,7 @@ async function tested(username: string, outcome: AttemptOutcome) {
   await recordTestEvent(h.db.sql, event, { attemptedAt: new Date(), durationMs: 5, outcome });
 }
 
-const healthOf = async (agentId: string) => (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+const healthOf = async (agentId: string) => (await endpointHealthOf(h.db.sql, [agentId], RULE)).get(agentId)!;
 const mine = async (agentId: string, rule = RULE) => (await sweepEndpointHealth(h.db.sql, rule)).filter((t) => t.agentId === agentId);
 const switchRow = async (agentId: string) =>
   (await h.db.sql`
@@ -82,14 +82,14 @@ describe('pausing by hand', () => {
     Object.assign(ada, { id: person!.id, username });
     const { sender, recipient, agentId } = await hooked('paused');
     const before = await switchRow(agentId);
-    const counted = await countEndpoints(h.db.sql);
+    const counted = await countEndpoints(h.db.sql, RULE);
 
     const paused = await pauseWebhook(h.db.sql, byPerson(ada), recipient.username, '  deploying the handler  ');
     expect(paused).toEqual({ username: recipient.username, paused: true, pausedAt: expect.any(String), pausedBy: ada.username, reason: 'deploying the handler' });
     expect(await switchRow(agentId)).toEqual({ url: before.url, secret: before.secret, off: true, reason: 'deploying the handler', pausedBy: ada.username, resumed: false });
     const health = await healthOf(agentId);
     expect([health.state, health.disabledAt, health.disabledReason, health.pausedBy]).toEqual(['paused', paused.pausedAt, 'deploying the handler', ada.username]);
-    const now = await countEndpoints(h.db.sql);
+    const now = await countEndpoints(h.db.sql, RULE);
     expect([now.paused - counted.paused, now.disabled - counted.disabled]).toEqual([1, 0]);
 
     // Accepted while paused: for the inbox, no doorbell owed, no job.

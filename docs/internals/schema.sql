@@ -489,6 +489,9 @@ CREATE TABLE public.endpoint_attempt_windows (
     attempts integer NOT NULL,
     successes integer NOT NULL,
     latency_buckets integer[] NOT NULL,
+    timed integer DEFAULT 0 NOT NULL,
+    sum_ms bigint DEFAULT 0 NOT NULL,
+    max_ms integer,
     CONSTRAINT endpoint_attempt_windows_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
     CONSTRAINT endpoint_attempt_windows_pkey PRIMARY KEY (agent_id, window_start)
 );
@@ -502,6 +505,10 @@ CREATE TABLE public.endpoint_health (
     consecutive_failures integer DEFAULT 0 NOT NULL,
     failing_since timestamp with time zone,
     warned_stage smallint DEFAULT 0 NOT NULL,
+    recent_ms integer[] DEFAULT '{}'::integer[] NOT NULL,
+    recent_at timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
+    warned_at timestamp with time zone,
+    last_failure_body text,
     CONSTRAINT endpoint_health_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
     CONSTRAINT endpoint_health_check CHECK (((failing_since IS NULL) = (consecutive_failures = 0))),
     CONSTRAINT endpoint_health_pkey PRIMARY KEY (agent_id)

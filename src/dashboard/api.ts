@@ -1,12 +1,13 @@
 import { Elysia } from 'elysia';
 import { bodyField } from '../web/body';
-import { webhookUrlPolicy, type Config } from '../config';
+import { endpointHealthRule, webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { agentListing, agentPage, listAgents, revealSigningSecret, webhookTroubleOf } from '../domain/agents/agent-overview';
 import { createAgent, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
 import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
+import { endpointSeries, seriesHours } from '../domain/agents/endpoint-series';
 import { overview, troublePage } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
@@ -49,6 +50,7 @@ export type DashboardDeps = {
 // document. Each route is a thin call into the domain, as in every other door.
 export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, feed, streams }: DashboardDeps) => {
   const policy = webhookUrlPolicy(config);
+  const healthRule = endpointHealthRule(config);
   const counted = (decided: Decided) => {
     metrics.holdDecisions({ approved: decided.approved.length, rejected: decided.rejected.length });
     return decided;
@@ -84,8 +86,8 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     )
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
     .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
-    .get('/overview', async () => ok(await overview(sql, config.STALLED_AFTER_MS)), { person: true })
-    .get('/overview/trouble', async ({ query }) => ok(await troublePage(sql, query, config.STALLED_AFTER_MS)), { person: true })
+    .get('/overview', async () => ok(await overview(sql, healthRule)), { person: true })
+    .get('/overview/trouble', async ({ query }) => ok(await troublePage(sql, query, healthRule)), { person: true })
     .get('/holds', async ({ query }) => ok(await waitingPage(sql, query)), { person: true })
     .post(
       '/holds/approve',
@@ -106,11 +108,11 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       '/agents',
       async ({ query }) => {
         const listing = agentListing(query, searchText(query.q));
-        return ok(await listAgents(sql, listing, agentPage(query, listing)));
+        return ok(await listAgents(sql, listing, agentPage(query, listing), healthRule));
       },
       { person: true },
     )
-    .get('/webhook-trouble', async ({ query }) => ok(await webhookTroubleOf(sql, query.agents)), { person: true })
+    .get('/webhook-trouble', async ({ query }) => ok(await webhookTroubleOf(sql, query.agents, healthRule)), { person: true })
     .post(
       '/agents',
       async ({ body, person, set }) => {
@@ -194,6 +196,9 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       },
       { person: true },
     )
+    .get('/agents/:username/webhook/series', async ({ params, query }) => ok(await endpointSeries(sql, params.username, seriesHours(query.hours))), {
+      person: true,
+    })
     .get('/agents/:username/governance', async ({ params }) => ok(await agentGovernance(sql, params.username, config)), { person: true })
     .put('/agents/:username/quotas', async ({ params, body, person }) => ok(await setSendQuotas(sql, byPerson(person), params.username, body)), {
       person: true,

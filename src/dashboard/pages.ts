@@ -42,7 +42,7 @@ const vendored = {
 // uPlot's own stylesheet (its legend, cursor and axes), linked only by the pages that draw charts:
 // the others are spared a request, and a page without a chart keeps its rules out of its cascade.
 const UPLOT_CSS = `uplot-${VENDORED.uplot}.css`;
-const CHART_PAGES = new Set(['overview']);
+const CHART_PAGES = new Set(['overview', 'agents']);
 // The one inline script: it tells the browser where the bare names the modules import live. Its
 // hash is in the Content-Security-Policy, so nothing else inline can run.
 const imports = {

@@ -8,7 +8,7 @@ import { connectionFromRow, connectionsOf, type Connection, type ConnectionRow }
 import type { Page } from '../shared/schemas';
 import { containing } from '../shared/search';
 import { failureKind } from '../deliveries/retry-policy';
-import { endpointHealthOf, endpointStateSql, type EndpointHealth } from './endpoint-health';
+import { endpointHealthOf, endpointStateSql, stalledByRecipient, type EndpointHealth, type HealthReading } from './endpoint-health';
 import { latestTestEvents, type TestEvent } from './test-events';
 
 export type AgentSummary = {
@@ -33,7 +33,7 @@ export type AgentSummary = {
 // Which agents the list shows, and in what order. `health`: the webhook states to show (`none`:
 // agents without a webhook); `trouble`: webhooks in trouble first (switched off, then failing, then
 // any other state short of healthy), then untried, healthy, no webhook and archived, each newest first.
-export const HEALTH_FILTERS = ['failing', 'disabled', 'paused', 'healthy', 'untried', 'none'] as const;
+export const HEALTH_FILTERS = ['failing', 'disabled', 'paused', 'slow', 'not-reporting', 'healthy', 'untried', 'none'] as const;
 export type AgentListing = { search: string | null; health: string[] | null; sort: 'newest' | 'trouble' };
 export const ALL_AGENTS: AgentListing = { search: null, health: null, sort: 'newest' };
 
@@ -83,11 +83,11 @@ type AgentRow = {
 // Read in one snapshot: a test event's answer and the health it moved are written together, and
 // the page shows both or neither (read apart, a test event could show answered while its
 // endpoint's health did not yet count it).
-export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPage): Promise<Page<AgentSummary>> {
+export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPage, reading: HealthReading): Promise<Page<AgentSummary>> {
   const { search } = listing;
   const trouble = listing.sort === 'trouble';
   const [rows, health, tests] = await sql.begin('isolation level repeatable read read only', async (tx) => {
-    const state = tx`case when agents.webhook_url is null then 'none' else ${endpointStateSql(tx, 'agents', 'h')} end`;
+    const state = tx`case when agents.webhook_url is null then 'none' else ${endpointStateSql(tx, 'agents', 'h', tx`coalesce(s.n, 0)`, reading.slowMs)} end`;
     const { after, since } = page;
     const bounds =
       typeof after === 'string' || typeof since === 'string'
@@ -95,6 +95,7 @@ export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPag
         : tx`${after ? tx`and (x.rank > ${after.rank} or (x.rank = ${after.rank} and x.id < ${after.id}))` : tx``}
              ${since ? tx`and (x.rank < ${since.rank} or (x.rank = ${since.rank} and x.id >= ${since.id}))` : tx``}`;
     const rows = await tx<AgentRow[]>`
+      with stalled as (${stalledByRecipient(tx, reading.stalledAfterMs, null)})
       select * from (
         select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
                webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections,
@@ -102,14 +103,14 @@ export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPag
                case when agents.archived_at is not null then 6
                     else case ${state} when 'disabled' then 0 when 'failing' then 1 when 'untried' then 3 when 'healthy' then 4 when 'none' then 5 else 2 end
                end as rank
-        from agents left join endpoint_health h on h.agent_id = agents.id
+        from agents left join endpoint_health h on h.agent_id = agents.id left join stalled s on s.recipient_id = agents.id
         where true ${search ? tx`and username ilike ${containing(search)}` : tx``}
       ) x
       where true ${listing.health ? tx`and x.state = any(${listing.health}::text[])` : tx``} ${bounds}
       order by ${trouble ? tx`x.rank, x.id desc` : tx`x.id desc`}
       limit ${page.limit + 1}`;
     const ids = rows.map((r) => r.id);
-    return [rows, await endpointHealthOf(tx, ids), await latestTestEvents(tx, ids)] as const;
+    return [rows, await endpointHealthOf(tx, ids, reading), await latestTestEvents(tx, ids)] as const;
   });
   const agents = rows.map((r) => ({
     id: r.id,
@@ -142,7 +143,7 @@ export const WEBHOOK_TROUBLE_NAMES = 100;
 
 // Of the named agents, those whose webhook is in trouble (switched off, failing, or any state
 // short of healthy and untried), for the pages that list their deliveries: one lookup by name each.
-export async function webhookTroubleOf(sql: Sql, raw: unknown): Promise<WebhookTrouble[]> {
+export async function webhookTroubleOf(sql: Sql, raw: unknown, reading: HealthReading): Promise<WebhookTrouble[]> {
   const names = typeof raw === 'string' && raw !== '' ? [...new Set(raw.split(','))] : [];
   if (names.length === 0) throw invalid('agents must name one or more agents, separated by commas', 'agents');
   if (names.length > WEBHOOK_TROUBLE_NAMES) throw invalid(`agents may name at most ${WEBHOOK_TROUBLE_NAMES} agents`, 'agents');
@@ -150,11 +151,12 @@ export async function webhookTroubleOf(sql: Sql, raw: unknown): Promise<WebhookT
     username: string; state: string; status: number | null; error: string | null;
     failingSince: Date | null; disabledAt: Date | null; disabledReason: string | null;
   }[]>`
+    with stalled as (${stalledByRecipient(sql, reading.stalledAfterMs, null)})
     select * from (
-      select a.username, ${endpointStateSql(sql, 'a', 'h')} as state, h.last_failure_status as status, h.last_failure_error as error,
+      select a.username, ${endpointStateSql(sql, 'a', 'h', sql`coalesce(s.n, 0)`, reading.slowMs)} as state, h.last_failure_status as status, h.last_failure_error as error,
              coalesce(h.failing_since, a.webhook_failing_since) as "failingSince", a.webhook_disabled_at as "disabledAt",
              a.webhook_disabled_reason as "disabledReason"
-      from agents a left join endpoint_health h on h.agent_id = a.id
+      from agents a left join endpoint_health h on h.agent_id = a.id left join stalled s on s.recipient_id = a.id
       where a.username = any(${names}::text[]) and a.webhook_url is not null
     ) x
     where x.state not in ('healthy', 'untried')

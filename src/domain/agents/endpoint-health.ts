@@ -1,6 +1,8 @@
 import type { Queries, Sql } from '../../db/connect';
+import type { PendingQuery, Row } from 'postgres';
 import { iso } from '../shared/iso-time';
 import { webhookVersion } from '../deliveries/notify-jobs';
+import { stalledSql } from '../deliveries/delivery-states';
 
 // How an agent's webhook (its endpoint) has been answering, kept from every attempt as it is
 // recorded (doorbells and test events, in the statement that records them), so that reading it
@@ -18,10 +20,14 @@ export const webhookActive = (sql: Queries, agent: string) =>
 export const ENDPOINT_LATENCY_BOUNDS_MS = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000];
 // Attempts are counted per endpoint in windows of this length: the last hour is its last 12.
 export const HEALTH_WINDOW_MINUTES = 5;
+// The most recent attempts whose durations each health row keeps: the true percentiles are of these.
+export const RECENT_ATTEMPTS = 100;
+// How much of the handler's answer to its last failed attempt the health row keeps: its reason.
+export const FAILURE_BODY_CHARS = 200;
 
 // One finished attempt at an endpoint, as a source CTE for recordEndpointHealth must provide it.
 // `ok`: the endpoint answered 2xx (retry-policy.ts's answeredOk, decided by the caller).
-export type EndpointAttemptColumns = 'agent_id, webhook_version, attempted_at, duration_ms, ok, status, error';
+export type EndpointAttemptColumns = 'agent_id, webhook_version, attempted_at, duration_ms, ok, status, error, response_body';
 
 // The CTEs (to follow a `with` list, after a comma) that fold the attempts of `source` into their
 // endpoints' health and windows. An attempt sent to a webhook that has been saved again or removed
@@ -36,7 +42,7 @@ export function recordEndpointHealth(sql: Queries, source: string) {
   return sql`
     tried as (
       select s.agent_id, s.attempted_at, s.attempted_at + s.duration_ms * interval '1 millisecond' as finished_at,
-             s.duration_ms, s.ok, s.status, s.error
+             s.duration_ms, s.ok, s.status, s.error, left(s.response_body, ${FAILURE_BODY_CHARS}) as body
       from ${sql(source)} s join agents ag on ag.id = s.agent_id
       where ag.webhook_url is not null and ${webhookVersion(sql, 'ag')} = s.webhook_version
     ), batch as (
@@ -44,13 +50,15 @@ export function recordEndpointHealth(sql: Queries, source: string) {
       from tried t group by t.agent_id
     ), health as (
       insert into endpoint_health as h (agent_id, last_success_at, last_failure_at, last_failure_status, last_failure_error,
-                                        consecutive_failures, failing_since)
+                                        last_failure_body, consecutive_failures, failing_since, recent_ms, recent_at)
       select t.agent_id, b.last_success_at,
              max(t.finished_at) filter (where not t.ok),
              (array_agg(t.status order by t.finished_at desc) filter (where not t.ok))[1],
              (array_agg(t.error order by t.finished_at desc) filter (where not t.ok))[1],
+             (array_agg(t.body order by t.finished_at desc) filter (where not t.ok))[1],
              count(*) filter (where not t.ok and t.finished_at > coalesce(b.last_success_at, '-infinity')),
-             min(t.finished_at) filter (where not t.ok and t.finished_at > coalesce(b.last_success_at, '-infinity'))
+             min(t.finished_at) filter (where not t.ok and t.finished_at > coalesce(b.last_success_at, '-infinity')),
+             array_agg(t.duration_ms order by t.attempted_at), array_agg(t.attempted_at order by t.attempted_at)
       from tried t join batch b on b.agent_id = t.agent_id
       group by t.agent_id, b.last_success_at
       order by t.agent_id
@@ -59,59 +67,84 @@ export function recordEndpointHealth(sql: Queries, source: string) {
         last_failure_at = greatest(h.last_failure_at, excluded.last_failure_at),
         last_failure_status = case when excluded.last_failure_at is null then h.last_failure_status else excluded.last_failure_status end,
         last_failure_error = case when excluded.last_failure_at is null then h.last_failure_error else excluded.last_failure_error end,
+        last_failure_body = case when excluded.last_failure_at is null then h.last_failure_body else excluded.last_failure_body end,
+        -- The batch's attempts join those kept, and the latest RECENT_ATTEMPTS by start stay: a
+        -- batch can hold an attempt that began before one already kept (it took longer).
+        (recent_ms, recent_at) = (
+          select coalesce(array_agg(r.ms order by r.at), '{}'), coalesce(array_agg(r.at order by r.at), '{}')
+          from (select ms, at from unnest(h.recent_ms || excluded.recent_ms, h.recent_at || excluded.recent_at) as u(ms, at)
+                order by at desc limit ${RECENT_ATTEMPTS}) r),
         -- A success in the batch ends the failing spell; the failures after it begin the next.
         consecutive_failures = case when excluded.last_success_at is not null then excluded.consecutive_failures
                                     else h.consecutive_failures + excluded.consecutive_failures end,
         failing_since = case when excluded.last_success_at is not null then excluded.failing_since
                              else coalesce(h.failing_since, excluded.failing_since) end,
-        warned_stage = case when excluded.last_success_at is not null then 0 else h.warned_stage end
+        warned_stage = case when excluded.last_success_at is not null then 0 else h.warned_stage end,
+        warned_at = case when excluded.last_success_at is not null then null else h.warned_at end
       returning h.agent_id
     ), windows as (
-      insert into endpoint_attempt_windows as w (agent_id, window_start, attempts, successes, latency_buckets)
+      insert into endpoint_attempt_windows as w (agent_id, window_start, attempts, successes, latency_buckets, timed, sum_ms, max_ms)
       select t.agent_id, date_bin(${HEALTH_WINDOW_MINUTES} * interval '1 minute', t.attempted_at, timestamptz '2000-01-01'),
-             count(*)::int, (count(*) filter (where t.ok))::int, array[${histogram}]
+             count(*)::int, (count(*) filter (where t.ok))::int, array[${histogram}],
+             count(*)::int, sum(t.duration_ms), max(t.duration_ms)
       from tried t
       group by 1, 2
       order by 1, 2
       on conflict (agent_id, window_start) do update set
         attempts = w.attempts + excluded.attempts,
         successes = w.successes + excluded.successes,
-        latency_buckets = add_counts(w.latency_buckets, excluded.latency_buckets)
+        latency_buckets = add_counts(w.latency_buckets, excluded.latency_buckets),
+        timed = w.timed + excluded.timed,
+        sum_ms = w.sum_ms + excluded.sum_ms,
+        max_ms = greatest(w.max_ms, excluded.max_ms)
       returning w.agent_id
     )`;
 }
 
-// A percentile from a latency histogram, interpolated within its bucket as Prometheus's
-// histogram_quantile does; the last, open-ended bucket answers its lower bound. Null without attempts.
-export function percentileMs(buckets: number[], q: number): number | null {
+// What a histogram can truly say of a share of attempts: the bound of the bucket that holds the
+// attempt at that rank, so that at least that share took less ("95 % under 2.5 s"). Null without
+// attempts, or when the share reaches into the last, open-ended bucket (no bound is known then).
+export function shareUnderMs(buckets: number[], share: number): number | null {
   const total = buckets.reduce((a, b) => a + b, 0);
   if (total === 0) return null;
-  const rank = q * total;
+  const rank = Math.ceil(share * total);
   let below = 0;
   for (let i = 0; i < buckets.length; i++) {
-    const n = buckets[i]!;
-    if (n > 0 && below + n >= rank) {
-      const low = i === 0 ? 0 : ENDPOINT_LATENCY_BOUNDS_MS[i - 1]!;
-      const high = ENDPOINT_LATENCY_BOUNDS_MS[i];
-      if (high === undefined) return low;
-      return Math.round(low + ((high - low) * (rank - below)) / n);
-    }
-    below += n;
+    below += buckets[i]!;
+    if (below >= rank) return ENDPOINT_LATENCY_BOUNDS_MS[i] ?? null;
   }
-  return ENDPOINT_LATENCY_BOUNDS_MS.at(-1)!;
+  return null;
 }
 
+// The attempts counted in the last hour or day of five-minute windows. Mean and max are exact over
+// `timed` (every attempt this release recorded; `attempts` may count a few more recorded by the
+// previous one during an upgrade); the only figure from the histogram is p95UnderMs, a bound.
 export type WindowFigures = {
   attempts: number;
   successes: number;
   // Null without attempts in the window.
   successRate: number | null;
+  timed: number;
+  meanMs: number | null;
+  maxMs: number | null;
+  // At least 95 % of the attempts took less than this (a bucket bound of ENDPOINT_LATENCY_BOUNDS_MS).
+  p95UnderMs: number | null;
+};
+
+// True figures over the endpoint's latest attempts (at most RECENT_ATTEMPTS), whatever their age:
+// p50 and p95 are durations some attempt took (the nearest rank), not interpolations.
+export type RecentFigures = {
+  attempts: number;
+  // When the oldest of them began; null without attempts.
+  since: string | null;
   p50Ms: number | null;
   p95Ms: number | null;
+  maxMs: number | null;
 };
 
 // `disabled`: the service switched it off for failing; `paused`: a person paused it by hand.
-export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled' | 'paused';
+export const ENDPOINT_STATES = ['untried', 'healthy', 'slow', 'not-reporting', 'failing', 'disabled', 'paused'] as const;
+export type EndpointState = (typeof ENDPOINT_STATES)[number];
 
 export type EndpointHealth = {
   state: EndpointState;
@@ -119,127 +152,193 @@ export type EndpointHealth = {
   lastFailureAt: string | null;
   lastFailureStatus: number | null;
   lastFailureError: string | null;
+  // The first FAILURE_BODY_CHARS characters of the handler's answer to the last failed attempt.
+  lastFailureBody: string | null;
   consecutiveFailures: number;
   failingSince: string | null;
-  // Warning stages reached in this failing spell (WEBHOOK_WARN_AFTER_MS).
+  // Warning stages reached in this failing spell (WEBHOOK_WARN_AFTER_MS), and when the last was.
   warnedStage: number;
-  // When it was switched off or paused, and why (the service's sentence, or the person's reason).
+  warnedAt: string | null;
+  // How many stages there are: "warned 2 of 3".
+  warnStages: number;
+  // When it will be switched off unless it answers 2xx: failingSince + WEBHOOK_DISABLE_AFTER_MS;
+  // null while it is not failing, once switched off, or where nothing is ever switched off.
+  switchesOffAt: string | null;
   disabledAt: string | null;
   disabledReason: string | null;
-  // Who paused it by hand (a person's username, or `cli`); null unless paused.
+  // Its deliveries notified but not reported delivered within STALLED_AFTER_MS.
+  stalled: number;
+  // The p95 above which it reads as slow (WEBHOOK_SLOW_MS).
+  slowMs: number;
+  recent: RecentFigures;
+  // Who paused it by hand (a person's username, or `cli`); null unless paused (then disabledAt and
+  // disabledReason are the pause's).
   pausedBy: string | null;
   lastHour: WindowFigures;
   lastDay: WindowFigures;
 };
 
-type HealthRow = {
-  agentId: string;
-  disabledAt: Date | null;
-  disabledReason: string | null;
-  pausedBy: string | null;
-  tried: boolean;
-  lastSuccessAt: Date | null;
-  lastFailureAt: Date | null;
-  lastFailureStatus: number | null;
-  lastFailureError: string | null;
-  consecutiveFailures: number | null;
-  failingSince: Date | null;
-  warnedStage: number | null;
-  hourAttempts: number;
-  hourSuccesses: number;
-  hourLatency: number[] | null;
-  dayAttempts: number;
-  daySuccesses: number;
-  dayLatency: number[] | null;
-};
+// What reading health depends on besides the rows: the switch-off and warnings to come, and when
+// an endpoint reads as slow or not reporting (config.ts's endpointHealthRule).
+export type HealthReading = { warnAfterMs: number[]; disableAfterMs: number | null; slowMs: number; stalledAfterMs: number };
 
-const figures = (attempts: number, successes: number, latency: number[] | null): WindowFigures => ({
-  attempts,
-  successes,
-  successRate: attempts === 0 ? null : successes / attempts,
-  p50Ms: percentileMs(latency ?? [], 0.5),
-  p95Ms: percentileMs(latency ?? [], 0.95),
-});
+type Fragment = PendingQuery<Row[]>;
+
+// The nearest-rank p95 of the recent attempts kept on a health row; null without any.
+const recentP95Sql = (sql: Queries, health: string) =>
+  sql`(select percentile_disc(0.95) within group (order by ms) from unnest(${sql(health)}.recent_ms) as ms)`;
 
 // The state an endpoint reads as: the one rule the dashboard, the metrics and the alerts share.
-export const endpointStateSql = (sql: Queries, agent: string, health: string) => sql`
+// `stalled`: how many of the agent's deliveries are stalled (0 where the caller does not count).
+// Failing outranks not reporting, which outranks slow: each is what a person fixes first.
+export const endpointStateSql = (sql: Queries, agent: string, health: string, stalled: Fragment, slowMs: number) => sql`
   case when ${sql(agent)}.webhook_disabled_at is not null and ${sql(agent)}.webhook_paused_by is not null then 'paused'
        when ${sql(agent)}.webhook_disabled_at is not null then 'disabled'
        when ${sql(health)}.agent_id is null then 'untried'
        when ${sql(health)}.failing_since is not null then 'failing'
+       when ${stalled} > 0 then 'not-reporting'
+       when ${recentP95Sql(sql, health)} > ${slowMs} then 'slow'
        else 'healthy' end`;
 
+// Stalled deliveries per recipient, as `recipient_id, n`: read from deliveries_awaiting_report_idx,
+// so its cost grows with the service's Notified-without-report backlog (as the Overview's stalled
+// list does), not with the deliveries.
+export const stalledByRecipient = (sql: Queries, stalledAfterMs: number, agentIds: string[] | null) => sql`
+  select d.recipient_id, count(*)::int as n from deliveries d
+  where ${stalledSql(sql, stalledAfterMs)} ${agentIds ? sql`and d.recipient_id = any(${agentIds}::uuid[])` : sql``}
+  group by d.recipient_id`;
+
+type HealthRow = {
+  agentId: string;
+  state: EndpointState;
+  disabledAt: Date | null;
+  disabledReason: string | null;
+  pausedBy: string | null;
+  lastSuccessAt: Date | null;
+  lastFailureAt: Date | null;
+  lastFailureStatus: number | null;
+  lastFailureError: string | null;
+  lastFailureBody: string | null;
+  consecutiveFailures: number | null;
+  failingSince: Date | null;
+  warnedStage: number | null;
+  warnedAt: Date | null;
+  stalled: number;
+  recentAttempts: number;
+  recentSince: Date | null;
+  recentP50: number | null;
+  recentP95: number | null;
+  recentMax: number | null;
+  hour: WindowSums;
+  day: WindowSums;
+};
+
+type WindowSums = { attempts: number; successes: number; timed: number; sumMs: number; maxMs: number | null; latency: number[] };
+
+const figures = (w: WindowSums): WindowFigures => ({
+  attempts: w.attempts,
+  successes: w.successes,
+  successRate: w.attempts === 0 ? null : w.successes / w.attempts,
+  timed: w.timed,
+  meanMs: w.timed === 0 ? null : Math.round(w.sumMs / w.timed),
+  maxMs: w.maxMs,
+  p95UnderMs: shareUnderMs(w.latency, 0.95),
+});
+
 // The health of the given agents' webhooks, by agent id; agents without a webhook are absent.
-// Reads one health row and at most a day of windows (288) per agent, by primary key, once.
-export async function endpointHealthOf(sql: Queries, agentIds: string[]): Promise<Map<string, EndpointHealth>> {
+// Reads one health row and at most a day of windows (288) per agent, by primary key, once, and
+// the agents' stalled deliveries.
+export async function endpointHealthOf(sql: Queries, agentIds: string[], reading: HealthReading): Promise<Map<string, EndpointHealth>> {
   if (agentIds.length === 0) return new Map();
   const rows = await sql<HealthRow[]>`
-    select a.id as "agentId", a.webhook_disabled_at as "disabledAt", a.webhook_disabled_reason as "disabledReason",
-           a.webhook_paused_by as "pausedBy",
-           h.agent_id is not null as tried, h.last_success_at as "lastSuccessAt", h.last_failure_at as "lastFailureAt",
-           h.last_failure_status as "lastFailureStatus", h.last_failure_error as "lastFailureError",
+    with stalled as (${stalledByRecipient(sql, reading.stalledAfterMs, agentIds)})
+    select a.id as "agentId", ${endpointStateSql(sql, 'a', 'h', sql`coalesce(s.n, 0)`, reading.slowMs)} as state,
+           a.webhook_disabled_at as "disabledAt", a.webhook_disabled_reason as "disabledReason", a.webhook_paused_by as "pausedBy",
+           h.last_success_at as "lastSuccessAt", h.last_failure_at as "lastFailureAt",
+           h.last_failure_status as "lastFailureStatus", h.last_failure_error as "lastFailureError", h.last_failure_body as "lastFailureBody",
            h.consecutive_failures as "consecutiveFailures", h.failing_since as "failingSince", h.warned_stage as "warnedStage",
-           coalesce(w.hour_attempts, 0)::int as "hourAttempts", coalesce(w.hour_successes, 0)::int as "hourSuccesses",
-           w.hour_latency as "hourLatency",
-           coalesce(w.day_attempts, 0)::int as "dayAttempts", coalesce(w.day_successes, 0)::int as "daySuccesses",
-           w.day_latency as "dayLatency"
+           h.warned_at as "warnedAt", coalesce(s.n, 0) as stalled,
+           r.n as "recentAttempts", r.since as "recentSince", r.p50 as "recentP50", r.p95 as "recentP95", r.max as "recentMax",
+           last_hour.sums as hour, last_day.sums as day
     from agents a
     left join endpoint_health h on h.agent_id = a.id
+    left join stalled s on s.recipient_id = a.id
     left join lateral (
-      select sum(attempts) filter (where window_start >= ${hourStart(sql)}) as hour_attempts,
-             sum(successes) filter (where window_start >= ${hourStart(sql)}) as hour_successes,
-             array[${bucketSums(sql, true)}] as hour_latency,
-             sum(attempts) as day_attempts, sum(successes) as day_successes,
-             array[${bucketSums(sql, false)}] as day_latency
-      from endpoint_attempt_windows
-      where agent_id = a.id and window_start >= ${dayStart(sql)}
-    ) w on true
+      select count(*)::int as n, min(at) as since, percentile_disc(0.5) within group (order by ms) as p50,
+             percentile_disc(0.95) within group (order by ms) as p95, max(ms) as max
+      from unnest(h.recent_ms, h.recent_at) as u(ms, at)
+    ) r on true
+    left join lateral (${windowSums(sql, hourStart(sql))}) last_hour on true
+    left join lateral (${windowSums(sql, dayStart(sql))}) last_day on true
     where a.id = any(${agentIds}::uuid[]) and a.webhook_url is not null`;
-  return new Map(rows.map((r) => [r.agentId, toHealth(r)]));
+  return new Map(rows.map((r) => [r.agentId, toHealth(r, reading)]));
 }
 
-// Each bucket of the windows' histograms summed, as the elements of an array; one pass over the
-// windows, with no unnesting.
-const bucketSums = (sql: Queries, lastHourOnly: boolean) =>
-  [...ENDPOINT_LATENCY_BOUNDS_MS, Infinity]
-    .map((_, i) => {
-      const sum = sql`sum(latency_buckets[${i + 1}])`;
-      return sql`coalesce(${lastHourOnly ? sql`${sum} filter (where window_start >= ${hourStart(sql)})` : sum}, 0)::int`;
-    })
+// The windows of `a` that began since `from`, summed as one JSON object (WindowSums; zeros without
+// any), each bucket of the histograms summed as an element of an array: one pass over the windows
+// by primary key, with no unnesting. The hour reads its 12 windows apart, so that the day's 288 are
+// summed without a filter per figure.
+const windowSums = (sql: Queries, from: Fragment) => {
+  const buckets = [...ENDPOINT_LATENCY_BOUNDS_MS, Infinity]
+    .map((_, i) => sql`coalesce(sum(latency_buckets[${i + 1}]), 0)::int`)
     .reduce((all, one) => sql`${all}, ${one}`);
+  return sql`
+    select json_build_object('attempts', coalesce(sum(attempts), 0), 'successes', coalesce(sum(successes), 0),
+             'timed', coalesce(sum(timed), 0), 'sumMs', coalesce(sum(sum_ms), 0), 'maxMs', max(max_ms),
+             'latency', array[${buckets}]) as sums
+    from endpoint_attempt_windows
+    where agent_id = a.id and window_start >= ${from}`;
+};
 
 // The windows that make up the last hour and day: those that began within it.
 const hourStart = (sql: Queries) => sql`now() - interval '1 hour'`;
 const dayStart = (sql: Queries) => sql`now() - interval '1 day'`;
 
-function toHealth(r: HealthRow): EndpointHealth {
-  const state: EndpointState = r.disabledAt ? (r.pausedBy ? 'paused' : 'disabled') : !r.tried ? 'untried' : r.failingSince ? 'failing' : 'healthy';
+// When a failing endpoint is switched off unless it answers; null where it never will be.
+export const switchesOffAt = (failingSince: Date | null, disabledAt: Date | null, rule: { disableAfterMs: number | null }) =>
+  failingSince && !disabledAt && rule.disableAfterMs !== null ? new Date(failingSince.getTime() + rule.disableAfterMs).toISOString() : null;
+
+function toHealth(r: HealthRow, reading: HealthReading): EndpointHealth {
   return {
-    state,
+    state: r.state,
     lastSuccessAt: iso(r.lastSuccessAt),
     lastFailureAt: iso(r.lastFailureAt),
     lastFailureStatus: r.lastFailureStatus,
     lastFailureError: r.lastFailureError,
+    lastFailureBody: r.lastFailureBody,
     consecutiveFailures: r.consecutiveFailures ?? 0,
     failingSince: iso(r.failingSince),
     warnedStage: r.warnedStage ?? 0,
+    warnedAt: iso(r.warnedAt),
+    warnStages: reading.warnAfterMs.length,
+    switchesOffAt: switchesOffAt(r.failingSince, r.disabledAt, reading),
     disabledAt: iso(r.disabledAt),
     disabledReason: r.disabledReason,
     pausedBy: r.disabledAt ? r.pausedBy : null,
-    lastHour: figures(r.hourAttempts, r.hourSuccesses, r.hourLatency),
-    lastDay: figures(r.dayAttempts, r.daySuccesses, r.dayLatency),
+    stalled: r.stalled,
+    slowMs: reading.slowMs,
+    recent: {
+      attempts: r.recentAttempts,
+      since: iso(r.recentSince),
+      p50Ms: r.recentP50,
+      p95Ms: r.recentP95,
+      maxMs: r.recentMax,
+    },
+    lastHour: figures(r.hour),
+    lastDay: figures(r.day),
   };
 }
 
 // Endpoints by state, across the service (the metrics' gauge): agents with a webhook, archived
 // ones left out (nothing is sent to them).
-export async function countEndpoints(sql: Sql): Promise<Record<EndpointState, number>> {
+export async function countEndpoints(sql: Sql, reading: Pick<HealthReading, 'slowMs' | 'stalledAfterMs'>): Promise<Record<EndpointState, number>> {
   const rows = await sql<{ state: EndpointState; n: number }[]>`
-    select ${endpointStateSql(sql, 'a', 'h')} as state, count(*)::int as n
-    from agents a left join endpoint_health h on h.agent_id = a.id
+    with stalled as (${stalledByRecipient(sql, reading.stalledAfterMs, null)})
+    select ${endpointStateSql(sql, 'a', 'h', sql`coalesce(s.n, 0)`, reading.slowMs)} as state, count(*)::int as n
+    from agents a left join endpoint_health h on h.agent_id = a.id left join stalled s on s.recipient_id = a.id
     where a.webhook_url is not null and a.archived_at is null
     group by 1`;
-  const counts: Record<EndpointState, number> = { untried: 0, healthy: 0, failing: 0, disabled: 0, paused: 0 };
+  const counts = Object.fromEntries(ENDPOINT_STATES.map((state) => [state, 0])) as Record<EndpointState, number>;
   for (const r of rows) counts[r.state] = r.n;
   return counts;
 }
@@ -322,7 +421,7 @@ export async function sweepEndpointHealth(sql: Queries, rule: HealthRule): Promi
       order by h.agent_id
       for update of h, a
     ), warned as (
-      update endpoint_health h set warned_stage = s.stage
+      update endpoint_health h set warned_stage = s.stage, warned_at = now()
       from spell s where h.agent_id = s.agent_id and s.stage > s.warned_stage
       returning h.agent_id, s.stage
     ), disabled as (

@@ -1,5 +1,5 @@
 import type { Queries, Sql } from '../../db/connect';
-import { countEndpoints, endpointStateSql } from '../agents/endpoint-health';
+import { countEndpoints, endpointStateSql, switchesOffAt, type HealthReading } from '../agents/endpoint-health';
 import { invalid } from '../shared/errors';
 import { iso } from '../shared/iso-time';
 import { pageQuery } from '../shared/keyset';
@@ -51,7 +51,14 @@ export type EndpointTrouble = {
   failure: string;
   failingSince: string;
   disabledAt: string | null;
+  // The warning stages reached, of how many, and when the last was; when it will be switched off.
   warnedStage: number;
+  warnStages: number;
+  warnedAt: string | null;
+  switchesOffAt: string | null;
+  // The last failure's status (null without an answer) and the first bytes of the handler's answer.
+  lastFailureStatus: number | null;
+  lastFailureBody: string | null;
   // Deliveries to it accepted in the overview's day that failed or wait for a retry after an
   // attempt in this failing spell; `countedSince` is the later of the spell's start and the day's.
   deliveries: number;
@@ -96,12 +103,12 @@ export type Overview = {
 const HOUR_MS = 3_600_000;
 const MINUTE_MS = 60_000;
 
-type TroubleRow = Omit<EndpointTrouble, 'failure' | 'failingSince' | 'disabledAt' | 'countedSince'> & {
-  status: number | null;
+type TroubleRow = Omit<EndpointTrouble, 'failure' | 'failingSince' | 'disabledAt' | 'countedSince' | 'warnedAt' | 'warnStages' | 'switchesOffAt'> & {
   error: string | null;
   failingSince: Date;
   disabledAt: Date | null;
   countedSince: Date;
+  warnedAt: Date | null;
   cursor: string;
 };
 
@@ -111,13 +118,15 @@ type TroubleKey = { failingOnly: boolean; micros: string; username: string };
 const TROUBLE_KEY = /^([01])_(\d{1,16})_(.+)$/;
 
 // The webhooks in trouble, in the Overview's order, from `after` on: each one's last failure and
-// how many deliveries of the day it held up.
+// how many deliveries of the day it held up. Failing or switched off, whatever else: the state
+// counts neither stalled deliveries nor latency.
 function endpointsInTrouble(sql: Queries, since: Date, stalledAfterMs: number, after: TroubleKey | null, limit: number) {
   const inDay = filterSql(sql, { ...NO_FILTER, from: since }, stalledAfterMs);
   return sql<TroubleRow[]>`
-      select a.username, a.webhook_url as url, ${endpointStateSql(sql, 'a', 'h')} as state,
-             h.last_failure_status as status, h.last_failure_error as error, h.failing_since as "failingSince",
-             a.webhook_disabled_at as "disabledAt", h.warned_stage as "warnedStage",
+      select a.username, a.webhook_url as url, ${endpointStateSql(sql, 'a', 'h', sql`0`, 0)} as state,
+             h.last_failure_status as "lastFailureStatus", h.last_failure_error as error, h.last_failure_body as "lastFailureBody",
+             h.failing_since as "failingSince", a.webhook_disabled_at as "disabledAt", h.warned_stage as "warnedStage",
+             h.warned_at as "warnedAt",
              greatest(h.failing_since, ${since}) as "countedSince",
              (select count(*) from deliveries d
               where d.recipient_id = a.id and (d.step = 'failed' or ${retryingSql(sql)}) ${inDay}
@@ -134,19 +143,24 @@ function endpointsInTrouble(sql: Queries, since: Date, stalledAfterMs: number, a
       limit ${limit}`;
 }
 
-const troubleOf = ({ status, error, failingSince, disabledAt, countedSince, cursor: _cursor, ...t }: TroubleRow): EndpointTrouble => ({
-  ...t,
-  failure: failureKind({ status, error }),
-  failingSince: failingSince.toISOString(),
-  disabledAt: iso(disabledAt),
-  countedSince: countedSince.toISOString(),
-});
+const troubleOf =
+  (rule: HealthReading) =>
+  ({ error, failingSince, disabledAt, countedSince, warnedAt, cursor: _cursor, ...t }: TroubleRow): EndpointTrouble => ({
+    ...t,
+    failure: failureKind({ status: t.lastFailureStatus, error }),
+    failingSince: failingSince.toISOString(),
+    disabledAt: iso(disabledAt),
+    warnStages: rule.warnAfterMs.length,
+    warnedAt: iso(warnedAt),
+    switchesOffAt: switchesOffAt(failingSince, disabledAt, rule),
+    countedSince: countedSince.toISOString(),
+  });
 
 const dayStart = (now: Date) => new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - (OVERVIEW_HOURS - 1) * HOUR_MS);
 
 // Every webhook in trouble, a page at a time (`after`: the cursor the previous page answered;
 // `limit` as the dashboard's lists read it), counted over the same day as the Overview's.
-export async function troublePage(sql: Sql, raw: Record<string, unknown>, stalledAfterMs: number, now = new Date()): Promise<Page<EndpointTrouble>> {
+export async function troublePage(sql: Sql, raw: Record<string, unknown>, rule: HealthReading, now = new Date()): Promise<Page<EndpointTrouble>> {
   const { limit } = pageQuery({ limit: raw.limit });
   let after: TroubleKey | null = null;
   if (raw.after !== undefined && raw.after !== '') {
@@ -154,9 +168,9 @@ export async function troublePage(sql: Sql, raw: Record<string, unknown>, stalle
     if (!match) throw invalid('after must be a cursor taken from the list', 'after');
     after = { failingOnly: match[1] === '1', micros: match[2]!, username: match[3]! };
   }
-  const rows = await endpointsInTrouble(sql, dayStart(now), stalledAfterMs, after, limit + 1);
+  const rows = await endpointsInTrouble(sql, dayStart(now), rule.stalledAfterMs, after, limit + 1);
   const items = rows.slice(0, limit);
-  return { items: items.map(troubleOf), next: rows.length > limit ? items.at(-1)!.cursor : null };
+  return { items: items.map(troubleOf(rule)), next: rows.length > limit ? items.at(-1)!.cursor : null };
 }
 
 // The bin for the day's data: the finest that spans from the first delivery to now in MAX_BINS.
@@ -169,7 +183,8 @@ function binsFor(first: Date | null, since: Date, now: Date) {
   return { minutes, start: Math.max(start, since.getTime()), count: Math.floor((last - Math.max(start, since.getTime())) / binMs) + 1 };
 }
 
-export async function overview(sql: Sql, stalledAfterMs: number, now = new Date()): Promise<Overview> {
+export async function overview(sql: Sql, rule: HealthReading, now = new Date()): Promise<Overview> {
+  const { stalledAfterMs } = rule;
   const since = dayStart(now);
   const inDay = filterSql(sql, { ...NO_FILTER, from: since }, stalledAfterMs);
   // Ids sort by the time they were written: the day's first delivery is the first by id.
@@ -232,7 +247,7 @@ export async function overview(sql: Sql, stalledAfterMs: number, now = new Date(
     sql<{ attempts: number; successes: number }[]>`
       select coalesce(sum(attempts), 0)::int as attempts, coalesce(sum(successes), 0)::int as successes
       from endpoint_attempt_windows where window_start >= ${new Date(now.getTime() - OVERVIEW_HOURS * HOUR_MS)}`,
-    countEndpoints(sql),
+    countEndpoints(sql, rule),
   ]);
   const all = bins.find((b) => b.at === null) ?? { ...EMPTY_BIN, at: null };
   const byBin = new Map(bins.filter((b) => b.at !== null).map((b) => [b.at!.getTime(), b]));
@@ -261,7 +276,7 @@ export async function overview(sql: Sql, stalledAfterMs: number, now = new Date(
     }),
     doorbellP50Ms: all.doorbellP50Ms,
     doorbellP95Ms: all.doorbellP95Ms,
-    trouble: trouble.map(troubleOf),
+    trouble: trouble.map(troubleOf(rule)),
     troubleTotal: groups.reduce((n, g) => n + g.endpoints, 0),
     troubleGroups: [...kinds.values()].sort((a, b) => b.endpoints - a.endpoints || a.failure.localeCompare(b.failure)),
     stalledAgents: stalledAgents.map(({ agents: _agents, ...s }) => ({ ...s, oldestNotifiedAt: s.oldestNotifiedAt.toISOString() })),

@@ -6,6 +6,8 @@ import { html } from '../shared/html.ts';
 import { query } from '../shared/query.ts';
 import type { Agent, EndpointHealth, Refused, WindowFigures } from '../shared/types.ts';
 import { refocus, StoppedNotice, WebhookActions } from './agent-webhook-controls.ts';
+import { FailureReason, WarningLine, warningParts } from '../shared/endpoint-trouble.ts';
+import { EndpointCharts } from './endpoint-charts.ts';
 import {
   ErrorText,
   failureKind,
@@ -24,28 +26,44 @@ import {
 // failed in a spell. Outcomes that arrive later (a test event's answer, the switch) come back with
 // the Agents list, which is read again on the live stream's `agent` event.
 
+// The state in a word or two, with what made it so: the row's cell and the detail's heading line.
 export function HealthBadge({ health }: { health: EndpointHealth }) {
   switch (health.state) {
     case 'healthy':
       return html`<span class="badge good">Healthy</span>`;
     case 'untried':
       return html`<span class="badge muted">Not tried yet</span>`;
+    case 'slow':
+      return html`<span class="badge retrying">Slow — p95 ${formatMs(health.recent.p95Ms)}</span>`;
+    case 'not-reporting':
+      return html`<span class="badge stalled">Not reporting — ${plural(health.stalled, 'stalled delivery', 'stalled deliveries')}</span>`;
     case 'disabled':
       // Why, until it is switched back on: a test event answered 2xx since ends the spell, not the reason.
-      return html`<span class="badge step-failed">Switched off${health.disabledAt ? ` at ${shortTime(health.disabledAt)}` : ''}${health.lastFailureAt
-        ? ` — ${lastFailure(health)}`
-        : ''}</span>`;
+      return html`<span class="badge step-failed">Switched off${health.disabledAt ? ` at ${shortTime(health.disabledAt)}` : ''}</span>${health.lastFailureAt
+        ? html` <${HealthReason} health=${health} />`
+        : null}`;
     case 'paused':
       return html`<span class="badge muted">Paused${health.pausedBy ? ` by ${health.pausedBy}` : ''}${health.disabledAt ? ` at ${shortTime(health.disabledAt)}` : ''}</span>`;
     case 'failing':
-      return html`<span class="badge retrying">Failing${health.failingSince ? ` since ${shortTime(health.failingSince)}` : ''} — ${lastFailure(health)}</span>`;
+      return html`<span class="badge retrying">Failing${health.failingSince ? ` since ${shortTime(health.failingSince)}` : ''}</span>
+        <${HealthReason} health=${health} />`;
   }
 }
 
+// Under a failing or switched-off badge: the handler's reason, and the warnings with the switch-off to come.
+function HealthReason({ health }: { health: EndpointHealth }) {
+  return html`<span class="health-reason">
+    <${FailureReason} facts=${failureFacts(health)} />
+    ${health.state === 'failing' ? html`<${WarningLine} facts=${health} />` : null}
+  </span>`;
+}
+
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
+const failureFacts = (health: EndpointHealth) => ({ status: health.lastFailureStatus, error: health.lastFailureError, body: health.lastFailureBody });
+
 // refocus lives with the controls, whose buttons need it most; the other pages take it from here.
 export { refocus } from './agent-webhook-controls.ts';
-
-const lastFailure = (health: EndpointHealth) => failureKind({ status: health.lastFailureStatus, error: health.lastFailureError });
 
 // The last hour's share of attempts answered 2xx, and of how many: the agent's row's one figure.
 export function LastHourFigure({ health }: { health: EndpointHealth }) {
@@ -54,21 +72,41 @@ export function LastHourFigure({ health }: { health: EndpointHealth }) {
   return html`${formatPercent(successRate)} of ${attempts}`;
 }
 
-const FIGURE_ROWS: [string, (w: WindowFigures) => string][] = [
-  ['Answered 2xx', (w) => formatPercent(w.successRate)],
-  ['p50', (w) => formatMs(w.p50Ms)],
-  ['p95', (w) => formatMs(w.p95Ms)],
-  ['Attempts', (w) => String(w.attempts)],
-];
+// A bucket bound as a person says it: "250 ms", "2.5 s".
+const bound = (ms: number) => (ms >= 1000 ? `${ms / 1000} s` : `${ms} ms`);
 
+// The figures, each with what it is: true percentiles over the latest attempts (with how many, and
+// since when), then the hour's and day's exact counts, mean and max, and the one figure a
+// histogram can give, said as a bound.
 function Figures({ health, username }: { health: EndpointHealth; username: string }) {
-  return html`<table class="figures">
-    <caption class="sr">Doorbell answers from ${username}'s webhook</caption>
-    <thead><tr><td></td><th scope="col">Last hour</th><th scope="col">Last day</th></tr></thead>
-    <tbody>
-      ${FIGURE_ROWS.map(([label, show]) => html`<tr key=${label}><th scope="row">${label}</th><td>${show(health.lastHour)}</td><td>${show(health.lastDay)}</td></tr>`)}
-    </tbody>
-  </table>`;
+  const { recent } = health;
+  const windows: [string, (w: WindowFigures) => string][] = [
+    ['Answered 2xx', (w) => (w.attempts ? `${formatPercent(w.successRate)} (${w.successes} of ${w.attempts})` : '–')],
+    ['Mean', (w) => formatMs(w.meanMs)],
+    ['Max', (w) => formatMs(w.maxMs)],
+    ['95 % took under', (w) => (w.p95UnderMs != null ? bound(w.p95UnderMs) : w.timed ? 'over 1 min' : '–')],
+  ];
+  return html`<div class="figure-tables">
+    <table class="figures" data-figures="recent">
+      <caption>
+        ${recent.attempts
+          ? html`Last ${plural(recent.attempts, 'attempt')}, since <${Time} iso=${recent.since!} short />`
+          : 'No attempts yet'}
+      </caption>
+      <tbody>
+        <tr><th scope="row">p50 <span class="hint">(half took at most)</span></th><td data-figure="p50">${formatMs(recent.p50Ms)}</td></tr>
+        <tr><th scope="row">p95 <span class="hint">(95 % took at most)</span></th><td data-figure="p95">${formatMs(recent.p95Ms)}</td></tr>
+        <tr><th scope="row">Slowest</th><td data-figure="max">${formatMs(recent.maxMs)}</td></tr>
+      </tbody>
+    </table>
+    <table class="figures" data-figures="windows">
+      <caption class="sr">Doorbell answers from ${username}'s webhook, last hour and last day</caption>
+      <thead><tr><td></td><th scope="col">Last hour</th><th scope="col">Last day</th></tr></thead>
+      <tbody>
+        ${windows.map(([label, show]) => html`<tr key=${label}><th scope="row">${label}</th><td>${show(health.lastHour)}</td><td>${show(health.lastDay)}</td></tr>`)}
+      </tbody>
+    </table>
+  </div>`;
 }
 
 type Counted = { failed: number; upTo: string | null; from: string };
@@ -148,6 +186,29 @@ function RecoverSince({ agent, health }: { agent: Agent; health: EndpointHealth 
   </details>`;
 }
 
+// What is wrong, said first: failing with its reason, the warnings and the switch-off to come;
+// slow against its threshold; not reporting with a way to the stalled deliveries.
+function StateNotice({ agent, health }: { agent: Agent; health: EndpointHealth }) {
+  switch (health.state) {
+    case 'failing':
+      return html`<div class="notice warn" data-health-notice>
+        <p>Failing since <${Time} iso=${health.failingSince!} short /> — <${FailureReason} facts=${failureFacts(health)} chars=${120} />${' '}(${plural(health.consecutiveFailures, 'failure')} in a row, no 2xx between).</p>
+        ${warningParts(health).length ? html`<p class="warning-line">${capitalized(warningParts(health).join(' · '))}${health.switchesOffAt ? ' unless it answers 2xx before' : ''}.</p>` : null}
+      </div>`;
+    case 'slow':
+      return html`<div class="notice warn" data-health-notice>
+        <p>Slow: 95 % of its last ${plural(health.recent.attempts, 'attempt')} took at most ${formatMs(health.recent.p95Ms)}, above the ${formatMs(health.slowMs)} it should stay under.</p>
+      </div>`;
+    case 'not-reporting':
+      return html`<div class="notice warn" data-health-notice>
+        <p>It answers doorbells but does not report: ${plural(health.stalled, 'delivery', 'deliveries')} notified and never reported delivered.
+          <a href=${`/dashboard/deliveries${query({ agent: agent.username, state: 'stalled' })}`}>See the stalled deliveries</a></p>
+      </div>`;
+    default:
+      return null;
+  }
+}
+
 export function WebhookHealth({ agent, health }: { agent: Agent; health: EndpointHealth }) {
   // After switching on, pausing or resuming, the button goes away: focus moves to the section's heading rather than the page's top.
   const heading = useRef<HTMLHeadingElement>(null);
@@ -155,6 +216,7 @@ export function WebhookHealth({ agent, health }: { agent: Agent; health: Endpoin
   return html`<section class="health" aria-labelledby=${`health-${agent.username}`}>
     <h4 id=${`health-${agent.username}`} tabindex="-1" ref=${heading}>Webhook health<span class="sr"> of ${agent.username}</span></h4>
     <${StoppedNotice} agent=${agent} health=${health} onDone=${focusHeading} />
+    <${StateNotice} agent=${agent} health=${health} />
     <div class="health-body">
       <${Figures} health=${health} username=${agent.username} />
       <dl class="facts">
@@ -162,12 +224,17 @@ export function WebhookHealth({ agent, health }: { agent: Agent; health: Endpoin
         <dd>${health.lastSuccessAt ? html`<${Time} iso=${health.lastSuccessAt} short />` : 'Never'}</dd>
         <dt>Last failure</dt>
         <dd>${health.lastFailureAt
-          ? html`<${Time} iso=${health.lastFailureAt} short /> — ${health.lastFailureStatus != null ? `HTTP ${health.lastFailureStatus}` : (health.lastFailureError ?? 'no answer')}${health.consecutiveFailures > 1
+          ? html`<${Time} iso=${health.lastFailureAt} short /> — ${failureKind(failureFacts(health))}${health.consecutiveFailures > 1
               ? ` (${health.consecutiveFailures} in a row)`
               : ''}`
           : 'None'}</dd>
+        ${health.lastFailureAt
+          ? html`<dt>Handler's answer</dt>
+              <dd data-failure-body>${health.lastFailureBody?.trim() ? html`<pre class="handler-body">${health.lastFailureBody}</pre>` : html`<span class="hint">None: ${health.lastFailureStatus == null ? 'no answer came' : 'an empty body'}.</span>`}</dd>`
+          : null}
       </dl>
     </div>
+    <${EndpointCharts} agent=${agent} health=${health} />
     <${WebhookActions} agent=${agent} health=${health} onDone=${focusHeading} />
     <${RecoverSince} agent=${agent} health=${health} />
   </section>`;

@@ -327,6 +327,8 @@ const HEALTH_CHOICES: [string, string][] = [
   ['disabled', 'Switched off'],
   ['failing', 'Failing'],
   ['paused', 'Paused'],
+  ['not-reporting', 'Not reporting'],
+  ['slow', 'Slow'],
   ['healthy', 'Healthy'],
   ['untried', 'Not tried yet'],
   ['none', 'No webhook'],

@@ -6,6 +6,7 @@ import { html } from '../shared/html.ts';
 import { useLive } from '../shared/live.ts';
 import { query } from '../shared/query.ts';
 import type { EndpointTrouble, Headline, Overview, OverviewBin, Page } from '../shared/types.ts';
+import { FailureReason, WarningLine } from '../shared/endpoint-trouble.ts';
 import { Time, formatPercent, plural, shortTime } from '../shared/ui.ts';
 import { SpentLinkNotice, WaitingForYou } from './overview-waiting.ts';
 
@@ -116,8 +117,9 @@ function Charts({ overview }: { overview: Overview }) {
 function TroubleLine({ t }: { t: EndpointTrouble }) {
   return html`<li class="line" data-trouble=${t.username}>
     <span class="line-text">
-      <a href=${agentLink(t.username)}>${t.username}</a> — ${t.failure} — <a href=${deliveriesLink(t.username, 'failed')}
+      <a href=${agentLink(t.username)}>${t.username}</a> — <${FailureReason} facts=${{ status: t.lastFailureStatus, error: t.failure, body: t.lastFailureBody }} /> — <a href=${deliveriesLink(t.username, 'failed')}
         >${plural(t.deliveries, 'delivery', 'deliveries')}</a> since <${Time} iso=${t.countedSince} short />
+      ${t.state === 'failing' ? html`<${WarningLine} facts=${t} />` : null}
     </span>
     ${t.state === 'disabled' && t.disabledAt
       ? html`<span class="badge step-failed">Switched off at ${shortTime(t.disabledAt)}</span>`

@@ -148,17 +148,25 @@ export type AgentGovernance = SendQuotas & {
   defaults: { messagesPerMinute: number; threadsPerHour: number };
 };
 
+// An endpoint's attempts over the last hour or day of five-minute windows: counts, mean and max
+// exact; p95UnderMs only a bucket bound ("95 % under 2.5 s"), null when none is known.
 export type WindowFigures = {
   attempts: number;
   successes: number;
   // A fraction (0–1); null without attempts.
   successRate: number | null;
-  p50Ms: number | null;
-  p95Ms: number | null;
+  // The attempts the mean and max are of.
+  timed: number;
+  meanMs: number | null;
+  maxMs: number | null;
+  p95UnderMs: number | null;
 };
 
+// True figures over the endpoint's latest attempts (at most 100), since the oldest's start.
+export type RecentFigures = { attempts: number; since: string | null; p50Ms: number | null; p95Ms: number | null; maxMs: number | null };
+
 // `disabled`: switched off by the service for failing; `paused`: by a person, by hand.
-export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled' | 'paused';
+export type EndpointState = 'untried' | 'healthy' | 'slow' | 'not-reporting' | 'failing' | 'disabled' | 'paused';
 
 export type EndpointHealth = {
   state: EndpointState;
@@ -166,16 +174,29 @@ export type EndpointHealth = {
   lastFailureAt: string | null;
   lastFailureStatus: number | null;
   lastFailureError: string | null;
+  // The first 200 characters of the handler's answer to the last failed attempt.
+  lastFailureBody: string | null;
   consecutiveFailures: number;
   failingSince: string | null;
   warnedStage: number;
+  warnedAt: string | null;
+  warnStages: number;
+  switchesOffAt: string | null;
   disabledAt: string | null;
   disabledReason: string | null;
   // Who paused it (a person's username, or `cli`); null unless paused.
   pausedBy: string | null;
+  // Deliveries notified but not reported delivered in time (stalled).
+  stalled: number;
+  slowMs: number;
+  recent: RecentFigures;
   lastHour: WindowFigures;
   lastDay: WindowFigures;
 };
+
+// GET /agents/:username/webhook/series: the windows with attempts, oldest first.
+export type EndpointWindow = { at: string; attempts: number; successes: number; failures: number; meanMs: number | null; maxMs: number | null };
+export type EndpointSeries = { username: string; windowMinutes: number; hours: number; since: string; windows: EndpointWindow[] };
 
 // A `ping` a person sent to an agent's webhook; attemptedAt is null while it is on its way.
 export type TestEvent = {
@@ -222,6 +243,11 @@ export type EndpointTrouble = {
   failingSince: string;
   disabledAt: string | null;
   warnedStage: number;
+  warnStages: number;
+  warnedAt: string | null;
+  switchesOffAt: string | null;
+  lastFailureStatus: number | null;
+  lastFailureBody: string | null;
   // Failed or retrying deliveries to it accepted since countedSince.
   deliveries: number;
   countedSince: string;
