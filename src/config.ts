@@ -119,6 +119,12 @@ export const ConfigSchema = T.Object({
     ...webhooks('A webhook failing without a 2xx warns people after each of these spells, once each (log, metric, email where SMTP is set); `off` for none.'),
   }),
   WEBHOOK_DISABLE_AFTER_MS: Int(432_000_000, 0, webhooks('After failing this long (5 days) a webhook is switched off and its agent polls until a person switches it back on; `0` never.')),
+  WEBHOOK_SECRET_GRACE_MS: T.Integer({
+    default: 86_400_000,
+    minimum: 0,
+    maximum: 604_800_000,
+    ...webhooks("How long a rotated signing secret still signs beside the new one (24 hours) when the person rotating it does not choose; at most 7 days, `0` for none."),
+  }),
   REPUBLISH_CRON: T.String({ default: '*/15 * * * *', ...webhooks('When to re-publish doorbells that never reached the queue.') }),
   PUBLISH_ATTEMPTS: Int(3, 1, webhooks('Publish attempts in total before a delivery is marked Failed.')),
   STALLED_AFTER_MS: Int(300_000, 1, webhooks('A delivery Notified this long without a delivered report reads as stalled.')),

@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 028_hold_links,
+-- The schema that the migrations in sql/ build, 001_core to 034_signing_secret_rotation,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -359,6 +359,9 @@ CREATE TABLE public.agents (
     holds_messages boolean DEFAULT false NOT NULL,
     messages_per_minute integer,
     threads_per_hour integer,
+    previous_signing_secret text,
+    previous_signing_secret_until timestamp with time zone,
+    signing_secret_rotated_at timestamp with time zone,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_contact_policy_check CHECK ((contact_policy = ANY (ARRAY['open'::text, 'contacts'::text, 'closed'::text]))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
@@ -374,6 +377,7 @@ CREATE TRIGGER agents_deleted AFTER DELETE ON public.agents FOR EACH ROW EXECUTE
 CREATE TRIGGER agents_governance_changed AFTER UPDATE OF contact_policy, holds_messages, messages_per_minute, threads_per_hour ON public.agents FOR EACH ROW WHEN (((old.contact_policy IS DISTINCT FROM new.contact_policy) OR (old.holds_messages IS DISTINCT FROM new.holds_messages) OR (old.messages_per_minute IS DISTINCT FROM new.messages_per_minute) OR (old.threads_per_hour IS DISTINCT FROM new.threads_per_hour))) EXECUTE FUNCTION public.notify_agent_listing();
 CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url, webhook_disabled_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
+CREATE TRIGGER agents_signing_secret_rotated AFTER UPDATE OF signing_secret_rotated_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
 
 CREATE TABLE public.audit_events (
     id uuid DEFAULT public.uuid_v7() NOT NULL,

@@ -6,6 +6,7 @@ import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview
 import { createAgent, enableWebhook, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
+import { rotateSigningSecret } from '../domain/agents/signing-secrets';
 import { overview } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
@@ -181,6 +182,12 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .delete(
       '/agents/:username/contacts/:contact',
       async ({ params, person }) => ok(await removeContact(sql, byPerson(person), params.username, params.contact)),
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/rotate-secret',
+      async ({ params, body, person }) =>
+        ok(await rotateSigningSecret(sql, byPerson(person), params.username, bodyField(body, 'grace'), config.WEBHOOK_SECRET_GRACE_MS)),
       { person: true },
     )
     .get('/agents/:username/webhook/secret', async ({ params, person }) => ok(await revealSigningSecret(sql, byPerson(person), params.username)), {

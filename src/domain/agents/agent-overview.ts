@@ -8,6 +8,7 @@ import type { Page } from '../shared/schemas';
 import { containing } from '../shared/search';
 import { endpointHealthOf, type EndpointHealth } from './endpoint-health';
 import { latestTestEvents, type TestEvent } from './test-events';
+import { previousSecretUntil } from './signing-secrets';
 
 export type AgentSummary = {
   id: string;
@@ -17,6 +18,8 @@ export type AgentSummary = {
   cardListed: boolean;
   webhookUrl: string | null;
   webhookSetAt: string | null;
+  // While a rotated signing secret's grace lasts, when the secret it replaced stops signing.
+  previousSecretExpiresAt: string | null;
   createdAt: string;
   // Clients connected over OAuth to act as the agent (src/oauth).
   connections: Connection[];
@@ -33,6 +36,7 @@ type AgentRow = {
   cardListed: boolean;
   webhookUrl: string | null;
   webhookSetAt: Date | null;
+  previousSecretExpiresAt: Date | null;
   createdAt: Date;
   connections: ConnectionRow[];
 };
@@ -46,7 +50,7 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
   const [rows, health, tests] = await sql.begin('isolation level repeatable read read only', async (tx) => {
     const rows = await tx<AgentRow[]>`
       select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
-             webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections
+             webhook_set_at as "webhookSetAt", ${previousSecretUntil(tx, 'agents')} as "previousSecretExpiresAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections
       from agents
       where true ${search ? tx`and username ilike ${containing(search)}` : tx``} ${keyBounds(tx, tx`id`, page)}
       order by id desc
@@ -61,6 +65,7 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
     cardListed: r.cardListed,
     webhookUrl: r.webhookUrl,
     webhookSetAt: iso(r.webhookSetAt),
+    previousSecretExpiresAt: iso(r.previousSecretExpiresAt),
     createdAt: r.createdAt.toISOString(),
     connections: r.connections.map(connectionFromRow),
     health: health.get(r.id) ?? null,
