@@ -6,6 +6,7 @@ import { doorbellHeaders, SIGNATURE_HEADER } from '../src/domain/deliveries/door
 import { useDashboardHarness } from './support/dashboard';
 import { eventually, receiver, type Received } from './support/receiver';
 import { FAST_WEBHOOKS, post, untilStep } from './support/webhooks';
+import { verifySignature, verifyStandardWebhook } from '../src/webhooks/verify';
 
 // Rotating an agent's webhook signing secret with a grace: a person on the dashboard, the real
 // worker ringing a local handler that verifies what it gets with the standardwebhooks library and
@@ -205,6 +206,10 @@ describe('real doorbells across a rotation', () => {
     expect([verifiesStandard(ringing, fresh), verifiesStandard(ringing, old)]).toEqual([true, true]);
     expect(new Webhook(fresh).verify(ringing.raw, headersOf(ringing))).toEqual(JSON.parse(ringing.raw));
     expect([await verifiesLegacy(ringing, old), await verifiesLegacy(ringing, fresh)]).toEqual([true, false]);
+    // The receiver kit rolls over with both secrets in hand, whichever scheme it checks.
+    const legacy = headersOf(ringing)['x-signature-256'];
+    expect([verifySignature(ringing.raw, legacy, [fresh, old]), verifySignature(ringing.raw, legacy, [fresh]), verifySignature(ringing.raw, legacy, [])]).toEqual([true, false, false]);
+    expect([verifyStandardWebhook(ringing.raw, headersOf(ringing), [fresh]), verifyStandardWebhook(ringing.raw, headersOf(ringing), [old, fresh])]).toEqual([true, true]);
 
     await endGrace(agent.username);
     const afterwards = await post(h, sender, agent, { content: 'after the grace' });
@@ -213,6 +218,7 @@ describe('real doorbells across a rotation', () => {
     expect(headersOf(last)['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
     expect([verifiesStandard(last, fresh), verifiesStandard(last, old)]).toEqual([true, false]);
     expect([await verifiesLegacy(last, fresh), await verifiesLegacy(last, old)]).toEqual([true, false]);
+    expect([verifySignature(last.raw, headersOf(last)['x-signature-256'], [fresh, old]), verifyStandardWebhook(last.raw, headersOf(last), [old])]).toEqual([true, false]);
     expect((await as('GET', `/agents?q=${agent.username}`)).body.data.items[0].previousSecretExpiresAt).toBeNull();
   });
 
