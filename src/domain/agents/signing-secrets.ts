@@ -10,7 +10,7 @@ import { newSigningSecret } from './keys';
 // grace ends on time with no job to end it, for retries too.
 export type SigningSecrets = { current: string; previous: string | null; previousUntil: Date | null };
 
-export const MAX_GRACE_MS = 7 * 86_400_000;
+const MAX_GRACE_MS = 7 * 86_400_000;
 const GRACE = /^(\d{1,6})([mhd])$/;
 const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 

@@ -27,7 +27,7 @@ export function standardSignature(id: string, timestamp: string, body: string | 
 
 // The secrets that sign an attempt made at `at`: the current one, and the one it replaced while
 // that one's grace lasts.
-export function signingKeys(secrets: SigningSecrets, at: Date): { current: string; previous: string | null } {
+function signingKeys(secrets: SigningSecrets, at: Date): { current: string; previous: string | null } {
   const previous = secrets.previous !== null && secrets.previousUntil !== null && at < secrets.previousUntil ? secrets.previous : null;
   return { current: secrets.current, previous };
 }
