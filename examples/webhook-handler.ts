@@ -13,7 +13,8 @@
 //
 // Run it:  SIGNING_SECRET=whsec_… AGENT_KEY=agt_… SERVICE_URL=https://ams.example.com bun examples/webhook-handler.ts
 // (SCHEME=x-signature-256 for the contract's header), then register its public https:// address as
-// the agent's webhook URL.
+// the agent's webhook URL. While a rotated secret's grace lasts, SIGNING_SECRET may hold the new
+// and the old secret separated by a space: a doorbell signed with either is taken.
 import { verifySignature, verifyStandardWebhook } from '../src/webhooks/verify';
 
 export type MessageCreated = {
@@ -28,7 +29,8 @@ export type MessageCreated = {
 export type SignatureScheme = 'standard-webhooks' | 'x-signature-256';
 
 export type HandlerOptions = {
-  signingSecret: string;
+  // One secret, or the new and the old one while a rotation's grace lasts.
+  signingSecret: string | readonly string[];
   scheme?: SignatureScheme;
   agentKey: string;
   serviceUrl: string;
@@ -104,7 +106,7 @@ if (import.meta.main) {
     return value;
   };
   const handle = createWebhookHandler({
-    signingSecret: env('SIGNING_SECRET'),
+    signingSecret: env('SIGNING_SECRET').split(' ').filter(Boolean),
     scheme: process.env.SCHEME === 'x-signature-256' ? 'x-signature-256' : 'standard-webhooks',
     agentKey: env('AGENT_KEY'),
     serviceUrl: env('SERVICE_URL').replace(/\/$/, ''),

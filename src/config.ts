@@ -125,6 +125,12 @@ export const ConfigSchema = T.Object({
     1,
     webhooks("A webhook whose p95 over its last 100 attempts is above this many milliseconds reads as slow on the dashboard and in `ams_webhook_endpoints`."),
   ),
+  WEBHOOK_SECRET_GRACE_MS: T.Integer({
+    default: 86_400_000,
+    minimum: 0,
+    maximum: 604_800_000,
+    ...webhooks("How long a rotated signing secret still signs beside the new one (24 hours) when the person rotating it does not choose; at most 7 days, `0` for none."),
+  }),
   REPUBLISH_CRON: T.String({ default: '*/15 * * * *', ...webhooks('When to re-publish doorbells that never reached the queue.') }),
   PUBLISH_ATTEMPTS: Int(3, 1, webhooks('Publish attempts in total before a delivery is marked Failed.')),
   STALLED_AFTER_MS: Int(300_000, 1, webhooks('A delivery Notified this long without a delivered report reads as stalled.')),

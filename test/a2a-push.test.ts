@@ -16,6 +16,8 @@ import { mcpClient } from './support/mcp-client';
 import { eventually, receiver } from './support/receiver';
 import { useWorkerHarness } from './support/webhooks';
 import { createLogger } from '../src/log';
+import { rotateSigningSecret } from '../src/domain/agents/signing-secrets';
+import { BY_CLI } from '../src/domain/people/audit';
 
 // A2A push notifications with the real worker: a task's moves are pushed to the URL its sender
 // configured, with A2A's token and credentials and the sender's Standard Webhooks signature.
@@ -83,6 +85,34 @@ test("a task's moves are pushed: signed, with the token and credentials; configu
   expect((await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: task.id }))).configs).toEqual([]);
   const [configs] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from a2a_push_configs`;
   expect(configs!.n).toBe(0);
+});
+
+test("during a rotation's grace a push carries the sender's new and old signatures; after it only the new", async () => {
+  const x = await h.agent('push-rotated', { webhookUrl: doorbells.url('/rotated') });
+  const y = await h.agent('push-rotated-peer');
+  const fresh = (await rotateSigningSecret(h.db.sql, BY_CLI, x.username, '1h', 0)).signingSecret;
+  const client = await a2aClient(x, y.username);
+  const task = await send(client, 'rotated', { taskPushNotificationConfig: { id: 'rotated', url: pushes.url('/rotated') } });
+  const verifies = (req: { raw: string; headers: Headers }, secret: string) => {
+    try {
+      new Webhook(secret).verify(req.raw, Object.fromEntries(req.headers) as Record<string, string>);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await h.post(y, task.contextId, 'answered during the grace');
+  const during = await eventually(async () => pushedTo('/rotated')[0] ?? null);
+  expect([verifies(during, fresh), verifies(during, x.signingSecret!)]).toEqual([true, true]);
+
+  // As if the rotation had been made an hour ago.
+  await h.db.sql`
+    update agents set previous_signing_secret_until = now(), signing_secret_rotated_at = signing_secret_rotated_at - interval '1 hour'
+    where username = ${x.username}`;
+  const next = await send(client, 'rotated again', { taskPushNotificationConfig: { id: 'rotated', url: pushes.url('/rotated') } });
+  await h.post(y, next.contextId, 'answered after the grace');
+  const after = await eventually(async () => pushedTo('/rotated')[1] ?? null);
+  expect([verifies(after, fresh), verifies(after, x.signingSecret!)]).toEqual([true, false]);
 });
 
 test('a push configuration given with the message; a bad one refuses the message and sends nothing; a failed push is retried', async () => {

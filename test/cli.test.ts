@@ -60,6 +60,23 @@ describe('admin CLI commands', () => {
     expect({ ...row }).toEqual({ webhook_url: null, signing_secret: null });
   });
 
+  test('webhooks rotate-secret mints a new secret and keeps the old one signing for the grace given, or the default', async () => {
+    const name = uniqueName('cli');
+    const created = (await run('agents', 'create', name, '--webhook', 'http://127.0.0.1:9/r')) as { signingSecret: string };
+    const rotated = (await run('webhooks', 'rotate-secret', name, '--grace', '90m')) as Record<string, string>;
+    expect(rotated).toEqual({ username: name, webhookUrl: 'http://127.0.0.1:9/r', signingSecret: expect.stringMatching(/^whsec_/), previousSecretExpiresAt: expect.any(String) });
+    const [row] = await h.db.sql`
+      select signing_secret, previous_signing_secret, extract(epoch from previous_signing_secret_until - signing_secret_rotated_at)::int as grace from agents where username = ${name}`;
+    expect({ ...row }).toEqual({ signing_secret: rotated.signingSecret, previous_signing_secret: created.signingSecret, grace: 5_400 });
+    expect(((await run('webhooks', 'rotate-secret', name)) as Record<string, string>).previousSecretExpiresAt).toEqual(expect.any(String));
+    const [byDefault] = await h.db.sql`select extract(epoch from previous_signing_secret_until - signing_secret_rotated_at)::int as grace from agents where username = ${name}`;
+    expect(byDefault!.grace).toBe(86_400);
+    const [audit] = await h.db.sql`select actor, after from audit_events where action = 'agent.webhook.secret.rotate' and subject = ${name} order by id limit 1`;
+    expect({ ...audit }).toEqual({ actor: 'cli', after: { graceMs: 5_400_000, previousSecretExpiresAt: rotated.previousSecretExpiresAt } });
+    await expect(run('webhooks', 'rotate-secret', name, '--grace', '8d')).rejects.toThrow('grace must be 0 or a duration of at most 7 days such as 90m, 24h or 7d');
+    await expect(run('webhooks', 'rotate-secret', name, '--ttl', '1h')).rejects.toThrow('Unknown option --ttl. Usage: webhooks rotate-secret <username> [--grace <duration>]');
+  });
+
   test('webhook URLs must be https and public unless local ones are allowed', async () => {
     const name = uniqueName('cli');
     await run('agents', 'create', name);

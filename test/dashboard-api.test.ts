@@ -39,6 +39,7 @@ const ROUTES: [string, string][] = [
   ['PUT', '/agents/alice/webhook'],
   ['DELETE', '/agents/alice/webhook'],
   ['GET', '/agents/bob/webhook/secret'],
+  ['POST', '/agents/bob/webhook/rotate-secret'],
   ['GET', '/attention'],
   ['GET', '/threads'],
   ['GET', `/threads/${ZERO_ID}`],
@@ -162,7 +163,7 @@ describe('agents', () => {
     const list = await as('GET', '/agents');
     const listed = list.body.data.items.find((a: any) => a.username === 'drafter');
     expect(listed).toEqual({
-      id: expect.any(String), username: 'drafter', archived: false, cardListed: false, webhookUrl: null, webhookSetAt: null, createdAt: expect.any(String), connections: [],
+      id: expect.any(String), username: 'drafter', archived: false, cardListed: false, webhookUrl: null, webhookSetAt: null, previousSecretExpiresAt: null, createdAt: expect.any(String), connections: [],
       health: null, lastTestEvent: null, cursor: listed.id,
     });
     expect(JSON.stringify(list.body)).not.toContain('agt_');

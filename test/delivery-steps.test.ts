@@ -59,7 +59,11 @@ describe('a doorbell prepared by the post', () => {
 
     const [agent] = await q.db.sql`select id, webhook_url, signing_secret from agents where username = ${recipient.username}`;
     const credentials = rememberWebhooks();
-    credentials.remember(agent!.id, job!.payload.doorbell.webhookVersion, { url: agent!.webhook_url, secret: agent!.signing_secret });
+    credentials.remember(agent!.id, job!.payload.doorbell.webhookVersion, {
+      url: agent!.webhook_url,
+      secrets: { current: agent!.signing_secret, previous: null, previousUntil: null },
+      secretVersion: job!.payload.doorbell.secretVersion,
+    });
     const { task } = notifier({
       sql: q.db.sql,
       doorbellStatements: { owed: q.db.sql, record: q.db.sql },

@@ -160,6 +160,8 @@ describe('post a message', () => {
       recipientId: hooked!.id,
       url: 'http://127.0.0.1:9/hook',
       webhookVersion: hooked!.version,
+      // Never rotated: the secrets' version is empty.
+      secretVersion: '',
     };
     expect(jobs.map((j) => ({ ...j }))).toEqual([
       { task_identifier: 'notify', payload: { deliveryId: deliveries[0]!.id, doorbell }, key: `notify:${deliveries[0]!.id}`, max_attempts: 5 },

@@ -3,6 +3,7 @@ import type { Sql } from '../db/connect';
 import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents/agents';
 import { setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
+import { rotateSigningSecret } from '../domain/agents/signing-secrets';
 import { resendDelivery } from '../domain/deliveries/delivery-steps';
 import { invalid } from '../domain/shared/errors';
 import { auditFilter, BY_CLI, exportDecisions } from '../domain/people/audit';
@@ -72,6 +73,10 @@ export const commands: Record<string, Command> = {
   'webhooks set': {
     usage: 'webhooks set <username> <url>',
     run: ({ sql, config }, [username, url]) => setWebhook(sql, BY_CLI, username!, url!, webhookUrlPolicy(config)),
+  },
+  'webhooks rotate-secret': {
+    usage: 'webhooks rotate-secret <username> [--grace <duration>]',
+    run: ({ sql, config }, [username], flags) => rotateSigningSecret(sql, BY_CLI, username!, flags.grace, config.WEBHOOK_SECRET_GRACE_MS),
   },
   'webhooks remove': {
     usage: 'webhooks remove <username>',

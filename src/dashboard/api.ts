@@ -9,6 +9,7 @@ import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/
 import { sendTestEvent } from '../domain/agents/test-events';
 import { endpointSeries, seriesHours } from '../domain/agents/endpoint-series';
 import { overview, troublePage } from '../domain/deliveries/overview';
+import { rotateSigningSecret } from '../domain/agents/signing-secrets';
 import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
 import { deliveryFilter } from '../domain/deliveries/delivery-query';
@@ -222,6 +223,12 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .delete(
       '/agents/:username/contacts/:contact',
       async ({ params, person }) => ok(await removeContact(sql, byPerson(person), params.username, params.contact)),
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/rotate-secret',
+      async ({ params, body, person }) =>
+        ok(await rotateSigningSecret(sql, byPerson(person), params.username, bodyField(body, 'grace'), config.WEBHOOK_SECRET_GRACE_MS)),
       { person: true },
     )
     .get('/agents/:username/webhook/secret', async ({ params, person }) => ok(await revealSigningSecret(sql, byPerson(person), params.username)), {

@@ -34,7 +34,8 @@ export type NotifyDeps = {
 };
 
 // What a post puts in its doorbell jobs (domain/messages/messages.ts): the notification as it stood then.
-type PreparedDoorbell = Omit<DoorbellFields, 'deliveryId' | 'content'> & { recipientId: string; url: string; webhookVersion: string };
+// `secretVersion` is absent from a job a release before secret rotation added.
+type PreparedDoorbell = Omit<DoorbellFields, 'deliveryId' | 'content'> & { recipientId: string; url: string; webhookVersion: string; secretVersion?: string };
 // A parked job carries the endpoint it waits for, so that whoever frees a slot there can wake it.
 // `atOnce`: the post's own process was to ring it (ring-at-once.ts), so a queue's run of it is not
 // its first (domain/deliveries/doorbells-at-once.ts).
@@ -63,22 +64,29 @@ const previousRunCutOff = (job: TakenJob, payload: NotifyPayload) =>
 // worker already holds the secret of the webhook it was prepared for; whether it is still owed is
 // asked all the same (one indexed look-up), so it never rings for a recipient who has left, unless
 // the post's own commit answered that a moment ago (`owedAtCommit`: rung at once by the process that
-// posted it, ring-at-once.ts). Anything else (a retry, a re-publish, a webhook changed since, a
-// secret not yet known) is loaded whole, the question included.
+// posted it, ring-at-once.ts). Both answers carry the secrets' version, which the post read or the
+// question reads now: secrets rotated since this worker learned them are loaded again. Anything
+// else (a retry, a re-publish, a webhook changed since, a secret not yet known) is loaded whole,
+// the question included.
 async function ringable(deps: NotifyDeps, payload: NotifyPayload, owedAtCommit: AttemptNumbers | undefined) {
   const prepared = payload.doorbell;
   const known = prepared && deps.credentials.get(prepared.recipientId, prepared.webhookVersion);
   if (prepared && known && known.url === prepared.url) {
-    const owed = owedAtCommit ?? (await owedPreparedAttempt(deps.doorbellStatements.owed, payload.deliveryId, prepared.webhookVersion));
+    const owed = owedAtCommit
+      ? { ...owedAtCommit, secretVersion: prepared.secretVersion }
+      : await owedPreparedAttempt(deps.doorbellStatements.owed, payload.deliveryId, prepared.webhookVersion);
     if (!owed) return null;
-    const { messageId, threadId, threadTitle, sender, summary } = prepared;
-    const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '' };
-    const endpoint = { agentId: prepared.recipientId, webhookVersion: prepared.webhookVersion, url: known.url };
-    return { fields, url: known.url, secret: known.secret, endpoint, ...owed, prepared: true };
+    if (owed.secretVersion === known.secretVersion) {
+      const { messageId, threadId, threadTitle, sender, summary } = prepared;
+      const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '' };
+      const endpoint = { agentId: prepared.recipientId, webhookVersion: prepared.webhookVersion, url: known.url };
+      const { publish, attempt, resend } = owed;
+      return { fields, url: known.url, secrets: known.secrets, endpoint, publish, attempt, resend, prepared: true };
+    }
   }
   const loaded = await owedDoorbell(deps.sql, payload.deliveryId);
   if (!loaded) return null;
-  deps.credentials.remember(loaded.recipientId, loaded.webhookVersion, { url: loaded.url, secret: loaded.secret });
+  deps.credentials.remember(loaded.recipientId, loaded.webhookVersion, { url: loaded.url, secrets: loaded.secrets, secretVersion: loaded.secretVersion });
   const endpoint = { agentId: loaded.recipientId, webhookVersion: loaded.webhookVersion, url: loaded.url };
   return { ...loaded, endpoint, prepared: false };
 }
@@ -226,7 +234,7 @@ async function ring(deps: NotifyDeps, doorbell: Ringable, job: string, signal: A
   const attemptedAt = new Date();
   const started = performance.now();
   const outcome = await sendDoorbell(
-    { url: doorbell.url, body, headers: doorbellHeaders({ deliveryId, body, secret: doorbell.secret, timestamp: attemptedAt }) },
+    { url: doorbell.url, body, headers: doorbellHeaders({ deliveryId, body, secrets: doorbell.secrets, timestamp: attemptedAt }) },
     { ...deps.send, signal },
   );
   // Cancelled on the wire by a shutdown: record nothing and let graphile-worker hand the job to

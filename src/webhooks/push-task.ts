@@ -14,8 +14,8 @@ import { sendDoorbell, type SendOptions } from './send';
 // door's today), when it differs from the last push delivered to the URL. The answer is named,
 // not read: a push is not a read. Sent as doorbells are (the URL resolved afresh and held to the
 // webhook rules, no redirects, the time limit), with Standard Webhooks signatures under the
-// sender's signing secret when it has a webhook. A failure is retried by the job queue, with its
-// growing delays, up to the job's attempts. One push per configuration is sent at a time
+// sender's signing secrets when it has a webhook (both, during a rotation's grace). A failure is
+// retried by the job queue, with its growing delays, up to the job's attempts. One push per configuration is sent at a time
 // (claimPush); a push due meanwhile waits for it, then sends the task as it is by then. A URL
 // takes as many requests at once as the doorbells' caps allow (endpoint-slots.ts); one more waits.
 // A push over its URL's cap waits this long, queued again, rather than hold a worker slot.
@@ -52,7 +52,7 @@ export function pushTask(deps: {
       if (message.status === config.pushed) return;
       // The same push retried keeps its id, as Standard Webhooks asks.
       const pushId = `${config.id}-${createHash('sha256').update(message.status).digest('hex').slice(0, 16)}`;
-      const signed = push.secret ? doorbellHeaders({ deliveryId: pushId, body: message.body, secret: push.secret, timestamp: new Date() }) : {};
+      const signed = push.secrets ? doorbellHeaders({ deliveryId: pushId, body: message.body, secrets: push.secrets, timestamp: new Date() }) : {};
       const started = performance.now();
       const outcome = await sendDoorbell(
         { url: config.url, body: message.body, headers: { ...signed, ...message.headers } },

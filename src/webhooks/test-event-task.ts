@@ -18,7 +18,7 @@ export function testEventTask(deps: { sql: Sql; log: Logger; metrics?: Metrics; 
     const attemptedAt = new Date();
     const started = performance.now();
     const outcome = await sendDoorbell(
-      { url: event.endpoint.url, body, headers: doorbellHeaders({ deliveryId: event.id, body, secret: event.secret, timestamp: attemptedAt }) },
+      { url: event.endpoint.url, body, headers: doorbellHeaders({ deliveryId: event.id, body, secrets: event.secrets, timestamp: attemptedAt }) },
       { ...deps.send, signal: helpers.abortSignal },
     );
     const durationMs = Math.round(performance.now() - started);

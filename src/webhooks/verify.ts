@@ -1,12 +1,19 @@
 import { signature, standardSignature } from '../domain/deliveries/doorbell-signature';
 import { sameSecret } from '../domain/agents/keys';
 
+// A handler's secret, or its secrets while a rotation's grace lasts (the new one and the old one:
+// docs/reference/webhooks.md, "Rotating the secret"). Each is compared, so the time taken does not
+// tell which one matched.
+export type Secrets = string | readonly string[];
+const each = (secrets: Secrets) => (typeof secrets === 'string' ? [secrets] : secrets);
+
 // For handlers: true when `header` (the X-Signature-256 value) is the signature of the raw,
-// unparsed request body under `secret`. Compared in constant time, so a forger learns nothing
-// from how long a wrong guess takes.
-export function verifySignature(rawBody: string | Uint8Array, header: string | null | undefined, secret: string): boolean {
+// unparsed request body under `secrets` (any one). Compared in constant time, so a forger learns
+// nothing from how long a wrong guess takes.
+export function verifySignature(rawBody: string | Uint8Array, header: string | null | undefined, secrets: Secrets): boolean {
   if (typeof header !== 'string') return false;
-  return sameSecret(header.trim(), signature(rawBody, secret));
+  const given = header.trim();
+  return each(secrets).reduce((found, secret) => sameSecret(given, signature(rawBody, secret)) || found, false);
 }
 
 export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
@@ -19,11 +26,11 @@ export type StandardVerifyOptions = { toleranceSeconds?: number; now?: Date };
 // `webhook-timestamp` and the raw, unparsed body under `secret`, and the timestamp is at most
 // `toleranceSeconds` away from now in either direction. The tolerance is the replay protection:
 // a doorbell captured and sent again later is refused, though its signatures still match.
-// The header may list several space-separated signatures; one match is enough.
+// The header may list several space-separated signatures, and `secrets` be several; one match is enough.
 export function verifyStandardWebhook(
   rawBody: string | Uint8Array,
   headers: RequestHeaders,
-  secret: string,
+  secrets: Secrets,
   { toleranceSeconds = DEFAULT_TOLERANCE_SECONDS, now = new Date() }: StandardVerifyOptions = {},
 ): boolean {
   const id = headerValue(headers, 'webhook-id');
@@ -31,9 +38,9 @@ export function verifyStandardWebhook(
   const signatures = headerValue(headers, 'webhook-signature');
   if (!id || !timestamp || !signatures || !/^\d{1,15}$/.test(timestamp)) return false;
   if (Math.abs(Math.floor(now.getTime() / 1000) - Number(timestamp)) > toleranceSeconds) return false;
-  const expected = standardSignature(id, timestamp, rawBody, secret);
-  // Every listed signature is compared, so the time taken does not tell which one matched.
-  return signatures.split(' ').reduce((found, given) => sameSecret(given, expected) || found, false);
+  const expected = each(secrets).map((secret) => standardSignature(id, timestamp, rawBody, secret));
+  // Every listed signature is compared with every expected one, so the time taken does not tell which matched.
+  return signatures.split(' ').reduce((found, given) => expected.reduce((hit, e) => sameSecret(given, e) || hit, false) || found, false);
 }
 
 function headerValue(headers: RequestHeaders, name: string): string | null {

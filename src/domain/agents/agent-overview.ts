@@ -10,6 +10,7 @@ import { containing } from '../shared/search';
 import { failureKind } from '../deliveries/retry-policy';
 import { endpointHealthOf, endpointStateSql, stalledByRecipient, type EndpointHealth, type HealthReading } from './endpoint-health';
 import { latestTestEvents, type TestEvent } from './test-events';
+import { previousSecretUntil } from './signing-secrets';
 
 export type AgentSummary = {
   id: string;
@@ -19,6 +20,8 @@ export type AgentSummary = {
   cardListed: boolean;
   webhookUrl: string | null;
   webhookSetAt: string | null;
+  // While a rotated signing secret's grace lasts, when the secret it replaced stops signing.
+  previousSecretExpiresAt: string | null;
   createdAt: string;
   // Clients connected over OAuth to act as the agent (src/oauth).
   connections: Connection[];
@@ -72,6 +75,7 @@ type AgentRow = {
   cardListed: boolean;
   webhookUrl: string | null;
   webhookSetAt: Date | null;
+  previousSecretExpiresAt: Date | null;
   createdAt: Date;
   connections: ConnectionRow[];
 };
@@ -98,7 +102,7 @@ export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPag
       with stalled as (${stalledByRecipient(tx, reading.stalledAfterMs, null)})
       select * from (
         select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
-               webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections,
+               webhook_set_at as "webhookSetAt", ${previousSecretUntil(tx, 'agents')} as "previousSecretExpiresAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections,
                ${state} as state,
                case when agents.archived_at is not null then 6
                     else case ${state} when 'disabled' then 0 when 'failing' then 1 when 'untried' then 3 when 'healthy' then 4 when 'none' then 5 else 2 end
@@ -119,6 +123,7 @@ export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPag
     cardListed: r.cardListed,
     webhookUrl: r.webhookUrl,
     webhookSetAt: iso(r.webhookSetAt),
+    previousSecretExpiresAt: iso(r.previousSecretExpiresAt),
     createdAt: r.createdAt.toISOString(),
     connections: r.connections.map(connectionFromRow),
     health: health.get(r.id) ?? null,

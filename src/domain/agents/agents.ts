@@ -72,12 +72,13 @@ const forgetEndpoint = (sql: Queries, username: string) => sql`
   windows as (delete from endpoint_attempt_windows where agent_id = (select id from agents where username = ${username}))`;
 
 // The webhook's URL changes (to null: removed), and the decision is recorded with the URL it had;
-// the signing secret is never recorded.
+// the signing secret is never recorded. A secret a rotation replaced stops signing with it.
 async function changeWebhook(sql: Sql, decider: Decider, username: string, change: { action: string; url: string | null; secret: string | null }) {
   await sql.begin(async (tx) => {
     const [row] = await tx<{ before: string | null }[]>`
       with agent as (select id, webhook_url from agents where username = ${username} for update), ${forgetEndpoint(tx, username)}
       update agents a set webhook_url = ${change.url}, signing_secret = ${change.secret}, webhook_set_at = ${change.url ? tx`now()` : null},
+                          previous_signing_secret = null, previous_signing_secret_until = null, signing_secret_rotated_at = null,
                           webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null,
                           webhook_paused_by = null, webhook_resumed_at = null
       from agent where a.id = agent.id
@@ -93,7 +94,8 @@ async function changeWebhook(sql: Sql, decider: Decider, username: string, chang
   });
 }
 
-// Saving a URL always mints a new secret: there is no rotation, only remove and re-add.
+// Saving a URL always mints a new secret, for a new endpoint; rotating the secret alone keeps the
+// endpoint (signing-secrets.ts).
 export async function setWebhook(sql: Sql, decider: Decider, username: string, url: string, policy: WebhookUrlPolicy) {
   const webhookUrl = await checkWebhookUrl(url, policy);
   const signingSecret = newSigningSecret();

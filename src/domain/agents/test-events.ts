@@ -5,6 +5,7 @@ import { isId } from '../shared/ids';
 import { iso } from '../shared/iso-time';
 import { answeredOk, type AttemptOutcome } from '../deliveries/retry-policy';
 import { webhookVersion } from '../deliveries/notify-jobs';
+import { secretsOf, signingSecretColumns, type SecretColumns, type SigningSecrets } from './signing-secrets';
 import { recordEndpointHealth } from './endpoint-health';
 
 // A test event: a person asks, from the dashboard, that an agent's webhook be sent a `ping`, to see
@@ -109,7 +110,7 @@ export type TestEventToSend = {
   requestedBy: string;
   requestedAt: Date;
   endpoint: { agentId: string; webhookVersion: string; url: string };
-  secret: string;
+  secrets: SigningSecrets;
 };
 
 // What the worker needs to send a test event, or null when there is nothing to send: it was
@@ -117,9 +118,9 @@ export type TestEventToSend = {
 // sent, with that reason).
 export async function testEventToSend(sql: Sql, id: string): Promise<TestEventToSend | null> {
   if (!isId(id)) return null;
-  const [row] = await sql<(Omit<TestEventToSend, 'endpoint'> & { agentId: string; webhookVersion: string; url: string; current: boolean })[]>`
+  const [row] = await sql<(Omit<TestEventToSend, 'endpoint' | 'secrets'> & SecretColumns & { agentId: string; webhookVersion: string; url: string; current: boolean })[]>`
     select e.id, a.username, e.requested_by as "requestedBy", e.requested_at as "requestedAt", e.agent_id as "agentId",
-           e.webhook_version as "webhookVersion", e.url, a.signing_secret as secret,
+           e.webhook_version as "webhookVersion", e.url, ${signingSecretColumns(sql, 'a')},
            a.webhook_url is not null and ${webhookVersion(sql, 'a')} = e.webhook_version as current
     from endpoint_test_events e join agents a on a.id = e.agent_id
     where e.id = ${id} and e.attempted_at is null`;
@@ -130,8 +131,8 @@ export async function testEventToSend(sql: Sql, id: string): Promise<TestEventTo
       where id = ${id} and attempted_at is null`;
     return null;
   }
-  const { agentId, webhookVersion: version, url, current: _, ...rest } = row;
-  return { ...rest, endpoint: { agentId, webhookVersion: version, url } };
+  const { agentId, webhookVersion: version, url, current: _, secret, previousSecret, previousSecretUntil, ...rest } = row;
+  return { ...rest, endpoint: { agentId, webhookVersion: version, url }, secrets: secretsOf({ secret, previousSecret, previousSecretUntil }) };
 }
 
 export const WEBHOOK_CHANGED = 'Not sent: the webhook was removed or saved again before the test event went out.';

@@ -12,6 +12,7 @@ import { addNotifyJobs, hasLiveNotifyJob, webhookVersion } from './notify-jobs';
 import { retiredFirst, retireJobs } from '../../db/job-queue';
 import { agentSeesThread } from '../threads/visibility';
 import { recordEndpointHealth, webhookActive } from '../agents/endpoint-health';
+import { secretsOf, secretVersion, signingSecretColumns, type SecretColumns, type SigningSecrets } from '../agents/signing-secrets';
 
 // The one owner of a delivery's steps (Accepted → Notified → Delivered → Fetched, or Failed at the
 // step reached) and of the question every writer asks: is a doorbell still owed? Posts, reports,
@@ -50,7 +51,8 @@ export type OwedDoorbell = {
   recipientId: string;
   webhookVersion: string;
   url: string;
-  secret: string;
+  secrets: SigningSecrets;
+  secretVersion: string;
 } & AttemptNumbers;
 
 // Which attempt this is: of which publish (the original counts as the first), within it, and of
@@ -60,11 +62,11 @@ export type AttemptNumbers = { publish: number; attempt: number; resend: number 
 // Everything a doorbell needs, or null when none is owed. The attempt's numbers are read here:
 // the job key allows one live job per delivery, so nothing else moves them while it runs.
 export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDoorbell | null> {
-  const [d] = await sql<(DoorbellFields & AttemptNumbers & { url: string; secret: string; recipientId: string; webhookVersion: string })[]>`
+  const [d] = await sql<(DoorbellFields & AttemptNumbers & SecretColumns & { url: string; recipientId: string; webhookVersion: string; secretVersion: string })[]>`
     ${deliveriesById(sql, [deliveryId])}
     select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as "threadTitle",
-           m.sender, m.summary, m.content, a.webhook_url as url, a.signing_secret as secret,
-           a.id as "recipientId", ${webhookVersion(sql, 'a')} as "webhookVersion",
+           m.sender, m.summary, m.content, a.webhook_url as url, ${signingSecretColumns(sql, 'a')},
+           a.id as "recipientId", ${webhookVersion(sql, 'a')} as "webhookVersion", ${secretVersion(sql, 'a')} as "secretVersion",
            d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend
     from d
     join agents a on a.id = d.recipient_id
@@ -72,27 +74,31 @@ export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDo
     join threads t on t.id = d.thread_id
     where ${owesDoorbell(sql)}`;
   if (!d) return null;
-  const { url, secret, recipientId, webhookVersion: version, publish, attempt, resend, ...fields } = d;
-  return { fields, url, secret, recipientId, webhookVersion: version, publish, attempt, resend };
+  const { url, secret, previousSecret, previousSecretUntil, recipientId, webhookVersion: version, secretVersion: secretsVersion, publish, attempt, resend, ...fields } = d;
+  const secrets = secretsOf({ secret, previousSecret, previousSecretUntil });
+  return { fields, url, secrets, secretVersion: secretsVersion, recipientId, webhookVersion: version, publish, attempt, resend };
 }
 
 // The same question for a doorbell prepared by the post (its fields already in the job): still
-// owed, and still for the webhook version it was prepared for? The attempt's numbers, or null.
+// owed, and still for the webhook version it was prepared for? The attempt's numbers, or null;
+// with them the secrets' version (signing-secrets.ts), so that a worker holding secrets since
+// rotated loads them again.
 // Doorbells that ask together share one statement (db/batcher.ts), as their attempts are recorded:
 // one in flight, gathering every doorbell that asks in the same turn of the event loop (the jobs of
 // one fetched batch start together). A drain of 4 000 in the bench asked in 536 statements instead
 // of 1 104 (two in flight, each sent at once), one of the changes that took a doorbell from 766 to
 // 527 µs of CPU, with no change to doorbell latency at 200/s (docs/internals/performance-history.md, "Fewer
 // statements per doorbell").
-export const owedPreparedAttempt = (pool: StatementPool, deliveryId: string, version: string): Promise<AttemptNumbers | null> =>
+export type OwedPrepared = AttemptNumbers & { secretVersion: string };
+export const owedPreparedAttempt = (pool: StatementPool, deliveryId: string, version: string): Promise<OwedPrepared | null> =>
   askOwedPrepared(pool, { deliveryId, version });
 
 const askOwedPrepared = batchedStatement(owedPreparedAttempts, { maxInFlight: 1, gather: true });
 
-async function owedPreparedAttempts(sql: Sql, asked: { deliveryId: string; version: string }[]): Promise<(AttemptNumbers | null)[]> {
-  const rows = await sql<(AttemptNumbers & { id: string; version: string })[]>`
+async function owedPreparedAttempts(sql: Sql, asked: { deliveryId: string; version: string }[]): Promise<(OwedPrepared | null)[]> {
+  const rows = await sql<(OwedPrepared & { id: string; version: string })[]>`
     ${deliveriesById(sql, asked.map((a) => a.deliveryId))}
-    select d.id, ${webhookVersion(sql, 'a')} as version,
+    select d.id, ${webhookVersion(sql, 'a')} as version, ${secretVersion(sql, 'a')} as "secretVersion",
            d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend
     from d join agents a on a.id = d.recipient_id
     where ${owesDoorbell(sql)}`;

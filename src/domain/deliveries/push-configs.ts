@@ -1,6 +1,7 @@
 import type { Queries, Sql } from '../../db/connect';
 import type { Agent } from '../agents/actors';
 import { checkWebhookUrl, type WebhookUrlPolicy } from '../agents/webhook-url';
+import { secretsOf, signingSecretColumns, type SigningSecrets } from '../agents/signing-secrets';
 import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { noSuchDelivery, sentTo, type SentDelivery } from './sent-deliveries';
@@ -117,7 +118,8 @@ export async function removePushConfig(sql: Sql, sender: Agent, recipient: Agent
 
 // What a push job needs: the configuration, who sent the message and to whom, and the sender's
 // webhook signing secret when it has one (pushes are signed with it, as its doorbells are).
-export type PushToSend = { config: PushConfig & { pushed: string | null }; sender: Agent; recipient: Agent; secret: string | null };
+// `secrets`: the sender's webhook signing secrets, null when it has no webhook.
+export type PushToSend = { config: PushConfig & { pushed: string | null }; sender: Agent; recipient: Agent; secrets: SigningSecrets | null };
 
 // Takes a configuration for one push, for `leaseMs` at most: pushes of one configuration are sent
 // one at a time, so that an older status cannot arrive after a newer one. Null when it is gone,
@@ -125,19 +127,20 @@ export type PushToSend = { config: PushConfig & { pushed: string | null }; sende
 // again for then, and will send whatever the task is by that time).
 export async function claimPush(sql: Sql, configId: string, leaseMs: number): Promise<PushToSend | { busyUntil: Date } | null> {
   if (!isId(configId)) return null;
-  const [row] = await sql<(PushConfig & { pushed: string | null; senderId: string; sender: string; recipientId: string; recipient: string; secret: string | null })[]>`
+  const [row] = await sql<(PushConfig & { pushed: string | null; senderId: string; sender: string; recipientId: string; recipient: string; secret: string | null; previousSecret: string | null; previousSecretUntil: Date | null })[]>`
     with claimed as (
       update a2a_push_configs set sending_until = now() + ${leaseMs} * interval '1 millisecond'
       where id = ${configId} and (sending_until is null or sending_until < now())
       returning *
     )
     select c.id, c.name, c.delivery_id as "deliveryId", c.url, c.token, c.auth_scheme as "authScheme", c.auth_credentials as "authCredentials",
-           c.pushed, s.id as "senderId", s.username as sender, r.id as "recipientId", r.username as recipient, s.signing_secret as secret
+           c.pushed, s.id as "senderId", s.username as sender, r.id as "recipientId", r.username as recipient, ${signingSecretColumns(sql, 's')}
     from claimed c join agents s on s.id = c.owner_id join agents r on r.id = c.recipient_id
     where s.archived_at is null`;
   if (row) {
-    const { senderId, sender, recipientId, recipient, secret, ...config } = row;
-    return { config, sender: { id: senderId, username: sender }, recipient: { id: recipientId, username: recipient }, secret };
+    const { senderId, sender, recipientId, recipient, secret, previousSecret, previousSecretUntil, ...config } = row;
+    const secrets = secret === null ? null : secretsOf({ secret, previousSecret, previousSecretUntil });
+    return { config, sender: { id: senderId, username: sender }, recipient: { id: recipientId, username: recipient }, secrets };
   }
   const [busy] = await sql<{ until: Date }[]>`
     select sending_until as until from a2a_push_configs where id = ${configId} and sending_until >= now()`;

@@ -8,6 +8,7 @@ import { wakeForNewDeliveries, wakeWithJobs } from '../deliveries/delivery-wake-
 import { oneLine } from './summary-line';
 import { inIdOrder, toFetched } from '../deliveries/delivery-steps';
 import { addNotifyJobs, webhookVersion } from '../deliveries/notify-jobs';
+import { secretVersion } from '../agents/signing-secrets';
 import { ringAfterCommit, ringWindowFor, type CommittedDoorbell } from '../deliveries/doorbells-at-once';
 import { webhookActive } from '../agents/endpoint-health';
 import { isId } from '../shared/ids';
@@ -222,7 +223,8 @@ export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRu
              case when s.id is null or i.approved then 0 else coalesce(s.messages_per_minute, ${rules.messagesPerMinute}) end as quota
       from input i join threads t on t.id = i.thread_id left join agents s on s.id = i.sender_agent_id
     ), recipients as (
-      select i.n, a.id, ${webhookActive(sql, 'a')} as webhook, a.webhook_url, ${webhookVersion(sql, 'a')} as webhook_version
+      select i.n, a.id, ${webhookActive(sql, 'a')} as webhook, a.webhook_url, ${webhookVersion(sql, 'a')} as webhook_version,
+             ${secretVersion(sql, 'a')} as secret_version
       from input i join participants p on p.thread_id = i.thread_id join agents a on a.id = p.agent_id
       where a.archived_at is null and a.id is distinct from i.sender_agent_id
     ), sendable as (
@@ -268,7 +270,8 @@ export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRu
     ), doorbell as (
       select d.id, d.webhook, i.ring_window_ms, json_build_object(
                'messageId', d.message_id, 'threadId', i.thread_id, 'threadTitle', thread.title, 'sender', i.sender,
-               'summary', i.doorbell_summary, 'recipientId', r.id, 'url', r.webhook_url, 'webhookVersion', r.webhook_version
+               'summary', i.doorbell_summary, 'recipientId', r.id, 'url', r.webhook_url, 'webhookVersion', r.webhook_version,
+               'secretVersion', r.secret_version
              ) as doorbell
       from delivery d join input i on i.message_id = d.message_id join thread on thread.n = i.n
       join recipients r on r.n = i.n and r.id = d.recipient_id

@@ -5,6 +5,7 @@ import { confirmAction, type ConfirmRequest } from '../shared/confirm.ts';
 import { HealthBadge, LastHourFigure, refocus, WebhookHealth } from './agent-health.ts';
 import { Sending } from './agent-sending.ts';
 import { ContactPolicyPanel } from './agent-contacts.ts';
+import { RotateSecret } from './agent-secret.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html, valueOf } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
@@ -97,6 +98,7 @@ function Webhook({ agent, secret, onSecret }: { agent: Agent; secret: string | n
           <p class="secret">Signing secret: ${secret
             ? html`<code>${secret}</code> <${CopyButton} text=${() => secret} />`
             : html`<code class="masked">••••••••••••••••</code> <button type="button" class="quiet" disabled=${action.busy} onClick=${reveal}>Reveal secret</button>`}</p>
+          <div class="rotation"><${RotateSecret} agent=${agent} onRotated=${added} /></div>
           <${ErrorText} id=${`webhook-error-${agent.username}`} error=${action.error?.message} />
           ${agent.health ? html`<${WebhookHealth} agent=${agent} health=${agent.health} />` : null}`
       : html`<${AddWebhook} agent=${agent} onAdded=${added} />`}

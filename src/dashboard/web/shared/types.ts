@@ -119,6 +119,7 @@ export type Agent = {
   cardListed: boolean;
   webhookUrl: string | null;
   webhookSetAt: string | null;
+  previousSecretExpiresAt: string | null;
   createdAt: string;
   connections: Connection[];
   // Null without a webhook.
