@@ -69,7 +69,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(mcpRoutes(sql, inboxSignal, agentCache, held, log, config, oauth, searches))
     .use(a2aRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(consentRoutes(sql, config, log, oauth))
-    .use(dashboard({ sql, config, log, metrics, searches }));
+    .use(dashboard({ sql, config, log, metrics, searches, agentCache }));
 }
 
 export type App = ReturnType<typeof buildApp>;

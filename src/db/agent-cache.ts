@@ -25,7 +25,7 @@ export type AgentCache = {
   used(keyId: string, prefix: string): void;
   // Drops the agent here at once, for a change this process made itself: the database's notice
   // follows a moment later, and the next request must not come first.
-  forget(agentId: string): void;
+  forget(agent: { id: string } | { username: string }): void;
 };
 
 export type AgentCacheListener = AgentCache & { start(): Promise<void>; stop(): Promise<void>; size(): number; flushKeyUse(): Promise<void> };
@@ -71,7 +71,10 @@ export function cacheAgents(
       if (byKey.size > maxSize) byKey.delete(byKey.keys().next().value!);
     },
     used: keyUse.used,
-    forget: evict,
+    forget(agent) {
+      generation++;
+      for (const [keyHash, entry] of byKey) if ('id' in agent ? entry.agent.id === agent.id : entry.agent.username === agent.username) byKey.delete(keyHash);
+    },
     flushKeyUse: keyUse.flush,
     async start() {
       keyUse.start();

@@ -65,7 +65,7 @@ export const agentRoutes = (sql: Sql, agentCache: AgentCache, log: Logger) =>
       '/me/keys/:keyId',
       async ({ agent, params, request }) => {
         const key = await revokeOwnKey(sql, agent, params.keyId);
-        agentCache.forget(agent.id);
+        agentCache.forget({ id: agent.id });
         requestLog(log, request).info('agent_key_revoked', { agent: agent.username, key: key.prefix, current: key.current });
         return ok(key);
       },
