@@ -213,7 +213,8 @@ test('people create, list and revoke keys at the CLI, each decision in the audit
   const deps = { sql: h.db.sql, config: h.config };
   const made = (await runCommand(deps, ['keys', 'create', a.username, '--name', 'ops', '--expires-at', '2031-06-01T00:00:00Z'])) as { id: string; apiKey: string; prefix: string };
   expect(await threadsWith(made.apiKey)).toBe(200);
-  const listed = (await runCommand(deps, ['keys', 'list', a.username])) as { id: string; name: string }[];
+  const { username, keys: listed } = (await runCommand(deps, ['keys', 'list', a.username])) as { username: string; keys: { id: string; name: string }[] };
+  expect(username).toBe(a.username);
   expect(listed.map((k) => k.name)).toEqual(['initial', 'ops']);
   expect(listed).not.toContainEqual(expect.objectContaining({ apiKey: expect.anything() }));
   // The CLI is another process: this instance drops the key when the database's notice arrives.

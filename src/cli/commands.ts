@@ -55,7 +55,7 @@ export const commands: Record<string, Command> = {
   },
   'keys list': {
     usage: 'keys list <username>',
-    run: ({ sql }, [username]) => keysOf(sql, username!),
+    run: async ({ sql }, [username]) => ({ username, keys: await keysOf(sql, username!) }),
   },
   'keys create': {
     usage: 'keys create <username> --name <name> [--expires-at <time>]',
