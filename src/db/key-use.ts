@@ -10,7 +10,7 @@ export const KEY_USE_FLUSH_MS = 60_000;
 // note it, a key's row is written at most about once a minute. A key made before keys had prefixes
 // gets its prefix with its first write.
 export function trackKeyUse(sql: Sql, log: Logger, flushMs = KEY_USE_FLUSH_MS) {
-  let noted = new Map<string, { at: Date; prefix: string }>();
+  let noted = new Map<string, { at: number; prefix: string }>();
   let timer: ReturnType<typeof setInterval> | null = null;
 
   const flush = async () => {
@@ -19,7 +19,7 @@ export function trackKeyUse(sql: Sql, log: Logger, flushMs = KEY_USE_FLUSH_MS) {
     noted = new Map();
     await sql`
       update agent_keys k set last_used_at = u.at, prefix = coalesce(k.prefix, u.prefix)
-      from unnest(${batch.map(([id]) => id)}::uuid[], ${batch.map(([, u]) => u.at.toISOString())}::timestamptz[], ${batch.map(([, u]) => u.prefix)}::text[])
+      from unnest(${batch.map(([id]) => id)}::uuid[], ${batch.map(([, u]) => new Date(u.at).toISOString())}::timestamptz[], ${batch.map(([, u]) => u.prefix)}::text[])
            as u(id, at, prefix)
       where k.id = u.id and (k.last_used_at is null or k.last_used_at < u.at - interval '1 minute' or k.prefix is null)`.catch((error: Error) =>
       log.warn('key_use_not_written', { keys: batch.length, error: error.message }),
@@ -28,7 +28,7 @@ export function trackKeyUse(sql: Sql, log: Logger, flushMs = KEY_USE_FLUSH_MS) {
 
   return {
     used(keyId: string, prefix: string) {
-      noted.set(keyId, { at: new Date(), prefix });
+      noted.set(keyId, { at: Date.now(), prefix });
     },
     flush,
     start() {
