@@ -58,5 +58,8 @@ begin
   return null;
 end $$;
 
+-- contract: the previous release changes agent_keys only through agents: its inserts (copied above)
+-- and an agent deleted, whose keys go with it; then this notifies as sql/007 already does, and the
+-- agent's row, gone, is not updated.
 create trigger agent_keys_changed after delete or update of key_hash, expires_at, agent_id on agent_keys
   for each row execute function agent_key_changed();
