@@ -59,7 +59,9 @@ export async function whileCredentialAnswers<T>(deps: Deps, agent: Agent, reques
   };
   const leave = () => stop.abort();
   request.signal.addEventListener('abort', leave);
-  const askAgain = endWhenRevoked(deps, agent, request, end);
+  // Stopping wakes the wait itself, which answers with what it finds: that is no revocation.
+  const check = endWhenRevoked(deps, agent, request, end);
+  const askAgain = () => deps.inboxSignal.stopped() || check();
   const unwatch = deps.inboxSignal.watchAgent(agent.id, askAgain);
   const cancelExpiry = askAgainAtExpiry(await credentialExpiresAt(deps.sql, agent, request.headers.get('authorization')), askAgain);
   try {

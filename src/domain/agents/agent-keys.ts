@@ -51,7 +51,7 @@ async function agentIdNamed(sql: Queries, username: string): Promise<string> {
   return row.id;
 }
 
-export async function listKeys(sql: Queries, agentId: string): Promise<AgentKey[]> {
+async function listKeys(sql: Queries, agentId: string): Promise<AgentKey[]> {
   const rows = await sql<KeyRow[]>`select ${keyColumns(sql)} from agent_keys k where k.agent_id = ${agentId} order by k.created_at, k.id`;
   return rows.map(toKey);
 }
