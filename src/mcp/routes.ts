@@ -14,7 +14,7 @@ import { requestLog } from '../web/request-id';
 import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp, MCP_STREAM_BACKLOG_BYTES, streamMcp } from './server';
-import { askAgainAtExpiry, endWhenRevoked } from '../web/held-credential';
+import { askAgainAtExpiry, endWhenRevoked, untilCredentialRevoked } from '../web/held-credential';
 import type { HeldRequests } from '../web/held-requests';
 import { credentialExpiresAt } from '../domain/agents/authentication';
 
@@ -72,8 +72,10 @@ export const mcpRoutes = (
       ({ agent, body, request, server }) => {
         holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
-        return answerMcp(request, body as string, ctx, requestLogger);
+        return untilCredentialRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, oauth?.resource, (abort) => {
+          const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+          return answerMcp(request, body as string, ctx, requestLogger);
+        });
       },
       { agentWithRawBody: true, detail: { hide: true } },
     )

@@ -1,7 +1,7 @@
 import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
 import type { Agent } from '../domain/agents/actors';
-import { credentialExpiresAt, credentialStillAnswers, refusal } from '../domain/agents/authentication';
+import { credentialStillAnswers, refusal } from '../domain/agents/authentication';
 import type { Logger } from '../log';
 
 type Deps = { sql: Sql; inboxSignal: InboxSignal; log: Logger };
@@ -45,32 +45,57 @@ export function endWhenRevoked({ sql, inboxSignal, log }: Deps, agent: Agent, re
   };
 }
 
-// A wait held open for an agent (the inbox's `wait`, receipts' `waitFor`) ends at once when the
-// key it was made with is revoked or expires, or its agent is archived, on whichever instance:
-// `work` is given a signal that aborts then (or when the client leaves), and the wait answers 401
-// as authentication would now. A request that does not wait (`waits` false) watches nothing.
-export async function whileCredentialAnswers<T>(deps: Deps, agent: Agent, request: Request, waits: boolean, work: (abort: AbortSignal) => Promise<T>): Promise<T> {
-  if (!waits) return work(request.signal);
+// What a wait held open for an agent does when the credential it was made with may have stopped
+// answering (its key revoked or expired, its agent archived, on whichever instance): `signal`
+// aborts as soon as it has (or when the client leaves), and `revoked()` says which. An agent key's
+// expiry is watched for; an OAuth access token's is not (the client's next call is refused).
+// Stopping wakes the wait itself, which answers with what it finds: that is no revocation.
+function untilRevoked(deps: Deps, agent: Agent, request: Request, accessTokenResource?: string) {
   const stop = new AbortController();
   let revoked = false;
-  const end = () => {
-    revoked = true;
-    stop.abort();
-  };
   const leave = () => stop.abort();
   request.signal.addEventListener('abort', leave);
-  // Stopping wakes the wait itself, which answers with what it finds: that is no revocation.
-  const check = endWhenRevoked(deps, agent, request, end);
+  const check = endWhenRevoked(deps, agent, request, () => {
+    revoked = true;
+    stop.abort();
+  }, accessTokenResource);
   const askAgain = () => deps.inboxSignal.stopped() || check();
   const unwatch = deps.inboxSignal.watchAgent(agent.id, askAgain);
-  const cancelExpiry = askAgainAtExpiry(await credentialExpiresAt(deps.sql, agent, request.headers.get('authorization')), askAgain);
+  const cancelExpiry = askAgainAtExpiry(agent.key?.expiresAt ?? null, askAgain);
+  return {
+    signal: stop.signal,
+    revoked: () => revoked,
+    release() {
+      cancelExpiry();
+      unwatch?.();
+      request.signal.removeEventListener('abort', leave);
+    },
+  };
+}
+
+// A wait of the HTTP API (the inbox's `wait`, receipts' `waitFor`) ends at once when its credential
+// stops answering, and answers 401 as authentication would now. A request that does not wait
+// (`waits` false) watches nothing.
+export async function whileCredentialAnswers<T>(deps: Deps, agent: Agent, request: Request, waits: boolean, work: (abort: AbortSignal) => Promise<T>): Promise<T> {
+  if (!waits) return work(request.signal);
+  const held = untilRevoked(deps, agent, request);
   try {
-    const answer = await work(stop.signal);
-    if (revoked) throw refusal(agent);
+    const answer = await work(held.signal);
+    if (held.revoked()) throw refusal(agent);
     return answer;
   } finally {
-    cancelExpiry();
-    unwatch?.();
-    request.signal.removeEventListener('abort', leave);
+    held.release();
+  }
+}
+
+// An MCP call, which may hold a wait (check_inbox's, message_status's): the wait ends at once when
+// the credential stops answering, and answers with what it found, as when it runs out; the next
+// call is refused. A call that does not wait finishes as it would have.
+export async function untilCredentialRevoked<T>(deps: Deps, agent: Agent, request: Request, accessTokenResource: string | undefined, work: (abort: AbortSignal) => Promise<T>) {
+  const held = untilRevoked(deps, agent, request, accessTokenResource);
+  try {
+    return await work(held.signal);
+  } finally {
+    held.release();
   }
 }
