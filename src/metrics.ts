@@ -25,6 +25,8 @@ export type DoorbellOutcome = 'notified' | 'retry' | 'failed';
 
 const HOLD_DECISIONS = ['approved', 'rejected', 'expired'] as const;
 export type HoldDecision = (typeof HOLD_DECISIONS)[number];
+const ENDPOINT_TRANSITIONS = ['warned', 'disabled', 'enabled', 'paused', 'resumed'] as const;
+export type EndpointTransition = (typeof ENDPOINT_TRANSITIONS)[number];
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -52,11 +54,11 @@ export function createMetrics() {
   });
   const endpointTransitions = new Counter({
     name: 'ams_webhook_endpoint_transitions_total',
-    help: 'Webhooks that reached a warning stage (warned), were switched off for failing (disabled) or switched back on by a person (enabled), as seen by this process.',
+    help: 'Webhooks that reached a warning stage (warned), were switched off for failing (disabled), switched back on by a person (enabled), or paused and resumed by a person (paused, resumed), as seen by this process.',
     labelNames: ['transition'] as const,
     registers: [registry],
   });
-  for (const transition of ['warned', 'disabled', 'enabled']) endpointTransitions.inc({ transition }, 0);
+  for (const transition of ENDPOINT_TRANSITIONS) endpointTransitions.inc({ transition }, 0);
   const quotaRefusals = new Counter({
     name: 'ams_quota_refusals_total',
     help: "Sends refused because the agent's quota was used up: messages (per minute) or threads (per hour), as seen by this process.",
@@ -223,7 +225,7 @@ export function createMetrics() {
     doorbellAttempt(outcome: DoorbellOutcome, status: number | null, seconds: number) {
       doorbells.observe({ outcome, answer: status === null ? 'none' : `${Math.floor(status / 100)}xx` }, seconds);
     },
-    endpointTransition(transition: 'warned' | 'disabled' | 'enabled') {
+    endpointTransition(transition: EndpointTransition) {
       endpointTransitions.inc({ transition });
     },
     // What the send rules did (domain/messages/send-rules.ts).

@@ -403,6 +403,8 @@ CREATE TABLE public.agents (
     holds_messages boolean DEFAULT false NOT NULL,
     messages_per_minute integer,
     threads_per_hour integer,
+    webhook_paused_by text,
+    webhook_resumed_at timestamp with time zone,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_contact_policy_check CHECK ((contact_policy = ANY (ARRAY['open'::text, 'contacts'::text, 'closed'::text]))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),

@@ -3,11 +3,12 @@ import { bodyField } from '../web/body';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
-import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
-import { createAgent, enableWebhook, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
+import { agentListing, agentPage, listAgents, revealSigningSecret, webhookTroubleOf } from '../domain/agents/agent-overview';
+import { createAgent, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
+import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
-import { overview } from '../domain/deliveries/overview';
+import { overview, troublePage } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
 import { deliveryFilter } from '../domain/deliveries/delivery-query';
@@ -87,6 +88,7 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, agentCache, 
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
     .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
     .get('/overview', async () => ok(await overview(sql, config.STALLED_AFTER_MS)), { person: true })
+    .get('/overview/trouble', async ({ query }) => ok(await troublePage(sql, query, config.STALLED_AFTER_MS)), { person: true })
     .get('/holds', async ({ query }) => ok(await waitingPage(sql, query)), { person: true })
     .post(
       '/holds/approve',
@@ -103,7 +105,15 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, agentCache, 
       async ({ body, person, request }) => ok(counted(await approveAllFrom(sql, requestLog(log, request), byPerson(person), bodyField(body, 'sender')))),
       { person: true },
     )
-    .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query))), { person: true })
+    .get(
+      '/agents',
+      async ({ query }) => {
+        const listing = agentListing(query, searchText(query.q));
+        return ok(await listAgents(sql, listing, agentPage(query, listing)));
+      },
+      { person: true },
+    )
+    .get('/webhook-trouble', async ({ query }) => ok(await webhookTroubleOf(sql, query.agents)), { person: true })
     .post(
       '/agents',
       async ({ body, person, set }) => {
@@ -146,10 +156,35 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, agentCache, 
     .post(
       '/agents/:username/webhook/enable',
       async ({ params, body, person, request }) => {
-        const enabled = await enableWebhook(sql, byPerson(person), params.username, bodyField(body, 'resendFailed') === true);
+        const enabled = await enableWebhook(sql, byPerson(person), params.username, {
+          resendFailed: bodyField(body, 'resendFailed') === true,
+          withoutPassingTest: bodyField(body, 'withoutPassingTest') === true,
+        });
         metrics.endpointTransition('enabled');
-        requestLog(log, request).info('webhook_endpoint_enabled', { agent: params.username, person: person.username, resent: enabled.resent });
+        requestLog(log, request).info('webhook_endpoint_enabled', {
+          agent: params.username, person: person.username, resent: enabled.resent, passingTest: enabled.passingTest,
+        });
         return ok(enabled);
+      },
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/pause',
+      async ({ params, body, person, request }) => {
+        const paused = await pauseWebhook(sql, byPerson(person), params.username, bodyField(body, 'reason'));
+        metrics.endpointTransition('paused');
+        requestLog(log, request).info('webhook_endpoint_paused', { agent: params.username, person: person.username });
+        return ok(paused);
+      },
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/resume',
+      async ({ params, body, person, request }) => {
+        const resumed = await resumeWebhook(sql, byPerson(person), params.username, { resendFailed: bodyField(body, 'resendFailed') === true });
+        metrics.endpointTransition('resumed');
+        requestLog(log, request).info('webhook_endpoint_resumed', { agent: params.username, person: person.username, resent: resumed.resent });
+        return ok(resumed);
       },
       { person: true },
     )
