@@ -60,16 +60,16 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(apiDocs(config.PUBLIC_URL))
     .use(welcomePage())
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
-    .use(deliveryRoutes(sql, inboxSignal, agentCache, held))
+    .use(deliveryRoutes(sql, inboxSignal, agentCache, held, log))
     .use(threadRoutes(sql, agentCache, log, config))
-    .use(agentRoutes(sql, agentCache))
+    .use(agentRoutes(sql, agentCache, log))
     .use(searchRoutes(sql, agentCache, searches))
-    .use(receiptRoutes(sql, inboxSignal, agentCache, held, config))
+    .use(receiptRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(eventRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(mcpRoutes(sql, inboxSignal, agentCache, held, log, config, oauth, searches))
     .use(a2aRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(consentRoutes(sql, config, log, oauth))
-    .use(dashboard({ sql, config, log, metrics, searches }));
+    .use(dashboard({ sql, config, log, metrics, searches, agentCache }));
 }
 
 export type App = ReturnType<typeof buildApp>;

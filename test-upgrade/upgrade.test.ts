@@ -174,6 +174,25 @@ test(`the previous release keeps working while this version upgrades its databas
   await converse(fresh, old, alice, carol);
   const dave: Agent = cli(next, 'agents', 'create', 'dave', '--webhook', hook.url('/dave'));
   await converse(old, fresh, dave, carol);
+  // An agent the previous release made, before the upgrade or during it, keeps its one key,
+  // unchanged, as the first of its keys.
+  for (const agent of [alice, carol]) {
+    const keys = await call(fresh, 'GET', '/api/agents/me/keys', agent.apiKey);
+    expect([keys.status, keys.body.data.map((k: { name: string; expiresAt: null; current: boolean }) => [k.name, k.expiresAt, k.current])]).toEqual([
+      200,
+      [['initial', null, true]],
+    ]);
+  }
+  // An agent rotates its key through this version while the old one still serves: the old version
+  // refuses the revoked key too. It knows only the key an agent was created with, so the new key
+  // answers through this version alone until the old one is gone.
+  const erin: Agent = cli(next, 'agents', 'create', 'erin', '--webhook', hook.url('/erin'));
+  const rotated = await call(fresh, 'POST', '/api/agents/me/keys', erin.apiKey, { name: 'rotated' });
+  expect(rotated.status).toBe(201);
+  const [initial] = (await call(fresh, 'GET', '/api/agents/me/keys', erin.apiKey)).body.data;
+  expect((await call(fresh, 'DELETE', `/api/agents/me/keys/${initial.id}`, rotated.body.data.apiKey)).status).toBe(200);
+  for (const instance of [fresh, old]) expect((await call(instance, 'GET', '/api/threads', erin.apiKey)).status).toBe(401);
+  expect((await call(fresh, 'GET', '/api/threads', rotated.body.data.apiKey)).status).toBe(200);
 
   // An old process that restarts mid-rollout (or a rollback) starts on the new schema, and works.
   await stop(old);

@@ -84,7 +84,7 @@ const threadsOnHarness = async (key: string) => (await h.call('GET', '/api/threa
 // Whoever changes the row, the database notifies: no writer has to remember to.
 test.each([
   ['archived', (username: string) => h.db.sql`update agents set archived_at = now() where username = ${username}`],
-  ['given another key', (username: string) => h.db.sql`update agents set key_hash = sha256(key_hash) where username = ${username}`],
+  ['whose key is revoked', (username: string) => h.db.sql`delete from agent_keys where agent_id = (select id from agents where username = ${username})`],
   ['deleted', (username: string) => h.db.sql`delete from agents where username = ${username}`],
 ])('an agent %s by plain SQL: the key its process had cached answers 401 once the change is heard', async (_change, change) => {
   const a = await h.agent(uniqueName('plain'));

@@ -152,6 +152,33 @@ describe('refusals', () => {
 });
 
 describe('agents', () => {
+  test("an agent's keys: listed without the key, created once shown, revoked; refusals in the envelope", async () => {
+    const listed = await as('GET', '/agents/carol/keys');
+    expect(listed.body).toEqual({
+      success: true,
+      data: [{ id: expect.any(String), name: 'initial', prefix: carol.key.slice(0, 12), createdAt: expect.any(String), lastUsedAt: null, expiresAt: null }],
+    });
+    const made = await as('POST', '/agents/carol/keys', { name: 'desk', expiresAt: '2031-01-01T00:00:00+02:00' });
+    expect([made.status, made.body.data.expiresAt, made.body.data.apiKey]).toEqual([201, '2030-12-31T22:00:00.000Z', expect.stringMatching(/^agt_/)]);
+    for (const [method, path, body, status, error] of [
+      ['GET', '/agents/nobody/keys', undefined, 404, 'No agent named nobody.'],
+      ['POST', '/agents/nobody/keys', { name: 'x' }, 404, 'No agent named nobody.'],
+      ['POST', '/agents/carol/keys', { name: 'x', expiresAt: 'soon' }, 400, 'expiresAt must be a date and time with its offset, such as 2027-02-01T00:00:00Z'],
+      ['DELETE', `/agents/carol/keys/${ZERO_ID}`, undefined, 404, 'No such key for this agent.'],
+      ['DELETE', `/agents/alice/keys/${made.body.data.id}`, undefined, 404, 'No such key for this agent.'],
+    ] as const) {
+      const res = await as(method, path, body);
+      expect([res.status, res.body.success, res.body.error]).toEqual([status, false, error]);
+    }
+    const revoked = await as('DELETE', `/agents/carol/keys/${listed.body.data[0].id}`);
+    expect([revoked.status, revoked.body.data.name]).toEqual([200, 'initial']);
+    const last = await as('DELETE', `/agents/carol/keys/${made.body.data.id}`);
+    expect(last.status).toBe(409);
+    carol = { ...carol, key: made.body.data.apiKey };
+    const trail = await h.db.sql`select actor, action from audit_events where subject = 'carol' and action like 'agent.key.%' order by at, id`;
+    expect(trail.map((r) => `${r.actor} ${r.action}`)).toEqual(['ada agent.key.create', 'ada agent.key.revoke']);
+  });
+
   test('register: the key is shown once and stored only as its hash', async () => {
     const res = await as('POST', '/agents', { username: 'drafter' });
     expect(res.status).toBe(201);

@@ -165,9 +165,9 @@ test('the Agents page lists connected clients with their last use; Disconnect re
   await archive.click();
   expect(await dialog.getByRole('heading').textContent()).toBe('Archive researcher?');
   expect(await dialog.locator('p').allTextContents()).toEqual([
-    'Its API key stops working at once, and it receives no new messages: what is posted to its threads while it is archived never reaches it, even once it is unarchived.',
+    'Its API keys stop working at once, and it receives no new messages: what is posted to its threads while it is archived never reaches it, even once it is unarchived.',
     'Its connected client, Research Assistant, is disconnected for good: connecting again after an unarchive takes a new approval.',
-    'Unarchive gives its key back.',
+    'Unarchive gives its keys back.',
   ]);
   await dialog.getByRole('button', { name: 'Cancel' }).click();
   await dialog.waitFor({ state: 'detached' });

@@ -541,9 +541,9 @@ test('a failing webhook shows on the overview and on its agent, and a test event
     await archive.click();
     expect(await dialog.getByRole('heading').textContent()).toBe('Archive invoice-agent?');
     expect(await dialog.locator('p').allTextContents()).toEqual([
-      'Its API key stops working at once, and it receives no new messages: what is posted to its threads while it is archived never reaches it, even once it is unarchived.',
+      'Its API keys stop working at once, and it receives no new messages: what is posted to its threads while it is archived never reaches it, even once it is unarchived.',
       'No doorbells go to its webhook while it is archived.',
-      'Unarchive gives its key back.',
+      'Unarchive gives its keys back.',
     ]);
     await docsShot('agents-archive-confirm');
     await page.keyboard.press('Escape');

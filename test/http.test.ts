@@ -57,7 +57,7 @@ describe('the envelope everywhere', () => {
     expect(await res.json()).toEqual({ success: false, error: `Internal server error (request id ${id}); nothing about the request will fix it.` });
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'error', event: 'request_failed', method: 'GET', path: '/api/threads', requestId: id });
-    expect(JSON.parse(lines[0]!).error).toContain('relation "agents" does not exist');
+    expect(JSON.parse(lines[0]!).error).toContain('relation "agent_keys" does not exist');
     expect(lines[0]).not.toContain(a.key);
   });
 
@@ -133,6 +133,9 @@ describe('OpenAPI', () => {
         'GET /api/messages/search',
         'GET /api/events',
         'GET /api/agents/me/contact-policy',
+        'GET /api/agents/me/keys',
+        'POST /api/agents/me/keys',
+        'DELETE /api/agents/me/keys/{keyId}',
       ].sort(),
     );
     expect(doc.security).toEqual([{ agentKey: [] }]);
@@ -156,7 +159,9 @@ describe('OpenAPI', () => {
     expect(Object.keys(doc.components.schemas).sort()).toEqual(
       [
         'Acknowledgement',
+        'AgentKey',
         'ContactPolicy',
+        'CreatedAgentKey',
         'DeliveredReport',
         'Error',
         'Hold',
@@ -167,6 +172,7 @@ describe('OpenAPI', () => {
         'MessageReceipts',
         'MessageSearchHit',
         'MessageSearchResults',
+        'NewAgentKey',
         'NewMessage',
         'NewParticipant',
         'NewThread',

@@ -74,3 +74,33 @@ test('archiving the agent ends its GET stream', async () => {
   await eventually(async () => h.inboxSignal.streaming() === 0, 10_000);
   await mcp.close();
 });
+
+test('revoking the key its client called with ends its GET stream; a client with another key of the agent keeps its own', async () => {
+  const { reader, mcp } = await agentWithClient();
+  const other = await h.call('POST', '/api/agents/me/keys', { key: reader.key, body: { name: 'other client' } });
+  const second = await mcpClient(server.base, other.body.data.apiKey);
+  await eventually(async () => h.inboxSignal.streaming() === 2, 10_000);
+  const [initial] = (await h.call('GET', '/api/agents/me/keys', { key: reader.key })).body.data;
+  expect((await h.call('DELETE', `/api/agents/me/keys/${initial.id}`, { key: other.body.data.apiKey })).status).toBe(200);
+  await eventually(async () => h.inboxSignal.streaming() === 1, 2_000);
+  expect((await second.call('check_inbox')).data).toEqual({ entries: [] });
+  await mcp.close();
+  await second.close();
+  await eventually(async () => h.inboxSignal.streaming() === 0, 10_000);
+});
+
+test("a check_inbox wait with a key revoked meanwhile ends at once with what it found; the client's next call is refused", async () => {
+  const { reader, mcp } = await agentWithClient();
+  const other = (await h.call('POST', '/api/agents/me/keys', { key: reader.key, body: { name: 'spare' } })).body.data;
+  const [initial] = (await h.call('GET', '/api/agents/me/keys', { key: reader.key })).body.data;
+  const waiting = mcp.call('check_inbox', { wait: 40 }).then((answer) => ({ answer, at: Date.now() }));
+  await eventually(async () => h.inboxSignal.waiting() > 0 || null, 5_000);
+  const revokedAt = Date.now();
+  expect((await h.call('DELETE', `/api/agents/me/keys/${initial.id}`, { key: other.apiKey })).status).toBe(200);
+  const { answer, at } = await waiting;
+  expect(answer).toEqual({ data: { entries: [] } });
+  expect(at - revokedAt).toBeLessThan(2_000);
+  await expect(mcp.call('check_inbox')).rejects.toThrow('The API key is not recognised or its agent is archived.');
+  await mcp.close().catch(() => {});
+  await eventually(async () => h.inboxSignal.streaming() === 0, 10_000);
+});

@@ -7,6 +7,7 @@ import { callApp, uniqueName, useHarness, type Reply, type TestAgent } from './s
 import { openApiValidator } from './support/openapi-validator';
 import { eventually } from './support/receiver';
 import { MAX_QUEUED_POSTS } from '../src/domain/messages/messages';
+import { EXAMPLE_KEY_EXPIRY } from '../src/http/responses';
 
 // Every route driven through a validator built from the published document: any status, body or
 // header the document does not describe fails, and so does any documented status or example
@@ -19,6 +20,9 @@ let stranger: TestAgent;
 let threadId: string;
 let deliveryId: string;
 let messageId: string;
+let keyId: string;
+// A key of the opener's that expired at the time the document's example names.
+let expired: string;
 
 type Opts = { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> };
 async function call(method: string, path: string, opts: Opts = {}): Promise<Reply> {
@@ -44,7 +48,8 @@ const pathOf = (template: string, id?: string) =>
     .replace(/^\/api\/messages\/search$/, '/api/messages/search?q=first')
     .replace('{threadId}', id ?? threadId)
     .replace('{deliveryId}', id ?? deliveryId)
-    .replace('{messageId}', id ?? messageId);
+    .replace('{messageId}', id ?? messageId)
+    .replace('{keyId}', id ?? keyId);
 
 beforeAll(async () => {
   const doc = await h.call('GET', '/openapi/json');
@@ -56,6 +61,11 @@ beforeAll(async () => {
   messageId = (await h.post(opener, threadId, 'first')).id;
   const inbox = await h.call('GET', '/api/deliveries', { key: member.key });
   deliveryId = inbox.body.data[0].deliveryId;
+  const spare = await h.call('POST', '/api/agents/me/keys', { key: opener.key, body: { name: 'spare' } });
+  keyId = spare.body.data.id;
+  const lapsing = await h.call('POST', '/api/agents/me/keys', { key: opener.key, body: { name: 'lapsed', expiresAt: '2099-01-01T00:00:00Z' } });
+  expired = lapsing.body.data.apiKey;
+  await h.db.sql`update agent_keys set expires_at = ${EXAMPLE_KEY_EXPIRY} where id = ${lapsing.body.data.id}`;
 });
 
 test('every operation answers its documented success', async () => {
@@ -76,6 +86,10 @@ test('every operation answers its documented success', async () => {
   expect((await call('GET', `/api/messages/${messageId}/deliveries?waitFor=fetched&wait=0.1`, { key: opener.key })).status).toBe(200);
   expect((await openStream('/api/events', { key: member.key })).status).toBe(200);
   expect((await call('GET', '/api/messages/search?q=first&limit=1', { key: member.key })).status).toBe(200);
+  expect((await call('GET', '/api/agents/me/keys', { key: opener.key })).status).toBe(200);
+  const made = await call('POST', '/api/agents/me/keys', { key: member.key, body: { name: 'rotation', expiresAt: '2099-01-01T00:00:00Z' } });
+  expect(made.status).toBe(201);
+  expect((await call('DELETE', `/api/agents/me/keys/${made.body.data.id}`, { key: member.key })).status).toBe(200);
 });
 
 test('every operation answers its own refusals as documented', async () => {
@@ -130,6 +144,15 @@ test('every operation answers its own refusals as documented', async () => {
     expect(await statusOf('GET', `/api/messages/search?${query}`, { key: member.key })).toBe(400);
   }
   expect(await statusOf('GET', `/api/messages/search?q=first&threadId=${threadId}`, { key: stranger.key })).toBe(404);
+  for (const body of [{}, { name: 'x'.repeat(65) }, { name: 'x', expiresAt: 'tomorrow' }, { name: 'x', expiresAt: '2020-01-01T00:00:00Z' }]) {
+    expect(await statusOf('POST', '/api/agents/me/keys', { key: stranger.key, body })).toBe(400);
+  }
+  const [strangerKey] = (await call('GET', '/api/agents/me/keys', { key: stranger.key })).body.data;
+  expect(await statusOf('DELETE', `/api/agents/me/keys/${keyId}`, { key: stranger.key })).toBe(404);
+  expect(await statusOf('DELETE', `/api/agents/me/keys/${strangerKey.id}`, { key: stranger.key })).toBe(409);
+  const keyring = await h.agent(uniqueName('keyring'));
+  for (let i = 1; i < 5; i++) expect(await statusOf('POST', '/api/agents/me/keys', { key: keyring.key, body: { name: `k${i}` } })).toBe(201);
+  expect(await statusOf('POST', '/api/agents/me/keys', { key: keyring.key, body: { name: 'sixth' } })).toBe(409);
   // Events after this id were removed by the retention sweep.
   await h.db.sql`insert into agent_event_floors (agent_id, xid, seq) select id, '2', 1 from agents where username = ${member.username}`;
   expect(await statusOf('GET', '/api/events?lastEventId=1-1', { key: member.key })).toBe(410);
@@ -168,6 +191,7 @@ test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or 
     expect((await call(method, path, { headers: { authorization: 'Basic b3BlbmVyOnNlY3JldA==' } })).status).toBe(401);
     expect((await call(method, path, { key: 'sk_live_not_ours' })).status).toBe(401);
     expect((await call(method, path, { key: unknown })).status).toBe(401);
+    expect((await call(method, path, { key: expired })).status).toBe(401);
     const withNul = template.includes('{') ? pathOf(template, '%00') : `${template}?limit=%00`;
     expect((await call(method, withNul, { key: opener.key })).status).toBe(400);
     if (method !== 'POST') continue;
@@ -280,8 +304,9 @@ test('every route answers 500 in the envelope when a query fails unexpectedly', 
   await h.db.sql`alter table participants rename to participants_gone`;
   await h.db.sql`alter table threads rename to threads_gone`;
   await h.db.sql`alter table agent_contacts rename to agent_contacts_gone`;
+  await h.db.sql`alter table agent_keys rename to agent_keys_gone`;
   for (const { template, method } of v.operations) {
-    const body = method === 'POST' ? { title: 'x', content: 'x', username: member.username } : undefined;
+    const body = method === 'POST' ? { title: 'x', content: 'x', username: member.username, name: 'x' } : undefined;
     expect((await call(method, pathOf(template), { key: member.key, body })).status).toBe(500);
   }
 });
@@ -295,6 +320,9 @@ test('the document publishes no operation this file does not drive', () => {
     [
       'acknowledgeDelivery',
       'addParticipant',
+      'createKey',
+      'listKeys',
+      'revokeKey',
       'getContactPolicy',
       'getMessageDeliveries',
       'getThread',

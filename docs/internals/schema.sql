@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 034_signing_secret_rotation,
+-- The schema that the migrations in sql/ build, 001_core to 033_agent_keys,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -125,6 +125,30 @@ begin
     insert into agent_events (agent_id, type, delivery_id) values (sender, 'delivery.fetched', new.id);
   end if;
   perform pg_notify('ams_events', sender::text);
+  return null;
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.agent_first_key()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  insert into agent_keys (agent_id, slot, name, key_hash, created_at)
+  values (new.id, 1, 'initial', new.key_hash, new.created_at)
+  on conflict do nothing;
+  return null;
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.agent_key_changed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if tg_op = 'DELETE' then
+    update agents set key_hash = sha256(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()))
+    where id = old.agent_id and key_hash = old.key_hash;
+  end if;
+  perform pg_notify('ams_agents', old.agent_id::text);
   return null;
 end $function$;
 
@@ -340,6 +364,26 @@ CREATE TABLE public.agent_events (
 );
 CREATE INDEX agent_events_created_idx ON public.agent_events USING brin (created_at);
 
+CREATE TABLE public.agent_keys (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    agent_id uuid NOT NULL,
+    slot smallint NOT NULL,
+    name text NOT NULL,
+    key_hash bytea NOT NULL,
+    prefix text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_used_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    CONSTRAINT agent_keys_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT agent_keys_agent_id_slot_key UNIQUE (agent_id, slot),
+    CONSTRAINT agent_keys_key_hash_key UNIQUE (key_hash),
+    CONSTRAINT agent_keys_name_check CHECK (((length(name) >= 1) AND (length(name) <= 64))),
+    CONSTRAINT agent_keys_pkey PRIMARY KEY (id),
+    CONSTRAINT agent_keys_slot_check CHECK (((slot >= 1) AND (slot <= 5)))
+);
+CREATE INDEX agent_keys_agent_idx ON public.agent_keys USING btree (agent_id);
+CREATE TRIGGER agent_keys_changed AFTER DELETE OR UPDATE OF key_hash, expires_at, agent_id ON public.agent_keys FOR EACH ROW EXECUTE FUNCTION public.agent_key_changed();
+
 CREATE TABLE public.agents (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
     username text NOT NULL,
@@ -359,9 +403,8 @@ CREATE TABLE public.agents (
     holds_messages boolean DEFAULT false NOT NULL,
     messages_per_minute integer,
     threads_per_hour integer,
-    previous_signing_secret text,
-    previous_signing_secret_until timestamp with time zone,
-    signing_secret_rotated_at timestamp with time zone,
+    webhook_paused_by text,
+    webhook_resumed_at timestamp with time zone,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_contact_policy_check CHECK ((contact_policy = ANY (ARRAY['open'::text, 'contacts'::text, 'closed'::text]))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
@@ -374,10 +417,10 @@ CREATE TABLE public.agents (
 CREATE TRIGGER agents_archived_end_oauth_connections AFTER UPDATE OF archived_at ON public.agents FOR EACH ROW WHEN (((new.archived_at IS NOT NULL) AND (old.archived_at IS NULL))) EXECUTE FUNCTION public.oauth_end_connections_of_archived();
 CREATE TRIGGER agents_card_listing_changed AFTER UPDATE OF a2a_card_listed ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
 CREATE TRIGGER agents_deleted AFTER DELETE ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_change();
+CREATE TRIGGER agents_first_key AFTER INSERT ON public.agents FOR EACH ROW EXECUTE FUNCTION public.agent_first_key();
 CREATE TRIGGER agents_governance_changed AFTER UPDATE OF contact_policy, holds_messages, messages_per_minute, threads_per_hour ON public.agents FOR EACH ROW WHEN (((old.contact_policy IS DISTINCT FROM new.contact_policy) OR (old.holds_messages IS DISTINCT FROM new.holds_messages) OR (old.messages_per_minute IS DISTINCT FROM new.messages_per_minute) OR (old.threads_per_hour IS DISTINCT FROM new.threads_per_hour))) EXECUTE FUNCTION public.notify_agent_listing();
 CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url, webhook_disabled_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
-CREATE TRIGGER agents_signing_secret_rotated AFTER UPDATE OF signing_secret_rotated_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
 
 CREATE TABLE public.audit_events (
     id uuid DEFAULT public.uuid_v7() NOT NULL,

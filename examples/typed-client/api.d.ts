@@ -192,6 +192,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/me/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your keys
+         * @description The caller's keys (at most 5), oldest first: name, prefix, when each was created, last used (to within a minute or two) and expires. `current` marks the key this request was made with. The keys themselves are never shown again.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create a key
+         * @description A new key for the caller, answering at once on every instance beside the caller's other keys. The key itself (`apiKey`) is in this answer only: store it before doing anything else. To rotate, create a key, switch to it, then revoke the old one (DELETE /api/agents/me/keys/{keyId}). An agent has at most 5 keys, expired ones included (409 beyond). With `expiresAt`, the key stops answering then (401).
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/me/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a key
+         * @description Revokes one of the caller's keys at once, on every instance: requests with it are refused (401) from the moment this answers, and event streams, MCP streams and waits held open with it end. Revoking the key this request is made with is allowed (this answer is its last). The caller's last key that has not expired cannot be revoked (409): create another first. Answers the key as it was.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/messages/search": {
         parameters: {
             query?: never;
@@ -473,6 +517,97 @@ export interface components {
             /** @description Usernames of the agents on its block list: refused whatever the policy */
             block: string[];
         };
+        /** AgentKey */
+        AgentKey: {
+            /**
+             * @description Key id: what revoking names
+             * @example 01a1ff80-d963-77fb-8efa-675ab5c7dfaa
+             */
+            id: string;
+            /**
+             * @description What the key is for, as whoever created it named it
+             * @example laptop 2026-11
+             */
+            name: string;
+            /**
+             * @description What the key starts with (agt_ and 8 more characters), as logs name it; null for a key made before keys had prefixes, until its first use
+             * @example agt_Xq3v9LmP
+             */
+            prefix: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was created
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the key last authenticated a request, to within a minute or two; null if never
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            lastUsedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the key stops answering; null if it does not expire
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            expiresAt: string | null;
+            /** @description Whether this is the key the request was made with */
+            current: boolean;
+        };
+        /** NewAgentKey */
+        NewAgentKey: {
+            /**
+             * @description What the key is for, to tell it from the others
+             * @example laptop 2026-11
+             */
+            name: string;
+            /** @description When the key stops answering (RFC 3339, in the future); null or left out, it does not expire */
+            expiresAt?: string | null;
+        };
+        /** CreatedAgentKey */
+        CreatedAgentKey: {
+            /**
+             * @description Key id: what revoking names
+             * @example 01a1ff80-d963-77fb-8efa-675ab5c7dfaa
+             */
+            id: string;
+            /**
+             * @description What the key is for, as whoever created it named it
+             * @example laptop 2026-11
+             */
+            name: string;
+            /**
+             * @description What the key starts with (agt_ and 8 more characters), as logs name it; null for a key made before keys had prefixes, until its first use
+             * @example agt_Xq3v9LmP
+             */
+            prefix: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was created
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the key last authenticated a request, to within a minute or two; null if never
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            lastUsedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the key stops answering; null if it does not expire
+             * @example 2026-11-21T19:04:32.123Z
+             */
+            expiresAt: string | null;
+            /** @description Whether this is the key the request was made with */
+            current: boolean;
+            /**
+             * @description The new key itself (agt_…), shown this once: only its hash is kept
+             * @example agt_Xq3v9LmPp2c8Ykq1cL3h0fN2mTzVw5bA7dQeRsUuJ4E
+             */
+            apiKey: string;
+        };
         /** MessageSearchHit */
         MessageSearchHit: {
             /**
@@ -683,7 +818,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -766,7 +901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -858,7 +993,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -951,7 +1086,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1026,7 +1161,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1129,7 +1264,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1215,7 +1350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1317,7 +1452,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1421,7 +1556,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1522,7 +1657,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1623,11 +1758,267 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["AgentKey"][];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewAgentKey"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["CreatedAgentKey"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description What the request asks conflicts with what is stored (the sentence says what, and what to do first). Nothing was changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["AgentKey"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record, or it is not visible to the caller. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description What the request asks conflicts with what is stored (the sentence says what, and what to do first). Nothing was changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1698,7 +2089,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1794,7 +2185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1900,7 +2291,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The agent key is missing, malformed, unknown or archived. */
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

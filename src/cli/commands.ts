@@ -11,6 +11,7 @@ import { invitePerson } from '../domain/people/people';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { contactPolicy, removeContact, setContact, setContactPolicy } from '../domain/agents/contact-policy';
 import { confirmClose, declineClose } from '../domain/threads/threads';
+import { createKey, keysOf, revokeKey } from '../domain/agents/agent-keys';
 
 export type CliDeps = { sql: Sql; config: Config };
 
@@ -53,6 +54,18 @@ export const commands: Record<string, Command> = {
   'agents policy': {
     usage: 'agents policy <username> <open|contacts|closed>',
     run: ({ sql }, [username, policy]) => setContactPolicy(sql, BY_CLI, username!, policy),
+  },
+  'keys list': {
+    usage: 'keys list <username>',
+    run: async ({ sql }, [username]) => ({ username, keys: await keysOf(sql, username!) }),
+  },
+  'keys create': {
+    usage: 'keys create <username> --name <name> [--expires-at <time>]',
+    run: ({ sql }, [username], flags) => createKey(sql, BY_CLI, username!, { name: flags.name, expiresAt: flags['expires-at'] }),
+  },
+  'keys revoke': {
+    usage: 'keys revoke <username> <keyId>',
+    run: ({ sql }, [username, keyId]) => revokeKey(sql, BY_CLI, username!, keyId!),
   },
   'contacts list': {
     usage: 'contacts list <username>',

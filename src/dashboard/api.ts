@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia';
 import { bodyField } from '../web/body';
 import { endpointHealthRule, webhookUrlPolicy, type Config } from '../config';
+import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import { agentListing, agentPage, listAgents, revealSigningSecret, webhookTroubleOf } from '../domain/agents/agent-overview';
 import { createAgent, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
@@ -27,6 +28,7 @@ import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { listThreadsPage, threadFilter, threadForPeople, threadMessages } from '../domain/threads/thread-overview';
 import { addParticipant, confirmClose, declineClose, removeParticipant } from '../domain/threads/threads';
 import { contactPolicy, removeContact, setContact, setContactPolicy } from '../domain/agents/contact-policy';
+import { createKey, keysOf, revokeKey } from '../domain/agents/agent-keys';
 import { DASHBOARD_API, STREAM_PATH } from '../web/dashboard-protocol';
 import { ok } from '../web/envelope';
 import { requestLog } from '../web/request-id';
@@ -42,6 +44,8 @@ export type DashboardDeps = {
   log: Logger;
   metrics: Metrics;
   searches: SearchGate;
+  // A key revoked here is refused by this instance's next request, before the database's notice.
+  agentCache: AgentCache;
   sendCode: CodeSender;
   feed: DeliveryFeed;
   streams: SessionStreams;
@@ -49,7 +53,7 @@ export type DashboardDeps = {
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
-export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, feed, streams }: DashboardDeps) => {
+export const dashboardApi = ({ sql, config, log, metrics, searches, agentCache, sendCode, feed, streams }: DashboardDeps) => {
   const policy = webhookUrlPolicy(config);
   const healthRule = endpointHealthRule(config);
   const counted = (decided: Decided) => {
@@ -207,6 +211,25 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .put(
       '/agents/:username/holds',
       async ({ params, body, person }) => ok(await setAgentHolds(sql, byPerson(person), params.username, bodyField(body, 'holds'))),
+      { person: true },
+    )
+    .get('/agents/:username/keys', async ({ params }) => ok(await keysOf(sql, params.username)), { person: true })
+    .post(
+      '/agents/:username/keys',
+      async ({ body, params, person, set }) => {
+        const created = await createKey(sql, byPerson(person), params.username, body);
+        set.status = 201;
+        return ok(created);
+      },
+      { person: true },
+    )
+    .delete(
+      '/agents/:username/keys/:keyId',
+      async ({ params, person }) => {
+        const revoked = await revokeKey(sql, byPerson(person), params.username, params.keyId);
+        agentCache.forget({ username: params.username });
+        return ok(revoked);
+      },
       { person: true },
     )
     .get('/agents/:username/contacts', async ({ params }) => ok(await contactPolicy(sql, params.username)), { person: true })

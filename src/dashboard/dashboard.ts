@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia';
 import type { Config } from '../config';
+import type { AgentCache } from '../db/agent-cache';
 import type { Sql } from '../db/connect';
 import type { SearchGate } from '../domain/shared/search-gate';
 import type { Logger } from '../log';
@@ -11,7 +12,14 @@ import { dashboardPages } from './pages';
 import { sessionStreams } from './session-streams';
 
 // Everything under /dashboard: the pages people use and the private JSON API behind them.
-export const dashboard = ({ sql, config, log, metrics, searches }: { sql: Sql; config: Config; log: Logger; metrics: Metrics; searches: SearchGate }) =>
+export const dashboard = ({ sql, config, log, metrics, searches, agentCache }: {
+  sql: Sql;
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  searches: SearchGate;
+  agentCache: AgentCache;
+}) =>
   new Elysia({ name: 'dashboard' })
     .use(dashboardPages(sql))
     .use(
@@ -21,6 +29,7 @@ export const dashboard = ({ sql, config, log, metrics, searches }: { sql: Sql; c
         log,
         metrics,
         searches,
+        agentCache,
         sendCode: codeSender(config, log),
         feed: deliveryFeed(sql, config.STALLED_AFTER_MS, log),
         streams: sessionStreams(sql, config.SESSION_CHECK_MS, log),

@@ -1,28 +1,34 @@
+import type { Agent } from '../domain/agents/actors';
 import type { Logger } from '../log';
 import type { Sql } from './connect';
+import { trackKeyUse } from './key-use';
 
-// The database notifies this channel with an agent's id whenever what its key authenticates as
-// changes: archived or unarchived, a new key, a new name, deleted (sql/007_agent_changes_notify.sql).
+// The database notifies this channel with an agent's id whenever what its keys authenticate as
+// changes: archived or unarchived, a key revoked or given another expiry, a new name, deleted
+// (sql/007_agent_changes_notify.sql, sql/033_agent_keys.sql).
 export const AGENTS_CHANNEL = 'ams_agents';
 const DEFAULT_SIZE = 5_000;
 // A backstop, not the revocation path: should a notification ever go unheard without the listener
 // noticing, an entry still answers for at most this long.
 const DEFAULT_TTL_MS = 60_000;
 
-type CachedAgent = { id: string; username: string };
-
 // Authenticated agents by key hash, so that a request need not look its key up again. Only
 // successes are kept, only while this process hears the agents channel, and only for the time to
-// live: a change by any writer evicts the agent everywhere the moment it commits.
+// live, and never past the key's expiry: a change by any writer evicts the agent everywhere the
+// moment it commits. It also notes each key's use, written once a minute (src/db/key-use.ts).
 export type AgentCache = {
-  get(keyHash: string): CachedAgent | undefined;
+  get(keyHash: string): Agent | undefined;
   // Taken before the lookup and handed back to remember(): an answer read before an eviction that
   // happened meanwhile would otherwise be cached after it, stale for good.
   version(): number;
-  remember(keyHash: string, agent: CachedAgent, since: number): void;
+  remember(keyHash: string, agent: Agent, since: number, keyExpiresAt?: Date | null): void;
+  used(keyId: string, prefix: string): void;
+  // Drops the agent here at once, for a change this process made itself: the database's notice
+  // follows a moment later, and the next request must not come first.
+  forget(agent: { id: string } | { username: string }): void;
 };
 
-export type AgentCacheListener = AgentCache & { start(): Promise<void>; stop(): Promise<void>; size(): number };
+export type AgentCacheListener = AgentCache & { start(): Promise<void>; stop(): Promise<void>; size(): number; flushKeyUse(): Promise<void> };
 
 // A bounded map in least-recently-used order. It shares the process's one LISTEN connection
 // (postgres.js keeps one per sql instance for every channel). Notifications sent while that
@@ -32,7 +38,8 @@ export function cacheAgents(
   log: Logger,
   { maxSize = DEFAULT_SIZE, ttlMs = DEFAULT_TTL_MS }: { maxSize?: number; ttlMs?: number } = {},
 ): AgentCacheListener {
-  const byKey = new Map<string, { agent: CachedAgent; expiresAt: number }>();
+  const byKey = new Map<string, { agent: Agent; expiresAt: number }>();
+  const keyUse = trackKeyUse(sql, log);
   let generation = 0;
   let listening = false;
   let listens = 0;
@@ -57,12 +64,20 @@ export function cacheAgents(
       return entry.agent;
     },
     version: () => generation,
-    remember(keyHash, agent, since) {
+    remember(keyHash, agent, since, keyExpiresAt) {
       if (!listening || since !== generation) return;
-      byKey.set(keyHash, { agent, expiresAt: performance.now() + ttlMs });
+      const lasts = keyExpiresAt ? Math.min(ttlMs, keyExpiresAt.getTime() - Date.now()) : ttlMs;
+      byKey.set(keyHash, { agent, expiresAt: performance.now() + lasts });
       if (byKey.size > maxSize) byKey.delete(byKey.keys().next().value!);
     },
+    used: keyUse.used,
+    forget(agent) {
+      generation++;
+      for (const [keyHash, entry] of byKey) if ('id' in agent ? entry.agent.id === agent.id : entry.agent.username === agent.username) byKey.delete(keyHash);
+    },
+    flushKeyUse: keyUse.flush,
     async start() {
+      keyUse.start();
       const listen = await sql.listen(AGENTS_CHANNEL, evict, () => {
         clear();
         listening = true;
@@ -73,6 +88,7 @@ export function cacheAgents(
     async stop() {
       listening = false;
       clear();
+      await keyUse.stop();
       await unlisten?.().catch(() => {});
       unlisten = null;
     },

@@ -19,6 +19,8 @@ export type InboxSignal = {
   // `receipts` a receipt of its message), `changed` when what its key answers for may have
   // changed (archived, a new key).
   subscribeEvents(agentId: string, wake: () => void, changed: () => void, options?: { receipts: boolean }): (() => void) | null;
+  // `changed` alone, for a wait held open with the agent's key.
+  watchAgent(agentId: string, changed: () => void): (() => void) | null;
   // True once the process is shutting down: a woken waiter answers with what it finds.
   stopped(): boolean;
 };
@@ -77,6 +79,10 @@ export function listenForInbox(sql: Sql, log: Logger): InboxListener {
       if (stopped) return null;
       const undo = [register(receipts ? streams : inboxStreams, agentId, fn), register(agentWatchers, agentId, changed)];
       return () => undo.forEach((u) => u());
+    },
+    watchAgent(agentId, changed) {
+      if (stopped) return null;
+      return register(agentWatchers, agentId, changed);
     },
     watchDeliveries(deliveryIds, fn) {
       if (stopped) return null;

@@ -12,12 +12,14 @@ import { tooManyHeld, type HeldRequests } from '../web/held-requests';
 import { ok } from '../web/envelope';
 import { responses } from './responses';
 import { holdOpen } from '../web/hold-open';
+import { whileCredentialAnswers } from '../web/held-credential';
+import type { Logger } from '../log';
 import { InboxQuery } from './query';
 
 const DeliveryParams = t.Object({ deliveryId: t.String({ description: 'The deliveryId from the webhook payload or the inbox' }) });
 const noSuchDelivery = { noSuchDelivery: 'No such delivery, or it is not addressed to you.' };
 
-export const deliveryRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, held: HeldRequests) =>
+export const deliveryRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, held: HeldRequests, log: Logger) =>
   new Elysia({ name: 'delivery-routes', prefix: '/api/deliveries', detail: { tags: ['Deliveries'] } })
     .use(agentAuth(sql, agentCache))
     .get(
@@ -26,7 +28,13 @@ export const deliveryRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: A
         const after = inboxCursor(query.after);
         const wait = waitSeconds(query.wait);
         if (wait > 0) holdOpen(server, request, wait);
-        return ok(await held.whileWaiting(agent.id, wait > 0, () => waitForInbox(sql, inboxSignal, agent, listLimit(query.limit), wait, request.signal, after)));
+        return ok(
+          await held.whileWaiting(agent.id, wait > 0, () =>
+            whileCredentialAnswers({ sql, inboxSignal, log }, agent, request, wait > 0, (abort) =>
+              waitForInbox(sql, inboxSignal, agent, listLimit(query.limit), wait, abort, after),
+            ),
+          ),
+        );
       },
       {
         agent: true,

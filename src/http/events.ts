@@ -8,7 +8,7 @@ import { eventsAfter, eventsGoneSentence, NOT_OURS, streamStart, type EventPage 
 import type { Logger } from '../log';
 import { agentAuth } from '../web/agent-auth';
 import { eventStreamResponse, sseEvent, type EventSink } from '../web/event-stream';
-import { endWhenRevoked } from '../web/held-credential';
+import { askAgainAtExpiry, endWhenRevoked } from '../web/held-credential';
 import { tooManyHeld, type HeldRequests } from '../web/held-requests';
 import { EVENT_STREAM, type EventStreamDoc } from './openapi';
 import { documentedAs } from './query';
@@ -109,11 +109,13 @@ function followEvents(
     }
   };
 
-  const unsubscribe = inboxSignal.subscribeEvents(agent.id, () => void read(), endWhenRevoked({ sql, inboxSignal, log }, agent, request, sink.finish));
+  const askAgain = endWhenRevoked({ sql, inboxSignal, log }, agent, request, sink.finish);
+  const unsubscribe = inboxSignal.subscribeEvents(agent.id, () => void read(), askAgain);
   if (!unsubscribe) {
     sink.finish();
     return () => {};
   }
+  const cancelExpiry = askAgainAtExpiry(agent.key?.expiresAt ?? null, askAgain);
   sink.send(`retry: ${EVENTS_RETRY_MS}\n\n`);
   deliver(first);
   // Also what committed between the first page and the subscription, which woke nobody here.
@@ -121,6 +123,7 @@ function followEvents(
   return () => {
     over = true;
     if (retry) clearTimeout(retry);
+    cancelExpiry();
     unsubscribe();
   };
 }

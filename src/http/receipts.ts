@@ -11,11 +11,13 @@ import { tooManyHeld, type HeldRequests } from '../web/held-requests';
 import { ok } from '../web/envelope';
 import { responses } from './responses';
 import { holdOpen } from '../web/hold-open';
+import { whileCredentialAnswers } from '../web/held-credential';
+import type { Logger } from '../log';
 import { ReceiptsQuery } from './query';
 
 const MessageParams = t.Object({ messageId: t.String({ description: 'The id of a message the caller sent' }) });
 
-export const receiptRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, held: HeldRequests, config: Config) =>
+export const receiptRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentCache, held: HeldRequests, log: Logger, config: Config) =>
   new Elysia({ name: 'receipt-routes', prefix: '/api/messages', detail: { tags: ['Messages'] } })
     .use(agentAuth(sql, agentCache))
     .get(
@@ -24,13 +26,11 @@ export const receiptRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Ag
         const waitFor = waitForStep(query.waitFor);
         const seconds = waitSeconds(query.wait);
         if (waitFor && seconds > 0) holdOpen(server, request, seconds);
-        const receipts = await held.whileWaiting(agent.id, waitFor !== null && seconds > 0, () =>
-          messageReceipts(sql, inboxSignal, agent, params.messageId, {
-            waitFor,
-            seconds,
-            stalledAfterMs: config.STALLED_AFTER_MS,
-            abort: request.signal,
-          }),
+        const waits = waitFor !== null && seconds > 0;
+        const receipts = await held.whileWaiting(agent.id, waits, () =>
+          whileCredentialAnswers({ sql, inboxSignal, log }, agent, request, waits, (abort) =>
+            messageReceipts(sql, inboxSignal, agent, params.messageId, { waitFor, seconds, stalledAfterMs: config.STALLED_AFTER_MS, abort }),
+          ),
         );
         return ok(receipts);
       },

@@ -2,6 +2,11 @@ import { Type as T, type TSchema } from '@sinclair/typebox';
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
 import { EXAMPLE_REQUEST_ID, internalError } from '../web/envelope';
 import { GOVERNANCE_CODES, type GovernanceCode } from '../domain/shared/errors';
+import { expiredKey, UNKNOWN_KEY } from '../domain/agents/authentication';
+
+// The time the document's example of an expired key names; test/openapi-contract.test.ts gives a
+// key this expiry to have the service say it.
+export const EXAMPLE_KEY_EXPIRY = new Date('2026-01-01T00:00:00.000Z');
 
 // The agent API's responses as the OpenAPI document describes them: the envelope's schemas, and
 // the failures each route can answer with example sentences.
@@ -31,9 +36,10 @@ export const EXAMPLES = 'x-examples';
 
 const meaning = {
   400: 'The request is invalid; the sentence names the field and the rule. Nothing was changed.',
-  401: 'The agent key is missing, malformed, unknown or archived.',
+  401: 'The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived.',
   403: 'The caller may not do this; with `code`, a rule people set refused it (a contact policy or block list).',
   404: 'No such record, or it is not visible to the caller.',
+  409: 'What the request asks conflicts with what is stored (the sentence says what, and what to do first). Nothing was changed.',
   410: 'What the request names existed and is no longer kept.',
   413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',
   429: 'The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives).',
@@ -52,7 +58,8 @@ const everyRoute = {
     missingKey: 'Authorization header is missing; send "Authorization: Bearer agt_…".',
     malformedHeader: 'Authorization header is malformed; expected "Bearer agt_…".',
     malformedKey: 'The API key is malformed: an agent key is agt_ and 43 more letters, digits, - or _; check that it was copied whole.',
-    unknownKey: 'The API key is not recognised or its agent is archived.',
+    unknownKey: UNKNOWN_KEY,
+    expiredKey: expiredKey(EXAMPLE_KEY_EXPIRY),
   },
   500: { internal: internalError(EXAMPLE_REQUEST_ID) },
   503: { databaseUnavailable: DATABASE_UNAVAILABLE },
@@ -67,10 +74,10 @@ const everyPost = {
 // shape at run time; the document publishes them all.
 // `held`: the route may also answer 202 with the same shape, when what was sent waits for a person.
 export function responses<S extends TSchema>(
-  method: 'get' | 'post',
+  method: 'get' | 'post' | 'delete',
   status: 200 | 201,
   data: S,
-  own: Partial<Record<400 | 403 | 404 | 410 | 429 | 503, Examples>> = {},
+  own: Partial<Record<400 | 403 | 404 | 409 | 410 | 429 | 503, Examples>> = {},
   held?: string,
 ) {
   const post = method === 'post' ? everyPost : { 400: {}, 413: undefined };
@@ -79,6 +86,7 @@ export function responses<S extends TSchema>(
     401: everyRoute[401],
     403: own[403],
     404: own[404],
+    409: own[409],
     410: own[410],
     413: post[413],
     429: own[429],

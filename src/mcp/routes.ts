@@ -14,25 +14,9 @@ import { requestLog } from '../web/request-id';
 import { MCP_SCOPE } from '../domain/oauth/oauth-connections';
 import { mcpOriginGuard } from './origin-guard';
 import { answerMcp, MCP_STREAM_BACKLOG_BYTES, streamMcp } from './server';
-import { endWhenRevoked } from '../web/held-credential';
+import { askAgainAtExpiry, endWhenRevoked, untilCredentialRevoked } from '../web/held-credential';
 import type { HeldRequests } from '../web/held-requests';
 import { credentialExpiresAt } from '../domain/agents/authentication';
-
-// A token's expiry is the database's time; the stream asks a moment after it.
-const EXPIRY_MARGIN_MS = 1_000;
-// The longest delay a timer takes; a later time is waited for in steps.
-const LONGEST_TIMER_MS = 2_147_483_647;
-
-// Runs `run` at the time `when` (ms since 1970), however far; answers how to cancel it.
-function at(when: number, run: () => void): () => void {
-  let timer: ReturnType<typeof setTimeout>;
-  const arm = () => {
-    const left = when - Date.now();
-    timer = setTimeout(left > LONGEST_TIMER_MS ? arm : run, Math.max(0, Math.min(left, LONGEST_TIMER_MS)));
-  };
-  arm();
-  return () => clearTimeout(timer);
-}
 
 export const NO_OAUTH =
   'This deployment offers no OAuth sign-in (it has no PUBLIC_URL): an MCP client sends the agent key as "Authorization: Bearer agt_…". A 401 from /mcp means that key was missing, malformed, unknown or archived.';
@@ -88,8 +72,10 @@ export const mcpRoutes = (
       ({ agent, body, request, server }) => {
         holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
-        return answerMcp(request, body as string, ctx, requestLogger);
+        return untilCredentialRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, oauth?.resource, (abort) => {
+          const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+          return answerMcp(request, body as string, ctx, requestLogger);
+        });
       },
       { agentWithRawBody: true, detail: { hide: true } },
     )
@@ -105,7 +91,7 @@ export const mcpRoutes = (
         // client that does not accept text/event-stream), and then holds nothing.
         let opened = false;
         try {
-          const expiresAt = await credentialExpiresAt(sql, request.headers.get('authorization'), oauth?.resource);
+          const expiresAt = await credentialExpiresAt(sql, agent, request.headers.get('authorization'), oauth?.resource);
           const response = await streamMcp(request, ctx, requestLogger, { heartbeatMs: config.EVENT_HEARTBEAT_MS, backlogBytes: MCP_STREAM_BACKLOG_BYTES }, (changed, end) => {
             opened = true;
             const askAgain = endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end, oauth?.resource);
@@ -120,8 +106,7 @@ export const mcpRoutes = (
               release();
               return null;
             }
-            // An OAuth token expires without a word from the database: the stream asks again then.
-            const cancelExpiry = expiresAt ? at(expiresAt.getTime() + EXPIRY_MARGIN_MS, askAgain) : () => {};
+            const cancelExpiry = askAgainAtExpiry(expiresAt, askAgain);
             return () => {
               cancelExpiry();
               unwatch();

@@ -1,7 +1,11 @@
 import type { Queries, Sql } from '../../db/connect';
 import type { Agent } from './actors';
 import { conflict, invalid, notFound } from '../shared/errors';
-import { hashKey, newAgentKey, newSigningSecret } from './keys';
+import { hashKey, keyPrefix, newAgentKey, newSigningSecret } from './keys';
+
+// The name of the key an agent is created with, as sql/033_agent_keys.sql names the key an agent
+// already had.
+const FIRST_KEY_NAME = 'initial';
 import { Username } from '../shared/schemas';
 import { claimUsername, usernameOwner } from './usernames';
 import { validate } from '../shared/validate';
@@ -22,11 +26,17 @@ export async function createAgent(
   const signingSecret = webhookUrl ? newSigningSecret() : null;
   return sql.begin(async (tx) => {
     const [row] = await tx<{ id: string }[]>`
-      with claimed as (${claimUsername(tx, username, 'agent')})
-      insert into agents (username, key_hash, webhook_url, signing_secret, webhook_set_at)
-      select username, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret}, ${webhookUrl ? tx`now()` : null}
-      from claimed
-      returning id`;
+      with claimed as (${claimUsername(tx, username, 'agent')}),
+      agent as (
+        insert into agents (username, key_hash, webhook_url, signing_secret, webhook_set_at)
+        select username, ${hashKey(apiKey)}, ${webhookUrl ?? null}, ${signingSecret}, ${webhookUrl ? tx`now()` : null}
+        from claimed
+        returning id
+      ), key as (
+        insert into agent_keys (agent_id, slot, name, key_hash, prefix)
+        select id, 1, ${FIRST_KEY_NAME}, ${hashKey(apiKey)}, ${keyPrefix(apiKey)} from agent
+      )
+      select id from agent`;
     if (!row) {
       throw conflict(
         (await usernameOwner(tx, username)) === 'person'
@@ -41,8 +51,8 @@ export async function createAgent(
 
 const noAgent = (username: string) => notFound(`No agent named ${username}.`);
 
-// Archiving revokes the key and removes the agent from future recipients; unarchiving restores
-// the same key, since the hash never changes. Every instance's cache of authenticated agents
+// Archiving refuses every key of the agent and removes it from future recipients; unarchiving
+// restores the same keys. Every instance's cache of authenticated agents
 // drops the agent when the change commits (sql/007_agent_changes_notify.sql).
 export async function setArchived(sql: Sql, decider: Decider, username: string, archived: boolean) {
   return sql.begin(async (tx) => {

@@ -9,6 +9,9 @@ export const newAgentKey = () => `agt_${randomBytes(32).toString('base64url')}`;
 // the key of the webhook-signature header; docs/reference/webhooks.md tells what older secrets do.
 export const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 export const hashKey = (key: string) => createHash('sha256').update(key).digest();
+// What lists and logs name a key by: agt_ and the next 8 characters, 48 of its 256 bits, enough to
+// tell an agent's keys apart and far too few to guess the rest from.
+export const keyPrefix = (key: string) => key.slice(0, 12);
 
 // Whether a presented secret (a bearer token, a signature) is the expected one, compared in
 // constant time so that a wrong guess learns nothing from how long the answer takes.

@@ -213,3 +213,30 @@ export const ContactPolicyRecord = T.Object({
   block: T.Array(T.String(), { description: 'Usernames of the agents on its block list: refused whatever the policy' }),
 }, { title: 'ContactPolicy' });
 export type ContactPolicyRecord = Static<typeof ContactPolicyRecord>;
+
+// An agent's keys (docs/reference/http-api.md#keys): never the key itself, which is shown once.
+export const AgentKeyRecord = T.Object({
+  id: Id('Key id: what revoking names'),
+  name: T.String({ description: 'What the key is for, as whoever created it named it', examples: ['laptop 2026-11'] }),
+  prefix: T.Union([T.String({ examples: ['agt_Xq3v9LmP'] }), T.Null()], {
+    description: 'What the key starts with (agt_ and 8 more characters), as logs name it; null for a key made before keys had prefixes, until its first use',
+  }),
+  createdAt: Timestamp('When the key was created'),
+  lastUsedAt: When('When the key last authenticated a request, to within a minute or two; null if never'),
+  expiresAt: When('When the key stops answering; null if it does not expire'),
+  current: T.Boolean({ description: 'Whether this is the key the request was made with' }),
+}, { title: 'AgentKey' });
+
+export const NewAgentKey = T.Object({
+  name: T.String({ minLength: 1, maxLength: 64, description: 'What the key is for, to tell it from the others', examples: ['laptop 2026-11'] }),
+  expiresAt: T.Optional(
+    T.Union([T.String({ description: 'An RFC 3339 date and time with its offset', examples: ['2027-02-01T00:00:00Z'] }), T.Null()], {
+      description: 'When the key stops answering (RFC 3339, in the future); null or left out, it does not expire',
+    }),
+  ),
+}, { title: 'NewAgentKey' });
+
+export const CreatedAgentKey = T.Object({
+  ...AgentKeyRecord.properties,
+  apiKey: T.String({ description: 'The new key itself (agt_…), shown this once: only its hash is kept', examples: ['agt_Xq3v9LmPp2c8Ykq1cL3h0fN2mTzVw5bA7dQeRsUuJ4E'] }),
+}, { title: 'CreatedAgentKey' });

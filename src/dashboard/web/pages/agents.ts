@@ -6,6 +6,7 @@ import { HealthBadge, LastHourFigure, refocus, WebhookHealth } from './agent-hea
 import { Sending } from './agent-sending.ts';
 import { ContactPolicyPanel } from './agent-contacts.ts';
 import { RotateSecret } from './agent-secret.ts';
+import { KeysPanel } from './agent-keys.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html, valueOf } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
@@ -175,7 +176,7 @@ function A2ACard({ agent }: { agent: Agent }) {
   </section>`;
 }
 
-// What archiving does: the key is refused (src/domain/agents/authentication.ts), a post creates no
+// What archiving does: every key is refused (src/domain/agents/authentication.ts), a post creates no
 // delivery for an archived participant (src/domain/messages/messages.ts), no doorbell is owed to it
 // (delivery-steps.ts), and its OAuth connections end for good (sql/015_oauth.sql).
 const clientsEnd = (clients: string[]) =>
@@ -186,10 +187,10 @@ function archiveRequest(agent: Agent): ConfirmRequest {
   return {
     title: `Archive ${agent.username}?`,
     body: [
-      'Its API key stops working at once, and it receives no new messages: what is posted to its threads while it is archived never reaches it, even once it is unarchived.',
+      'Its API keys stop working at once, and it receives no new messages: what is posted to its threads while it is archived never reaches it, even once it is unarchived.',
       ...(agent.webhookUrl ? ['No doorbells go to its webhook while it is archived.'] : []),
       ...(clients.length > 0 ? [clientsEnd(clients)] : []),
-      'Unarchive gives its key back.',
+      'Unarchive gives its keys back.',
     ],
     confirm: 'Archive',
     danger: true,
@@ -207,7 +208,7 @@ function Archiving({ agent }: { agent: Agent }) {
     if (done) toast(`${agent.username} ${verb}d.`);
   }
   return html`<div class="archiving">
-    ${agent.archived ? html`<p>Archived: its API key is refused, and what is posted to its threads does not reach it.</p>` : null}
+    ${agent.archived ? html`<p>Archived: its API keys are refused, and what is posted to its threads does not reach it.</p>` : null}
     <button type="button" ref=${button} class=${agent.archived ? '' : 'danger'} disabled=${action.busy} onClick=${toggle}>${agent.archived ? 'Unarchive' : 'Archive'}</button>
     <${ErrorText} id=${`agent-error-${agent.username}`} error=${action.error?.message} />
   </div>`;
@@ -244,6 +245,7 @@ function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; 
       ? html`<tr class="detail-row" id=${detailId}>
           <td colspan=${COLUMNS.length + 1}>
             <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />
+            <${KeysPanel} username=${agent.username} />
             <${Connections} agent=${agent} />
             <${A2ACard} agent=${agent} />
             <${Sending} username=${agent.username} />

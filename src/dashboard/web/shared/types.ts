@@ -97,6 +97,17 @@ export type ThreadMessage = {
   deliveries: (Progress & { deliveryId: string; recipient: string })[];
 };
 
+// One of an agent's keys (src/domain/agents/agent-keys.ts); `apiKey` only in the answer that made it.
+export type AgentKey = {
+  id: string;
+  name: string;
+  prefix: string | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+};
+export type CreatedKey = AgentKey & { apiKey: string };
+
 export type Connection = {
   grantId: string;
   clientId: string;
