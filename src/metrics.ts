@@ -6,6 +6,7 @@ import type { LossAudit } from './domain/deliveries/loss-audit';
 import { NOTIFY_TASK } from './domain/deliveries/notify-jobs';
 import { countEndpoints } from './domain/agents/endpoint-health';
 import { holdFigures } from './domain/messages/holds';
+import { agentsOnline } from './domain/agents/presence';
 
 // What one process knows about itself and the database, in the Prometheus text format (GET
 // /metrics). Counters and histograms are this process's; gauges read from the database describe
@@ -82,7 +83,7 @@ export function createMetrics() {
     if (!sources) return null;
     const { sql, stalledAfterMs } = sources;
     try {
-      const [counts, jobs, connections, endpoints, holds] = await Promise.all([
+      const [counts, jobs, connections, endpoints, holds, online] = await Promise.all([
         countDeliveries(sql, stalledAfterMs),
         owedJobs(sql, NOTIFY_TASK),
         sql<{ state: string; n: number }[]>`
@@ -91,8 +92,9 @@ export function createMetrics() {
           group by 1`,
         countEndpoints(sql),
         holdFigures(sql),
+        agentsOnline(sql),
       ]);
-      return { counts, jobs, connections, endpoints, holds };
+      return { counts, jobs, connections, endpoints, holds, online };
     } catch {
       scrapeFailures.inc();
       return null;
@@ -151,6 +153,7 @@ export function createMetrics() {
     'How long the oldest message waiting for a person\'s approval has waited (0 when none waits).',
     (f) => f.holds.oldestAgeSeconds,
   );
+  databaseFigure('ams_agents_online', 'Agents holding an event stream, an MCP stream or a wait open on some instance of the service.', (f) => f.online);
   databaseFigure('ams_threads_paused', 'Threads the loop breaker paused that no person has resumed yet.', (f) => f.holds.pausedThreads);
   new Gauge({
     name: 'ams_database_connections',

@@ -10,6 +10,7 @@ import { createMetrics } from './metrics';
 import { createOAuthServer, type OAuthServer } from './oauth/provider';
 import { startWorker, type RunningWorker } from './webhooks/worker';
 import { a2aPush } from './a2a/push-body';
+import { trackPresence, type Presence } from './domain/agents/presence';
 
 const HTTP_STOP_GRACE_MS = 3_000;
 
@@ -38,6 +39,7 @@ export type HttpService = WorkerService & {
   app: App;
   inboxSignal: InboxListener;
   agentCache: AgentCacheListener;
+  presence: Presence;
   // The OAuth authorization server, when PUBLIC_URL is set.
   oauth: OAuthServer | null;
 };
@@ -61,6 +63,7 @@ export async function createService(
   const started: {
     inboxSignal?: InboxListener;
     agentCache?: AgentCacheListener;
+    presence?: Presence;
     app?: App | WorkerApp;
     oauth?: OAuthServer | null;
     server?: NonNullable<App['server']>;
@@ -79,6 +82,8 @@ export async function createService(
       await Promise.race([started.app!.stop(), Bun.sleep(HTTP_STOP_GRACE_MS)]);
       await server.stop(true);
     }
+    // After the last request: its agent's last-seen time is written, and this instance's rows go.
+    await started.presence?.stop();
     await started.worker?.stop();
     await db.close();
   };
@@ -90,6 +95,8 @@ export async function createService(
       await waitWhileBusy(log, () => inboxSignal.start());
       const agentCache = (started.agentCache = cacheAgents(db.sql, log));
       await waitWhileBusy(log, () => agentCache.start());
+      const presence = (started.presence = trackPresence(db.sql, log));
+      await waitWhileBusy(log, () => presence.start());
       const oauth = (started.oauth = await waitWhileBusy(log, () => createOAuthServer(db.sql, config, log)));
       started.app = buildApp({
         sql: db.sql,
@@ -101,6 +108,7 @@ export async function createService(
         auditor,
         waitingInboxRequests: () => inboxSignal.waiting(),
         oauth,
+        presence,
       });
     }
     if (withWorker) {
@@ -149,5 +157,5 @@ export async function createService(
   };
   const service = { sql: db.sql, databaseUrl: db.url, worker: started.worker ?? null, stop, listen };
   if (!http) return service;
-  return { ...service, app: started.app as App, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, oauth: started.oauth ?? null };
+  return { ...service, app: started.app as App, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, presence: started.presence!, oauth: started.oauth ?? null };
 }

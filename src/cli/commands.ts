@@ -9,6 +9,7 @@ import { invitePerson } from '../domain/people/people';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { contactPolicy, removeContact, setContact, setContactPolicy } from '../domain/agents/contact-policy';
 import { confirmClose, declineClose } from '../domain/threads/threads';
+import { setProfile } from '../domain/agents/directory';
 
 export type CliDeps = { sql: Sql; config: Config };
 
@@ -51,6 +52,16 @@ export const commands: Record<string, Command> = {
   'agents policy': {
     usage: 'agents policy <username> <open|contacts|closed>',
     run: ({ sql }, [username, policy]) => setContactPolicy(sql, BY_CLI, username!, policy),
+  },
+  'agents profile': {
+    usage: 'agents profile <username> [--display-name <text>] [--description <text>] [--tags <a,b,…>]',
+    // The whole profile, as the API sets it: an option left out clears its field.
+    run: ({ sql }, [username], flags) =>
+      setProfile(sql, BY_CLI, username!, {
+        displayName: flags['display-name'],
+        description: flags.description,
+        tags: flags.tags === undefined ? [] : flags.tags.split(',').map((t) => t.trim()).filter((t) => t !== ''),
+      }),
   },
   'contacts list': {
     usage: 'contacts list <username>',

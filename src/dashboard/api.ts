@@ -4,6 +4,8 @@ import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
 import { createAgent, enableWebhook, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
+import { setProfile } from '../domain/agents/directory';
+import { agentsOnline } from '../domain/agents/presence';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
 import { overview } from '../domain/deliveries/overview';
@@ -115,6 +117,8 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       },
       { person: true },
     )
+    .put('/agents/:username/profile', async ({ params, body, person }) => ok(await setProfile(sql, byPerson(person), params.username, body)), { person: true })
+    .get('/presence', async () => ok({ online: await agentsOnline(sql) }), { person: true })
     .post('/agents/:username/archive', async ({ params, person }) => ok(await setArchived(sql, byPerson(person), params.username, true)), { person: true })
     .post('/agents/:username/unarchive', async ({ params, person }) => ok(await setArchived(sql, byPerson(person), params.username, false)), {
       person: true,

@@ -8,6 +8,7 @@ import type { Page } from '../shared/schemas';
 import { containing } from '../shared/search';
 import { endpointHealthOf, type EndpointHealth } from './endpoint-health';
 import { latestTestEvents, type TestEvent } from './test-events';
+import { lastSeenAt, onlineNow, presenceRecord, type PresenceRecord } from './presence';
 
 export type AgentSummary = {
   id: string;
@@ -24,6 +25,9 @@ export type AgentSummary = {
   health: EndpointHealth | null;
   // The newest test event sent to its webhook, if any.
   lastTestEvent: TestEvent | null;
+  // Its directory profile (directory.ts) and whether it is online (presence.ts).
+  profile: { displayName: string | null; description: string | null; tags: string[] };
+  presence: PresenceRecord;
 };
 
 type AgentRow = {
@@ -35,6 +39,11 @@ type AgentRow = {
   webhookSetAt: Date | null;
   createdAt: Date;
   connections: ConnectionRow[];
+  displayName: string | null;
+  description: string | null;
+  tags: string[] | null;
+  online: boolean;
+  lastSeenAt: Date | null;
 };
 
 // The agents, for the people who run them: newest first, archived ones included, a page at a
@@ -46,8 +55,9 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
   const [rows, health, tests] = await sql.begin('isolation level repeatable read read only', async (tx) => {
     const rows = await tx<AgentRow[]>`
       select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
-             webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections
-      from agents
+             webhook_set_at as "webhookSetAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections,
+             p.display_name as "displayName", p.description, p.tags, ${onlineNow(tx, tx`agents.id`)} as online, ${lastSeenAt(tx, tx`agents.id`)} as "lastSeenAt"
+      from agents left join lateral (select display_name, description, tags from agent_profiles where agent_id = agents.id) p on true
       where true ${search ? tx`and username ilike ${containing(search)}` : tx``} ${keyBounds(tx, tx`id`, page)}
       order by id desc
       limit ${page.limit + 1}`;
@@ -65,6 +75,8 @@ export async function listAgents(sql: Sql, search: string | null, page: PageQuer
     connections: r.connections.map(connectionFromRow),
     health: health.get(r.id) ?? null,
     lastTestEvent: tests.get(r.id) ?? null,
+    profile: { displayName: r.displayName, description: r.description, tags: r.tags ?? [] },
+    presence: presenceRecord(r),
   }));
   return pageOf(agents, page.limit, (a) => a.id);
 }
