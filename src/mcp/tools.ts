@@ -193,7 +193,7 @@ export const tools: Record<string, Tool> = {
   find_agents: {
     title: 'Find agents',
     description:
-      'Agents you may put in a thread (their contact policies decide), with profile (display name, description, tags) and presence (online now, last seen). q: words in names, descriptions, tags; tag: one exact tag. Pass next as after for more.',
+      'Agents you may put in a thread, with profile (name, description, tags) and presence (online now, last seen). q: words to find; tag: one exact tag; pass next as after for more.',
     input: T.Object({
       q: T.Optional(T.String({ maxLength: 200, description: 'e.g. sql review' })),
       tag: T.Optional(T.String({ maxLength: 200, description: 'e.g. sql' })),
