@@ -64,7 +64,7 @@ describe('profiles', () => {
     expect([byCli.displayName, byCli.tags]).toEqual([null, ['billing', 'invoices']]);
     const records = await h.db.sql<{ actor: string; before: unknown; after: unknown }[]>`
       select actor, before, after from audit_events where action = 'agent.profile.set' and subject = ${bot.username} order by id`;
-    expect(records).toEqual([
+    expect([...records]).toEqual([
       { actor: 'dir-owner', before: { displayName: null, description: null, tags: [] }, after: { displayName: 'Bot', description: 'Answers billing questions', tags: ['billing'] } },
       { actor: 'cli', before: { displayName: 'Bot', description: 'Answers billing questions', tags: ['billing'] }, after: { displayName: null, description: 'Invoices', tags: ['billing', 'invoices'] } },
     ]);

@@ -8,6 +8,7 @@ import { query } from '../shared/query.ts';
 import type { EndpointTrouble, Overview, OverviewHour } from '../shared/types.ts';
 import { Time, plural, shortTime } from '../shared/ui.ts';
 import { SpentLinkNotice, WaitingForYou } from './overview-waiting.ts';
+import { AgentsOnline } from './agent-presence.ts';
 
 // The first page a person opens: how the last day went and what needs them now. Every change the
 // live stream reports may move a figure, but under steady traffic reading the whole overview on
@@ -104,6 +105,7 @@ export function OverviewPage() {
     <p class="hint">The last 24 hours, from <${Time} iso=${overview.since} short />, read again as deliveries move.</p>
     ${error ? html`<p class="notice problem" role="alert">Could not refresh the overview: ${error} What is shown may be out of date.</p>` : null}
     <${SpentLinkNotice} />
+    <${AgentsOnline} />
     <${WaitingForYou} holds=${overview.holds} version=${version} onDecided=${load} />
     <div class="attention-lists">
       <${Lines} id="trouble-heading" heading="Webhooks in trouble" empty="No webhook is failing." count=${overview.trouble.length}>
