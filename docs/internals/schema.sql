@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 028_hold_links,
+-- The schema that the migrations in sql/ build, 001_core to 035_presence_directory,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -68,12 +68,31 @@ begin
   return null;
 end $function$;
 
+CREATE OR REPLACE FUNCTION public.add_agent_profile()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  insert into agent_profiles (agent_id, username) select id, username from new_agents;
+  return null;
+end $function$;
+
 CREATE OR REPLACE FUNCTION public.add_counts(a integer[], b integer[])
  RETURNS integer[]
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
   select array(select coalesce(x, 0) + coalesce(y, 0) from unnest(a, b) with ordinality as u(x, y, i) order by i)
+$function$;
+
+CREATE OR REPLACE FUNCTION public.agent_document(username text, display_name text, description text, tags text[])
+ RETURNS tsvector
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select setweight(to_tsvector('ams_search'::regconfig, username || ' ' || coalesce(display_name, '')), 'A')
+      || setweight(to_tsvector('ams_search'::regconfig, coalesce(array_to_string(tags, ' '), '')), 'B')
+      || to_tsvector('ams_search'::regconfig, coalesce(description, ''))
 $function$;
 
 CREATE OR REPLACE FUNCTION public.agent_events_for_holds()
@@ -340,6 +359,30 @@ CREATE TABLE public.agent_events (
 );
 CREATE INDEX agent_events_created_idx ON public.agent_events USING brin (created_at);
 
+CREATE TABLE public.agent_last_seen (
+    agent_id uuid NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    CONSTRAINT agent_last_seen_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT agent_last_seen_pkey PRIMARY KEY (agent_id)
+);
+
+CREATE TABLE public.agent_profiles (
+    agent_id uuid NOT NULL,
+    username text NOT NULL,
+    display_name text,
+    description text,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    updated_at timestamp with time zone,
+    document tsvector GENERATED ALWAYS AS (public.agent_document(username, display_name, description, tags)) STORED NOT NULL,
+    CONSTRAINT agent_profiles_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT agent_profiles_description_check CHECK ((char_length(description) <= 2000)),
+    CONSTRAINT agent_profiles_display_name_check CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 100))),
+    CONSTRAINT agent_profiles_pkey PRIMARY KEY (agent_id),
+    CONSTRAINT agent_profiles_tags_check CHECK ((cardinality(tags) <= 20))
+);
+CREATE INDEX agent_profiles_document_idx ON public.agent_profiles USING gin (document);
+CREATE INDEX agent_profiles_tags_idx ON public.agent_profiles USING gin (tags);
+
 CREATE TABLE public.agents (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
     username text NOT NULL,
@@ -374,6 +417,7 @@ CREATE TRIGGER agents_deleted AFTER DELETE ON public.agents FOR EACH ROW EXECUTE
 CREATE TRIGGER agents_governance_changed AFTER UPDATE OF contact_policy, holds_messages, messages_per_minute, threads_per_hour ON public.agents FOR EACH ROW WHEN (((old.contact_policy IS DISTINCT FROM new.contact_policy) OR (old.holds_messages IS DISTINCT FROM new.holds_messages) OR (old.messages_per_minute IS DISTINCT FROM new.messages_per_minute) OR (old.threads_per_hour IS DISTINCT FROM new.threads_per_hour))) EXECUTE FUNCTION public.notify_agent_listing();
 CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url, webhook_disabled_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
+CREATE TRIGGER agents_profile_row AFTER INSERT ON public.agents REFERENCING NEW TABLE AS new_agents FOR EACH STATEMENT EXECUTE FUNCTION public.add_agent_profile();
 
 CREATE TABLE public.audit_events (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
@@ -663,6 +707,24 @@ CREATE TABLE public.people (
     CONSTRAINT people_username_key UNIQUE (username),
     CONSTRAINT people_username_username_owner_fkey FOREIGN KEY (username, username_owner) REFERENCES public.usernames(username, owner)
 );
+
+CREATE TABLE public.presence_connections (
+    agent_id uuid NOT NULL,
+    instance_id uuid NOT NULL,
+    since timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT presence_connections_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT presence_connections_instance_id_fkey FOREIGN KEY (instance_id) REFERENCES public.presence_instances(id) ON DELETE CASCADE,
+    CONSTRAINT presence_connections_pkey PRIMARY KEY (agent_id, instance_id)
+);
+CREATE INDEX presence_connections_instance_idx ON public.presence_connections USING btree (instance_id);
+
+CREATE TABLE public.presence_instances (
+    id uuid NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    heartbeat_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT presence_instances_pkey PRIMARY KEY (id)
+);
+CREATE INDEX presence_instances_heartbeat_idx ON public.presence_instances USING btree (heartbeat_at);
 
 CREATE TABLE public.schema_migrations (
     name text NOT NULL,
