@@ -43,8 +43,9 @@ export type AppDeps = {
   waitingInboxRequests?: () => number;
   // The OAuth authorization server for MCP clients, when PUBLIC_URL is set (src/oauth).
   oauth?: OAuthServer | null;
-  // Who is online and last seen (domain/agents/presence.ts); unstarted, it only keeps memory.
-  presence?: Presence;
+  // Who is online and last seen (domain/agents/presence.ts); unstarted, it only keeps memory; null,
+  // not tracked at all (the bench's baseline, bench/presence.ts).
+  presence?: Presence | null;
 };
 
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
@@ -52,13 +53,13 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
   // One per process: the bound on searches holds across every door that searches.
   const searches = searchGate(sql, searchBounds(config));
   // One count for the process, whichever door a request is held open through.
-  const held = heldRequests(config.HELD_REQUESTS_PER_AGENT, presence);
+  const held = heldRequests(config.HELD_REQUESTS_PER_AGENT, presence ?? undefined);
   governSends(sql, sendRules(config), metrics.sendWatcher);
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
     .use(errorHandling(log))
-    .use(presenceSeen(presence))
+    .use(presence ? presenceSeen(presence) : new Elysia())
     .use(bodyLimit(config.BODY_LIMIT_BYTES))
     .use(nulGuard())
     .use(authorizationServer(sql, config, oauth))

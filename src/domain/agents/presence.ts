@@ -22,6 +22,9 @@ export const LAST_SEEN_FLUSH_MS = 60_000;
 export const CLOSE_LINGER_MS = 3_000;
 // Opens and closes in a burst are written together.
 const SYNC_DELAY_MS = 50;
+// How often closes older than the linger are looked for: an agent goes offline between
+// CLOSE_LINGER_MS and that much later.
+const SWEEP_MS = 1_000;
 // An instance silent this long is removed with its rows; until then it only stops counting.
 const FORGET_INSTANCE_AFTER = '1 hour';
 
@@ -43,9 +46,11 @@ export type Presence = {
 export function trackPresence(sql: Sql, log: Logger, { flushMs = LAST_SEEN_FLUSH_MS, heartbeatMs = HEARTBEAT_MS, lingerMs = CLOSE_LINGER_MS } = {}): Presence {
   const instanceId = crypto.randomUUID();
   const lastSeen = new Map<string, number>();
-  // Agents holding something here, and the timers of those whose last request closed.
+  // Agents holding something here (or lately), and when the last request closed of those that
+  // hold nothing now: swept once a second rather than a timer per close, since a wait loop closes
+  // and opens thousands of times a second.
   const holding = new Set<string>();
-  const lingering = new Map<string, Timer>();
+  const closedAt = new Map<string, number>();
   // What the database holds of this instance's rows, as far as this process knows.
   const written = new Set<string>();
   let running = false;
@@ -108,6 +113,18 @@ export function trackPresence(sql: Sql, log: Logger, { flushMs = LAST_SEEN_FLUSH
     }
   };
 
+  const sweep = async () => {
+    const before = performance.now() - lingerMs;
+    let gone = false;
+    for (const [agentId, at] of closedAt) {
+      if (at > before) continue;
+      closedAt.delete(agentId);
+      holding.delete(agentId);
+      gone = true;
+    }
+    if (gone) soon();
+  };
+
   const every = (ms: number, work: () => Promise<void>) => {
     const timer = setInterval(() => void work().catch((error: Error) => log.warn('presence_write_failed', { error: error.message })), ms);
     timer.unref();
@@ -119,32 +136,22 @@ export function trackPresence(sql: Sql, log: Logger, { flushMs = LAST_SEEN_FLUSH
       lastSeen.set(agentId, Date.now());
     },
     opened(agentId) {
-      const timer = lingering.get(agentId);
-      if (timer) {
-        clearTimeout(timer);
-        lingering.delete(agentId);
-      }
+      closedAt.delete(agentId);
+      if (holding.has(agentId)) return;
       holding.add(agentId);
       soon();
     },
     closed(agentId) {
-      if (lingering.has(agentId)) return;
-      const timer = setTimeout(() => {
-        lingering.delete(agentId);
-        holding.delete(agentId);
-        soon();
-      }, lingerMs);
-      timer.unref();
-      lingering.set(agentId, timer);
+      closedAt.set(agentId, performance.now());
     },
     async start() {
       running = true;
       await beat();
-      timers = [every(heartbeatMs, beat), every(flushMs, flush)];
+      timers = [every(heartbeatMs, beat), every(flushMs, flush), every(SWEEP_MS, sweep)];
     },
     async stop() {
       if (!running) return;
-      for (const timer of [...timers, ...lingering.values()]) clearTimeout(timer);
+      for (const timer of timers) clearInterval(timer);
       if (pending) clearTimeout(pending);
       running = false;
       await syncing;
