@@ -133,6 +133,9 @@ describe('OpenAPI', () => {
         'GET /api/messages/search',
         'GET /api/events',
         'GET /api/agents/me/contact-policy',
+        'GET /api/agents',
+        'GET /api/agents/me/profile',
+        'PUT /api/agents/me/profile',
       ].sort(),
     );
     expect(doc.security).toEqual([{ agentKey: [] }]);
