@@ -12,12 +12,12 @@
 import { cpus, totalmem } from 'node:os';
 import postgres from 'postgres';
 import type { Sql } from '../src/db/connect';
-import { listAgents } from '../src/domain/agents/agent-overview';
+import { ALL_AGENTS, listAgents } from '../src/domain/agents/agent-overview';
 import { endpointHealthOf } from '../src/domain/agents/endpoint-health';
 import { attention } from '../src/domain/deliveries/attention';
 import { listDeliveries } from '../src/domain/deliveries/delivery-progress';
 import { NO_FILTER } from '../src/domain/deliveries/delivery-query';
-import { overview } from '../src/domain/deliveries/overview';
+import { overview, troublePage } from '../src/domain/deliveries/overview';
 import { freshDatabases } from './fresh-database';
 import { percentile, round } from './stats';
 
@@ -33,6 +33,7 @@ const DELIVERIES = 1_000_000;
 const LAST_DAY_SHARE = 0.1;
 const ATTEMPTS = 100_000;
 const PLANS = process.env.BENCH_PLANS ?? '/tmp/ams-endpoint-health-plans.txt';
+const TROUBLE_FIRST = { ...ALL_AGENTS, sort: 'trouble' } as const;
 
 const started = performance.now();
 const step = (line: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
@@ -67,16 +68,22 @@ try {
     ['listDeliveries() first page of 50 — baseline', () => listDeliveries(sql, NO_FILTER, page, STALLED_AFTER_MS)],
     ['overview()', () => overview(sql, STALLED_AFTER_MS)],
     [`endpointHealthOf() ${webhookIds.length} webhook agents`, () => endpointHealthOf(sql, webhookIds)],
-    ['listAgents() first page of 50', () => listAgents(sql, null, page)],
+    ['listAgents() first page of 50', () => listAgents(sql, ALL_AGENTS, page)],
+    ['troublePage() all webhooks in trouble, a page of 50', () => troublePage(sql, { limit: '50' }, STALLED_AFTER_MS)],
+    ['listAgents() trouble first, first page of 50', () => listAgents(sql, TROUBLE_FIRST, page)],
+    ['listAgents() health=failing,disabled', () => listAgents(sql, { ...ALL_AGENTS, health: ['failing', 'disabled'] }, page)],
   ];
 
   // A look at what the reads answer, so that the figures are of reads that found something.
   const o = await overview(sql, STALLED_AFTER_MS);
   const h = await endpointHealthOf(sql, webhookIds);
-  const agentsPage = await listAgents(sql, null, page);
+  const agentsPage = await listAgents(sql, ALL_AGENTS, page);
   const seen = {
-    overviewHoursAccepted: o.hours.reduce((n, x) => n + x.accepted + x.retrying + x.notified + x.delivered + x.fetched + x.failed, 0),
-    trouble: o.trouble.length,
+    overviewDeliveries: o.headline.deliveries,
+    overviewBins: `${o.bins.length} of ${o.binMinutes} min`,
+    trouble: `${o.trouble.length} of ${o.troubleTotal} in ${o.troubleGroups.length} groups`,
+    troublePage: (await troublePage(sql, { limit: '50' }, STALLED_AFTER_MS)).items.length,
+    agentsInTrouble: (await listAgents(sql, TROUBLE_FIRST, page)).items.slice(0, FAILING).filter((a) => a.health && a.health.state !== 'healthy').length,
     stalledAgents: o.stalledAgents.length,
     closeRequests: o.closeRequests.length,
     healthStates: [...h.values()].reduce<Record<string, number>>((n, x) => ({ ...n, [x.state]: (n[x.state] ?? 0) + 1 }), {}),
@@ -109,7 +116,8 @@ try {
     await read();
     const statements = capturing;
     capturing = null;
-    for (const [i, s] of statements.entries()) {
+    // A transaction's own statements have no plan.
+    for (const [i, s] of statements.filter((s) => !/^\s*(begin|commit|rollback)\b/i.test(s.query)).entries()) {
       const rows = await sql.unsafe(`explain (analyze, buffers) ${s.query}`, s.params as never[]);
       const plan = rows.map((r: any) => r['QUERY PLAN']).join('\n');
       explained.push(`=== ${name}, statement ${i + 1}\n${s.query.trim()}\n\n${plan}\n`);

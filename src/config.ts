@@ -6,6 +6,7 @@ import { Value } from '@sinclair/typebox/value';
 import type { WebhookUrlPolicy } from './domain/agents/webhook-url';
 import type { HealthRule } from './domain/agents/endpoint-health';
 import type { SearchBounds } from './domain/shared/search-gate';
+import type { EnvironmentWebhook } from './domain/people/operator-webhooks';
 
 // The one place that reads the configuration: the environment, over an optional `.env` file.
 // Defaults are the contract's values; tests and deployments override them through the same
@@ -131,6 +132,33 @@ export const ConfigSchema = T.Object({
     T.String({ minLength: 1, ...people('Where sign-in codes and webhook warnings are sent from (`smtps://user:pass@mail.example.com`); unset, sign-in codes are written to the server log.') }),
   ),
   SMTP_FROM: T.String({ default: 'Agent Messaging Service <no-reply@localhost>', ...people('Sender of the emails.') }),
+  OPERATOR_WEBHOOK_URL: T.Optional(
+    T.String({
+      pattern: '^https?://[^\\s]+$',
+      description: 'an absolute http(s) URL such as https://hooks.slack.com/services/…',
+      ...people(
+        "An operator webhook set by the deployment (beside those people add on the dashboard's Notifications page): it is told when an agent's webhook is warned about, switched off or back, when messages wait for approval and when the loop breaker pauses a thread. Held to the rules for agents' webhooks at each send.",
+      ),
+    }),
+  ),
+  OPERATOR_WEBHOOK_SECRET: T.Optional(
+    T.String({
+      pattern: '^whsec_[A-Za-z0-9+/_-]{32,}={0,2}$',
+      description: 'a Standard Webhooks secret: whsec_ and at least 24 random bytes in base64, such as whsec_ followed by the output of openssl rand -base64 32',
+      ...people('The secret every notice to `OPERATOR_WEBHOOK_URL` is signed with (Standard Webhooks headers); required with it.'),
+    }),
+  ),
+  OPERATOR_WEBHOOK_FORMAT: T.Union([T.Literal('slack'), T.Literal('json')], {
+    default: 'slack',
+    ...people("`slack`: notices to `OPERATOR_WEBHOOK_URL` are a Slack incoming webhook's body; `json`: a typed JSON event."),
+  }),
+  OPERATOR_WEBHOOK_RETRY_DELAYS_MS: T.String({
+    default: '5000,30000,120000,600000,1800000',
+    pattern: '^\\d+(,\\d+)*$',
+    description: 'whole numbers of milliseconds separated by commas, such as 5000,30000,120000',
+    ...people('Delays before each retry of an operator notice that was not answered with 2xx (1 attempt + 5 retries over about 43 minutes).'),
+  }),
+  OPERATOR_WEBHOOK_TIMEOUT_MS: Int(10_000, 1, people('How long an operator webhook has to answer a notice.')),
   SESSION_TTL_MS: Int(604_800_000, 60_000, people('How long a dashboard session lasts (7 days).')),
   SESSION_CHECK_MS: Int(
     5_000,
@@ -234,6 +262,10 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
   config.DATA_DIR = resolve(CHECKOUT_ROOT ?? process.cwd(), config.DATA_DIR);
   // Otherwise live workers would take each other's jobs between two beats.
   if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
+  // Every notice is signed: a receiver that verifies needs the secret, and Slack ignores it.
+  if (config.OPERATOR_WEBHOOK_URL && !config.OPERATOR_WEBHOOK_SECRET) {
+    throw new Error(`OPERATOR_WEBHOOK_SECRET must be set with OPERATOR_WEBHOOK_URL: ${expected(ConfigSchema.properties.OPERATOR_WEBHOOK_SECRET)}.`);
+  }
   return config;
 }
 
@@ -269,6 +301,16 @@ export function endpointHealthRule(config: Config): HealthRule {
 
 // Where the service may send requests to addresses others chose: doorbells, and OAuth clients'
 // metadata documents.
+// The operator webhook the environment sets, or null (domain/people/operator-webhooks.ts).
+export function environmentOperatorWebhook(config: Config): EnvironmentWebhook | null {
+  if (!config.OPERATOR_WEBHOOK_URL || !config.OPERATOR_WEBHOOK_SECRET) return null;
+  return { url: config.OPERATOR_WEBHOOK_URL, secret: config.OPERATOR_WEBHOOK_SECRET, format: config.OPERATOR_WEBHOOK_FORMAT };
+}
+
+export function operatorRetryDelays(config: Config): number[] {
+  return config.OPERATOR_WEBHOOK_RETRY_DELAYS_MS.split(',').map(Number);
+}
+
 export function webhookUrlPolicy(config: Config): WebhookUrlPolicy {
   return { allowLocal: config.WEBHOOK_ALLOW_LOCAL };
 }

@@ -4,6 +4,7 @@ import { claimPauseNotices, claimWaitingDigest, DIGEST_EVERY_MINUTES, type Pause
 import { DECIDE_AT_ONCE, expireHolds } from './domain/messages/holds';
 import { mintHoldLinks, removeDeadHoldLinks } from './domain/messages/hold-links';
 import { everyPersonsEmail } from './domain/people/people';
+import { hasOperatorWebhooks } from './domain/people/operator-webhooks';
 import type { Logger } from './log';
 import type { Mailer } from './mailer';
 import type { Metrics } from './metrics';
@@ -27,9 +28,12 @@ export function holdTasks(deps: HoldAlertDeps): Record<string, Task> {
       deps.metrics?.holdDecisions({ expired });
     },
     [HOLD_NOTICES_TASK]: async () => {
-      // Without mail nothing is claimed: the Overview and the badge tell people instead.
-      if (!deps.mailer) return;
+      // Without mail or an operator webhook nothing is claimed: the Overview and the badge tell
+      // people instead. The digest's claim queues its operator notice (hold-notices.ts); the loop
+      // breaker tells operator webhooks of a pause itself, at once.
+      if (!deps.mailer && !(await hasOperatorWebhooks(deps.sql))) return;
       const digest = await claimWaitingDigest(deps.sql);
+      if (!deps.mailer) return;
       const pauses = await claimPauseNotices(deps.sql);
       // Each person's digest carries links of its own, spent once (hold-links.ts).
       if (digest) {

@@ -7,6 +7,8 @@ import { NOTIFY_TASK } from './domain/deliveries/notify-jobs';
 import { countEndpoints } from './domain/agents/endpoint-health';
 import { holdFigures } from './domain/messages/holds';
 import { agentsOnline } from './domain/agents/presence';
+import { countOperatorWebhooks } from './domain/people/operator-webhooks';
+import { OPERATOR_EVENTS, type NoticeOutcome, type OperatorEvent } from './domain/people/operator-notices';
 
 // What one process knows about itself and the database, in the Prometheus text format (GET
 // /metrics). Counters and histograms are this process's; gauges read from the database describe
@@ -26,6 +28,8 @@ export type DoorbellOutcome = 'notified' | 'retry' | 'failed';
 
 const HOLD_DECISIONS = ['approved', 'rejected', 'expired'] as const;
 export type HoldDecision = (typeof HOLD_DECISIONS)[number];
+const ENDPOINT_TRANSITIONS = ['warned', 'disabled', 'enabled', 'paused', 'resumed'] as const;
+export type EndpointTransition = (typeof ENDPOINT_TRANSITIONS)[number];
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -53,11 +57,11 @@ export function createMetrics() {
   });
   const endpointTransitions = new Counter({
     name: 'ams_webhook_endpoint_transitions_total',
-    help: 'Webhooks that reached a warning stage (warned), were switched off for failing (disabled) or switched back on by a person (enabled), as seen by this process.',
+    help: 'Webhooks that reached a warning stage (warned), were switched off for failing (disabled), switched back on by a person (enabled), or paused and resumed by a person (paused, resumed), as seen by this process.',
     labelNames: ['transition'] as const,
     registers: [registry],
   });
-  for (const transition of ['warned', 'disabled', 'enabled']) endpointTransitions.inc({ transition }, 0);
+  for (const transition of ENDPOINT_TRANSITIONS) endpointTransitions.inc({ transition }, 0);
   const quotaRefusals = new Counter({
     name: 'ams_quota_refusals_total',
     help: "Sends refused because the agent's quota was used up: messages (per minute) or threads (per hour), as seen by this process.",
@@ -77,13 +81,20 @@ export function createMetrics() {
     registers: [registry],
   });
   for (const decision of HOLD_DECISIONS) holdDecisions.inc({ decision }, 0);
+  const operatorNotices = new Counter({
+    name: 'ams_operator_notices_total',
+    help: 'Attempts at operator notices by event and outcome: delivered (answered 2xx), retrying (failed, another attempt queued) or gave_up (failed, none left), as seen by this process.',
+    labelNames: ['event', 'outcome'] as const,
+    registers: [registry],
+  });
+  for (const event of OPERATOR_EVENTS) for (const outcome of ['delivered', 'retrying', 'gave_up']) operatorNotices.inc({ event, outcome }, 0);
   let sources: MetricsSources | undefined;
 
   const fromDatabase = async () => {
     if (!sources) return null;
     const { sql, stalledAfterMs } = sources;
     try {
-      const [counts, jobs, connections, endpoints, holds, online] = await Promise.all([
+      const [counts, jobs, connections, endpoints, holds, operatorWebhooks, online] = await Promise.all([
         countDeliveries(sql, stalledAfterMs),
         owedJobs(sql, NOTIFY_TASK),
         sql<{ state: string; n: number }[]>`
@@ -92,9 +103,10 @@ export function createMetrics() {
           group by 1`,
         countEndpoints(sql),
         holdFigures(sql),
+        countOperatorWebhooks(sql),
         agentsOnline(sql),
       ]);
-      return { counts, jobs, connections, endpoints, holds, online };
+      return { counts, jobs, connections, endpoints, holds, operatorWebhooks, online };
     } catch {
       scrapeFailures.inc();
       return null;
@@ -122,6 +134,16 @@ export function createMetrics() {
     async collect() {
       const figures = await read();
       if (figures) for (const [state, n] of Object.entries(figures.endpoints)) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: 'ams_operator_webhooks',
+    help: 'Operator webhooks by health: healthy (the last attempt answered 2xx), failing (no 2xx since a failed attempt), untried.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) for (const [state, n] of Object.entries(figures.operatorWebhooks)) this.set({ state }, n);
     },
   });
   // A gauge of one figure from the shared database read, kept at its last value when the read fails.
@@ -226,8 +248,11 @@ export function createMetrics() {
     doorbellAttempt(outcome: DoorbellOutcome, status: number | null, seconds: number) {
       doorbells.observe({ outcome, answer: status === null ? 'none' : `${Math.floor(status / 100)}xx` }, seconds);
     },
-    endpointTransition(transition: 'warned' | 'disabled' | 'enabled') {
+    endpointTransition(transition: EndpointTransition) {
       endpointTransitions.inc({ transition });
+    },
+    operatorNotice(event: OperatorEvent, outcome: NoticeOutcome) {
+      operatorNotices.inc({ event, outcome });
     },
     // What the send rules did (domain/messages/send-rules.ts).
     sendWatcher: {

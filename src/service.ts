@@ -1,4 +1,4 @@
-import type { Config } from './config';
+import { environmentOperatorWebhook, type Config } from './config';
 import { cacheAgents, type AgentCacheListener } from './db/agent-cache';
 import type { Sql } from './db/connect';
 import { openDatabase, waitWhileBusy } from './db/database';
@@ -11,6 +11,7 @@ import { createOAuthServer, type OAuthServer } from './oauth/provider';
 import { startWorker, type RunningWorker } from './webhooks/worker';
 import { a2aPush } from './a2a/push-body';
 import { trackPresence, type Presence } from './domain/agents/presence';
+import { syncEnvironmentWebhook } from './domain/people/operator-webhooks';
 
 const HTTP_STOP_GRACE_MS = 3_000;
 
@@ -88,6 +89,8 @@ export async function createService(
     await db.close();
   };
   try {
+    // OPERATOR_WEBHOOK_URL as this start's settings have it (set, changed or gone).
+    await waitWhileBusy(log, () => syncEnvironmentWebhook(db.sql, environmentOperatorWebhook(config)));
     if (http) {
       // Each part that needs a connection waits, as the migration did, while PostgreSQL has none
       // to give (database.ts).

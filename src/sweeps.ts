@@ -4,10 +4,12 @@ import { sweepIdempotencyKeys } from './domain/messages/idempotency';
 import { sweepExpiredSignIns } from './domain/people/people';
 import { pruneHistory } from './domain/messages/retention';
 import { indexOlderMessages } from './domain/messages/message-search';
+import { pruneOperatorNotices } from './domain/people/operator-webhooks';
 import type { Logger } from './log';
 
 // The hourly clean-ups, run from graphile-worker's crontab by whichever worker takes each: expired
-// sign-in codes and sessions, idempotency keys past their retention, and history past its own.
+// sign-in codes and sessions, idempotency keys past their retention, history past its own, and
+// operator notices as old as the attempt log's.
 // Each logs what it removed. And every minute, until it is done, the search index's catching up
 // with the messages an upgrade found (message-search.ts).
 // Less than the minute between runs, so that two never overlap.
@@ -29,12 +31,15 @@ export function sweeps(sql: Sql, log: Logger, config: Config) {
           auditDays: config.AUDIT_RETENTION_DAYS,
         }),
       ),
+    // Kept as long as the doorbells' attempt log.
+    prune_operator_notices: async () =>
+      log.info('operator_notices_pruned', { notices: await pruneOperatorNotices(sql, config.ATTEMPT_LOG_RETENTION_DAYS) }),
     index_messages: async () => {
       const { indexed, done } = await indexOlderMessages(sql, INDEXING_MS);
       if (indexed > 0) log.info('messages_indexed', { indexed, done });
     },
   };
   // Spread over the hour so that they never run together.
-  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history', '* * * * * index_messages'];
+  const crontab = ['0 * * * * sweep_sign_ins', '30 * * * * sweep_idempotency_keys', '45 * * * * prune_history', '50 * * * * prune_operator_notices', '* * * * * index_messages'];
   return { tasks, crontab };
 }

@@ -90,7 +90,7 @@ afterAll(async () => {
 });
 
 test('promtool finds the rule file valid', () => {
-  expect(promtool(['check', 'rules', RULES])).toEqual({ code: 0, stdout: `Checking ${RULES}\n  SUCCESS: 8 rules found\n\n`, stderr: '' });
+  expect(promtool(['check', 'rules', RULES])).toEqual({ code: 0, stdout: `Checking ${RULES}\n  SUCCESS: 9 rules found\n\n`, stderr: '' });
 });
 
 test("promtool's unit tests pass, and they make every alert both fire and stay quiet", async () => {
@@ -111,6 +111,7 @@ test('every rule has its severity, a summary, a description and a runbook entry 
     ['AmsDoorbellsLate', '5m', 'critical'],
     ['AmsMetricsDatabaseReadsFailing', '5m', 'critical'],
     ['AmsHoldsWaitingLong', '10m', 'warning'],
+    ['AmsOperatorWebhookFailing', '30m', 'warning'],
   ]);
   for (const rule of rules) {
     expect([rule.alert, Object.keys(rule).sort(), Object.keys(rule.labels), Object.keys(rule.annotations).sort()]).toEqual([
@@ -137,6 +138,7 @@ test('every series, label and label value the rules read is one the service expo
     'ams_holds_oldest_age_seconds',
     'ams_loss_audit_drift',
     'ams_metrics_database_read_failures_total',
+    'ams_operator_webhooks',
     'ams_webhook_endpoints',
   ]);
   expect(read.filter((name) => !exported.has(name))).toEqual([]);

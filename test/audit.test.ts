@@ -84,13 +84,17 @@ describe('a person on the dashboard: each decision writes one entry, with who an
       await expectStatus(as('PUT', `/agents/${name}/webhook`, { webhookUrl: 'http://127.0.0.1:9/second' }), 200);
       await expectStatus(as('GET', `/agents/${name}/webhook/secret`), 200);
       await h.db.sql`update agents set webhook_disabled_at = now(), webhook_disabled_reason = 'failing' where username = ${name}`;
-      await expectStatus(as('POST', `/agents/${name}/webhook/enable`, {}), 200);
+      await expectStatus(as('POST', `/agents/${name}/webhook/enable`, { withoutPassingTest: true }), 200);
+      await expectStatus(as('POST', `/agents/${name}/webhook/pause`, { reason: 'deploying the handler' }), 200);
+      await expectStatus(as('POST', `/agents/${name}/webhook/resume`, {}), 200);
       await expectStatus(as('DELETE', `/agents/${name}/webhook`), 200);
     });
     expect(rows).toEqual([
       by({ action: 'agent.webhook.set', subjectType: 'agent', subject: name, before: { webhookUrl: 'http://127.0.0.1:9/first' }, after: { webhookUrl: 'http://127.0.0.1:9/second' } }),
       by({ action: 'agent.webhook.secret.reveal', subjectType: 'agent', subject: name }),
-      by({ action: 'agent.webhook.enable', subjectType: 'agent', subject: name, before: { switchedOff: true }, after: { switchedOff: false, resent: 0 } }),
+      by({ action: 'agent.webhook.enable', subjectType: 'agent', subject: name, before: { switchedOff: true }, after: { switchedOff: false, resent: 0, passingTest: false } }),
+      by({ action: 'agent.webhook.pause', subjectType: 'agent', subject: name, before: { state: 'active' }, after: { state: 'paused' } }),
+      by({ action: 'agent.webhook.resume', subjectType: 'agent', subject: name, before: { state: 'paused', pausedBy: 'audit-ada' }, after: { state: 'active', resent: 0 } }),
       by({ action: 'agent.webhook.remove', subjectType: 'agent', subject: name, before: { webhookUrl: 'http://127.0.0.1:9/second' }, after: { webhookUrl: null } }),
     ]);
     const [all] = await h.db.sql`select string_agg(before::text || after::text, ' ') as text from audit_events where subject = ${name}`;
@@ -179,6 +183,8 @@ describe('a person on the dashboard: each decision writes one entry, with who an
       await expectStatus(as('PUT', `/agents/${taken}/webhook`, { webhookUrl: 'not a url' }), 400);
       await expectStatus(as('DELETE', '/agents/no-such-agent/webhook'), 404);
       await expectStatus(as('POST', `/agents/${taken}/webhook/enable`, {}), 409);
+      await expectStatus(as('POST', `/agents/${taken}/webhook/pause`, {}), 409);
+      await expectStatus(as('POST', `/agents/${taken}/webhook/resume`, {}), 409);
       await expectStatus(as('GET', `/agents/${taken}/webhook/secret`), 404);
       await expectStatus(as('PUT', `/agents/${taken}/a2a-card`, { listed: 'yes' }), 400);
       await expectStatus(as('DELETE', `/threads/${open}/participants/no-such-agent`), 404);

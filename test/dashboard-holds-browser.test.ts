@@ -52,7 +52,9 @@ test('a person approves one held message and rejects another from the Overview',
   await goodCard.getByText('Can you draft the answer to ACME?').waitFor();
   await goodCard.getByText('Full message').click();
   await goodCard.getByText('Thank you for your patience.').waitFor();
-  expect(await page.locator('#waiting').evaluate((el) => el === el.parentElement!.querySelector('section'))).toBe(true);
+  // At the top, under the day's headline figures alone (which count what waits, linking here).
+  expect(await page.locator('#waiting').evaluate((el) => el.previousElementSibling?.classList.contains('headline') && el === el.parentElement!.querySelectorAll(':scope > section')[1])).toBe(true);
+  expect(await page.locator('[data-headline="holds"] .big a').textContent()).toBe('2');
   expect(await axeViolations(page)).toEqual([]);
   await b.screenshot('holds-desktop');
   await page.setViewportSize({ width: 390, height: 844 });

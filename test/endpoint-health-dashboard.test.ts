@@ -104,7 +104,7 @@ test('a failing webhook is seen, switched off, tested, switched back on with wha
 
   const enabled = await h.send('POST', `/dashboard/api/agents/${recipient.username}/webhook/enable`, { cookie, body: { resendFailed: true } });
   expect(enabled.status).toBe(200);
-  expect(enabled.body.data).toEqual({ username: recipient.username, enabled: true, resent: 1, refused: [] });
+  expect(enabled.body.data).toEqual({ username: recipient.username, enabled: true, passingTest: true, resent: 1, refused: [] });
   await untilStep(h, deliveryId, 'notified');
   expect((await agentOf(cookie, recipient.username)).health.state).toBe('healthy');
   const twice = await h.send('POST', `/dashboard/api/agents/${recipient.username}/webhook/enable`, { cookie, body: {} });

@@ -1,5 +1,6 @@
 import { expect, test } from 'bun:test';
-import { enableWebhook, setWebhook } from '../src/domain/agents/agents';
+import { setWebhook } from '../src/domain/agents/agents';
+import { enableWebhook } from '../src/domain/agents/webhook-switch';
 import {
   countEndpoints,
   disabledReason,
@@ -158,19 +159,21 @@ test('a failing webhook warns once per stage, is switched off after its spell, a
   expect(row).toEqual({ webhook: false, job: false });
   expect(await owedDoorbell(h.db.sql, failed)).toBeNull();
 
-  // Switched back on with the failed resent: the Failed delivery is Accepted again with a job,
-  // the spell starts afresh, and doorbells are owed again.
-  const enabled = await enableWebhook(h.db.sql, BY_CLI, recipient.username, true);
-  expect(enabled).toEqual({ username: recipient.username, enabled: true, resent: 1, refused: [] });
+  // Switched back on with the failed resent (and no test event: the person says so): the Failed
+  // delivery is Accepted again with a job, the spell goes on, and doorbells are owed again.
+  const enabled = await enableWebhook(h.db.sql, BY_CLI, recipient.username, { resendFailed: true, withoutPassingTest: true });
+  expect(enabled).toEqual({ username: recipient.username, enabled: true, passingTest: false, resent: 1, refused: [] });
   expect((await deliveryRow(h, failed)).step).toBe('accepted');
   const [job] = await h.db.sql`select count(*)::int as n from graphile_worker.jobs where key = ${'notify:' + failed}`;
   expect(job!.n).toBe(1);
-  const healed = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
-  expect([healed.state, healed.failingSince, healed.consecutiveFailures, healed.warnedStage]).toEqual(['healthy', null, 0, 0]);
+  const back = (await endpointHealthOf(h.db.sql, [agentId])).get(agentId)!;
+  expect([back.state, back.failingSince, back.consecutiveFailures, back.warnedStage]).toEqual(['failing', health.failingSince, 2, 1]);
   const { deliveryId: rung } = await post(h, sender, recipient, { content: 'back on' });
   const [rungRow] = await h.db.sql<{ webhook: boolean }[]>`select webhook from deliveries where id = ${rung}`;
   expect(rungRow!.webhook).toBe(true);
-  await expect(enableWebhook(h.db.sql, BY_CLI, recipient.username, false)).rejects.toThrow(`${recipient.username}'s webhook is not switched off.`);
+  await expect(enableWebhook(h.db.sql, BY_CLI, recipient.username, { resendFailed: false, withoutPassingTest: true })).rejects.toThrow(
+    `${recipient.username}'s webhook is not switched off.`,
+  );
 });
 
 test('the warning and the switch-off reach every person by email, over SMTP, saying what failed and where to act', async () => {
@@ -226,14 +229,14 @@ test('the overview counts the day by hour and outcome, and lists the trouble by 
   await attempt(sender, recipient, 0, 100, http(502), { last: true });
   const now = new Date();
   const seen = await overview(h.db.sql, 300_000, now);
-  expect(seen.hours).toHaveLength(24);
-  expect(new Date(seen.hours.at(-1)!.at).getTime()).toBe(Math.floor(now.getTime() / HOUR) * HOUR);
+  const binMs = seen.binMinutes * MINUTE;
+  expect(new Date(seen.bins.at(-1)!.at).getTime()).toBe(Math.floor(now.getTime() / binMs) * binMs);
   const [counted] = await h.db.sql<{ failed: number; retrying: number }[]>`
     select count(*) filter (where step = 'failed')::int as failed,
            count(*) filter (where step = 'accepted' and next_attempt_at is not null)::int as retrying
     from deliveries where created_at >= ${new Date(seen.since)}`;
-  expect(seen.hours.reduce((n, h) => n + h.failed, 0)).toBe(counted!.failed);
-  expect(seen.hours.reduce((n, h) => n + h.retrying, 0)).toBe(counted!.retrying);
+  expect(seen.bins.reduce((n, h) => n + h.failed, 0)).toBe(counted!.failed);
+  expect(seen.bins.reduce((n, h) => n + h.retrying, 0)).toBe(counted!.retrying);
   const trouble = seen.trouble.find((t) => t.username === recipient.username)!;
   expect({ ...trouble, failingSince: undefined, countedSince: undefined }).toEqual({
     username: recipient.username, url: hook, state: 'failing', failure: 'HTTP 502', disabledAt: null, warnedStage: 0,

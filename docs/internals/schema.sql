@@ -288,6 +288,36 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION public.operator_notice_jobs(notices uuid[], attempt integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if coalesce(array_length(notices, 1), 0) = 0 then return; end if;
+  perform graphile_worker.add_jobs(array(
+    select json_populate_record(null::graphile_worker.job_spec, json_build_object(
+      'identifier', 'operator_notice', 'payload', json_build_object('noticeId', n, 'attempt', attempt), 'run_at', run_at,
+      'max_attempts', 5, 'job_key', 'operator_notice:' || n || ':' || attempt))
+    from unnest(notices) n));
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.queue_operator_notice(event text, notice jsonb, only_webhook uuid DEFAULT NULL::uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+  queued uuid[];
+begin
+  with n as (
+    insert into operator_notices (webhook_id, event, notice)
+    select w.id, event, notice from operator_webhooks w where only_webhook is null or w.id = only_webhook
+    returning id
+  )
+  select array_agg(id) into queued from n;
+  perform operator_notice_jobs(queued, 1);
+  return coalesce(array_length(queued, 1), 0);
+end $function$;
+
 CREATE OR REPLACE FUNCTION public.uuid_v7()
  RETURNS uuid
  LANGUAGE sql
@@ -402,6 +432,8 @@ CREATE TABLE public.agents (
     holds_messages boolean DEFAULT false NOT NULL,
     messages_per_minute integer,
     threads_per_hour integer,
+    webhook_paused_by text,
+    webhook_resumed_at timestamp with time zone,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_contact_policy_check CHECK ((contact_policy = ANY (ARRAY['open'::text, 'contacts'::text, 'closed'::text]))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
@@ -432,7 +464,7 @@ CREATE TABLE public.audit_events (
     reason text,
     CONSTRAINT audit_events_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.people(id) ON DELETE SET NULL,
     CONSTRAINT audit_events_pkey PRIMARY KEY (id),
-    CONSTRAINT audit_events_subject_type_check CHECK ((subject_type = ANY (ARRAY['agent'::text, 'thread'::text, 'message'::text, 'delivery'::text, 'person'::text])))
+    CONSTRAINT audit_events_subject_type_check CHECK ((subject_type = ANY (ARRAY['agent'::text, 'thread'::text, 'message'::text, 'delivery'::text, 'person'::text, 'operator_webhook'::text])))
 );
 CREATE INDEX audit_events_action_idx ON public.audit_events USING btree (action, id);
 CREATE INDEX audit_events_at_idx ON public.audit_events USING btree (at);
@@ -684,6 +716,65 @@ CREATE TABLE public.oauth_registration_attempts (
     attempted_at timestamp with time zone DEFAULT now() NOT NULL
 );
 CREATE INDEX oauth_registration_attempts_idx ON public.oauth_registration_attempts USING btree (client, attempted_at);
+
+CREATE TABLE public.operator_endpoint_alerts (
+    agent_id uuid NOT NULL,
+    told text NOT NULL,
+    told_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT operator_endpoint_alerts_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT operator_endpoint_alerts_pkey PRIMARY KEY (agent_id),
+    CONSTRAINT operator_endpoint_alerts_told_check CHECK ((told = ANY (ARRAY['warned'::text, 'switched_off'::text])))
+);
+
+CREATE TABLE public.operator_notice_attempts (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    notice_id uuid NOT NULL,
+    webhook_id uuid NOT NULL,
+    attempt smallint NOT NULL,
+    attempted_at timestamp with time zone NOT NULL,
+    duration_ms integer NOT NULL,
+    status integer,
+    error text,
+    response_body text,
+    CONSTRAINT operator_notice_attempts_notice_id_fkey FOREIGN KEY (notice_id) REFERENCES public.operator_notices(id) ON DELETE CASCADE,
+    CONSTRAINT operator_notice_attempts_pkey PRIMARY KEY (id),
+    CONSTRAINT operator_notice_attempts_webhook_id_fkey FOREIGN KEY (webhook_id) REFERENCES public.operator_webhooks(id) ON DELETE CASCADE
+);
+CREATE INDEX operator_notice_attempts_notice_idx ON public.operator_notice_attempts USING btree (notice_id, id);
+CREATE INDEX operator_notice_attempts_webhook_idx ON public.operator_notice_attempts USING btree (webhook_id, id);
+
+CREATE TABLE public.operator_notices (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    webhook_id uuid NOT NULL,
+    event text NOT NULL,
+    notice jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts smallint DEFAULT 0 NOT NULL,
+    delivered_at timestamp with time zone,
+    gave_up_at timestamp with time zone,
+    CONSTRAINT operator_notices_pkey PRIMARY KEY (id),
+    CONSTRAINT operator_notices_webhook_id_fkey FOREIGN KEY (webhook_id) REFERENCES public.operator_webhooks(id) ON DELETE CASCADE
+);
+CREATE INDEX operator_notices_created_idx ON public.operator_notices USING btree (created_at);
+CREATE INDEX operator_notices_webhook_idx ON public.operator_notices USING btree (webhook_id, id);
+
+CREATE TABLE public.operator_webhooks (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    url text NOT NULL,
+    format text NOT NULL,
+    secret text NOT NULL,
+    source text NOT NULL,
+    added_by text NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_success_at timestamp with time zone,
+    last_failure_at timestamp with time zone,
+    last_failure text,
+    failing_since timestamp with time zone,
+    CONSTRAINT operator_webhooks_format_check CHECK ((format = ANY (ARRAY['slack'::text, 'json'::text]))),
+    CONSTRAINT operator_webhooks_pkey PRIMARY KEY (id),
+    CONSTRAINT operator_webhooks_source_check CHECK ((source = ANY (ARRAY['dashboard'::text, 'environment'::text])))
+);
+CREATE UNIQUE INDEX operator_webhooks_environment_idx ON public.operator_webhooks USING btree (source) WHERE (source = 'environment'::text);
 
 CREATE TABLE public.participants (
     thread_id uuid NOT NULL,

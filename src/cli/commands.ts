@@ -2,6 +2,7 @@ import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { createAgent, removeWebhook, setArchived, setWebhook } from '../domain/agents/agents';
 import { setAgentHolds, setSendQuotas } from '../domain/agents/governance';
+import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
 import { resendDelivery } from '../domain/deliveries/delivery-steps';
 import { invalid } from '../domain/shared/errors';
 import { auditFilter, BY_CLI, exportDecisions } from '../domain/people/audit';
@@ -87,6 +88,19 @@ export const commands: Record<string, Command> = {
     usage: 'webhooks remove <username>',
     run: ({ sql }, [username]) => removeWebhook(sql, BY_CLI, username!),
   },
+  'webhooks pause': {
+    usage: 'webhooks pause <username> [--reason <text>]',
+    run: ({ sql }, [username], flags) => pauseWebhook(sql, BY_CLI, username!, flags.reason),
+  },
+  'webhooks resume': {
+    usage: 'webhooks resume <username> [--resend-failed <yes|no>]',
+    run: ({ sql }, [username], flags) => resumeWebhook(sql, BY_CLI, username!, { resendFailed: yesNo(flags, 'resend-failed') }),
+  },
+  'webhooks enable': {
+    usage: 'webhooks enable <username> [--resend-failed <yes|no>] [--without-passing-test <yes|no>]',
+    run: ({ sql }, [username], flags) =>
+      enableWebhook(sql, BY_CLI, username!, { resendFailed: yesNo(flags, 'resend-failed'), withoutPassingTest: yesNo(flags, 'without-passing-test') }),
+  },
   'threads confirm-close': {
     usage: 'threads confirm-close <threadId>',
     run: ({ sql }, [threadId]) => confirmClose(sql, BY_CLI, threadId!),
@@ -128,6 +142,14 @@ export const commands: Record<string, Command> = {
 // left out leaves its quota as it is, and what is not a whole number goes on as typed, for the
 // domain's sentence.
 const quotaFlag = (value: string | undefined) => (value === 'default' ? null : value !== undefined && /^-?\d+$/.test(value) ? Number(value) : value);
+
+// A yes-or-no flag: left out, no.
+function yesNo(flags: Record<string, string>, name: string): boolean {
+  const value = flags[name];
+  if (value === undefined || value === 'no') return false;
+  if (value === 'yes') return true;
+  throw invalid(`--${name} takes yes or no, not "${value}".`);
+}
 
 // An answer printed as it is read, one JSON object a line, instead of one object at the end.
 export class JsonLines {

@@ -2,13 +2,14 @@ import { Elysia } from 'elysia';
 import { bodyField } from '../web/body';
 import { webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
-import { listAgents, revealSigningSecret } from '../domain/agents/agent-overview';
-import { createAgent, enableWebhook, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
+import { agentListing, agentPage, listAgents, revealSigningSecret, webhookTroubleOf } from '../domain/agents/agent-overview';
+import { createAgent, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
+import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
 import { setProfile } from '../domain/agents/directory';
 import { agentsOnline } from '../domain/agents/presence';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
-import { overview } from '../domain/deliveries/overview';
+import { overview, troublePage } from '../domain/deliveries/overview';
 import { attention } from '../domain/deliveries/attention';
 import { failedInView, listDeliveries } from '../domain/deliveries/delivery-progress';
 import { deliveryFilter } from '../domain/deliveries/delivery-query';
@@ -20,6 +21,7 @@ import { disconnectClient } from '../domain/oauth/oauth-connections';
 import { endSession, personActor, requestSignInCode, verifySignInCode, type CodeSender } from '../domain/people/people';
 import { searchText } from '../domain/shared/search';
 import { auditFilter, byPerson, listDecisions } from '../domain/people/audit';
+import { addOperatorWebhook, listOperatorWebhooks, removeOperatorWebhook, sendTestNotice } from '../domain/people/operator-webhooks';
 import { searchingIf, type SearchGate } from '../domain/shared/search-gate';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { listThreadsPage, threadFilter, threadForPeople, threadMessages } from '../domain/threads/thread-overview';
@@ -85,6 +87,7 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
     .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
     .get('/overview', async () => ok(await overview(sql, config.STALLED_AFTER_MS)), { person: true })
+    .get('/overview/trouble', async ({ query }) => ok(await troublePage(sql, query, config.STALLED_AFTER_MS)), { person: true })
     .get('/holds', async ({ query }) => ok(await waitingPage(sql, query)), { person: true })
     .post(
       '/holds/approve',
@@ -101,7 +104,15 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
       async ({ body, person, request }) => ok(counted(await approveAllFrom(sql, requestLog(log, request), byPerson(person), bodyField(body, 'sender')))),
       { person: true },
     )
-    .get('/agents', async ({ query }) => ok(await listAgents(sql, searchText(query.q), pageQuery(query))), { person: true })
+    .get(
+      '/agents',
+      async ({ query }) => {
+        const listing = agentListing(query, searchText(query.q));
+        return ok(await listAgents(sql, listing, agentPage(query, listing)));
+      },
+      { person: true },
+    )
+    .get('/webhook-trouble', async ({ query }) => ok(await webhookTroubleOf(sql, query.agents)), { person: true })
     .post(
       '/agents',
       async ({ body, person, set }) => {
@@ -146,10 +157,35 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .post(
       '/agents/:username/webhook/enable',
       async ({ params, body, person, request }) => {
-        const enabled = await enableWebhook(sql, byPerson(person), params.username, bodyField(body, 'resendFailed') === true);
+        const enabled = await enableWebhook(sql, byPerson(person), params.username, {
+          resendFailed: bodyField(body, 'resendFailed') === true,
+          withoutPassingTest: bodyField(body, 'withoutPassingTest') === true,
+        });
         metrics.endpointTransition('enabled');
-        requestLog(log, request).info('webhook_endpoint_enabled', { agent: params.username, person: person.username, resent: enabled.resent });
+        requestLog(log, request).info('webhook_endpoint_enabled', {
+          agent: params.username, person: person.username, resent: enabled.resent, passingTest: enabled.passingTest,
+        });
         return ok(enabled);
+      },
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/pause',
+      async ({ params, body, person, request }) => {
+        const paused = await pauseWebhook(sql, byPerson(person), params.username, bodyField(body, 'reason'));
+        metrics.endpointTransition('paused');
+        requestLog(log, request).info('webhook_endpoint_paused', { agent: params.username, person: person.username });
+        return ok(paused);
+      },
+      { person: true },
+    )
+    .post(
+      '/agents/:username/webhook/resume',
+      async ({ params, body, person, request }) => {
+        const resumed = await resumeWebhook(sql, byPerson(person), params.username, { resendFailed: bodyField(body, 'resendFailed') === true });
+        metrics.endpointTransition('resumed');
+        requestLog(log, request).info('webhook_endpoint_resumed', { agent: params.username, person: person.username, resent: resumed.resent });
+        return ok(resumed);
       },
       { person: true },
     )
@@ -260,6 +296,30 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, sendCode, fe
     .get(
       '/audit',
       async ({ query }) => ok(await listDecisions(sql, auditFilter(query), pageQuery({ after: query.after, limit: query.limit }))),
+      { person: true },
+    )
+    // Operator webhooks (the Notifications page): `dashboardLinks` says whether notices link to the
+    // dashboard (PUBLIC_URL is set).
+    .get('/operator-webhooks', async () => ok({ webhooks: await listOperatorWebhooks(sql), dashboardLinks: config.PUBLIC_URL !== undefined }), {
+      person: true,
+    })
+    .post(
+      '/operator-webhooks',
+      async ({ body, person, set }) => {
+        const added = await addOperatorWebhook(sql, person, { url: bodyField(body, 'url'), format: bodyField(body, 'format') }, policy);
+        set.status = 201;
+        return ok(added);
+      },
+      { person: true },
+    )
+    .delete('/operator-webhooks/:id', async ({ params, person }) => ok(await removeOperatorWebhook(sql, byPerson(person), params.id)), { person: true })
+    .post(
+      '/operator-webhooks/:id/test',
+      async ({ params, person, set }) => {
+        const queued = await sendTestNotice(sql, person.username, params.id);
+        set.status = 202;
+        return ok(queued);
+      },
       { person: true },
     )
     .get(STREAM_PATH, ({ request }) => deliveryEvents(feed, streams, sessionToken(request)!, request, { log }), { person: true })

@@ -16,6 +16,7 @@ import css from './web/dashboard.css' with { type: 'text' };
 import favicon from './web/favicon.svg' with { type: 'text' };
 import deliveriesHtml from './web/deliveries.html' with { type: 'text' };
 import layoutHtml from './web/layout.html' with { type: 'text' };
+import notificationsHtml from './web/notifications.html' with { type: 'text' };
 import overviewHtml from './web/overview.html' with { type: 'text' };
 import signInHtml from './web/sign-in.html' with { type: 'text' };
 import threadHtml from './web/thread.html' with { type: 'text' };
@@ -64,6 +65,7 @@ const sections = [
   { page: 'threads', title: 'Threads', main: text(threadsHtml) },
   { page: 'agents', title: 'Agents', main: text(agentsHtml) },
   { page: 'audit', title: 'Audit', main: text(auditHtml) },
+  { page: 'notifications', title: 'Notifications', main: text(notificationsHtml) },
 ] as const;
 
 function render(page: string, section: string, title: string, main: string, signedIn: boolean): string {

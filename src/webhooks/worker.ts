@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Logger as WorkerLogger, run, type Runner, type WorkerEvents, type WorkerPool } from 'graphile-worker';
-import { endpointHealthRule, retryDelays, webhookUrlPolicy, type Config } from '../config';
+import { endpointHealthRule, operatorRetryDelays, retryDelays, webhookUrlPolicy, type Config } from '../config';
 import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown, JOBS_CHANNEL, vacuumJobs } from '../db/job-queue';
@@ -23,6 +23,8 @@ import { TEST_EVENT_TASK } from '../domain/agents/test-events';
 import { createMailer } from '../mailer';
 import { ENDPOINT_HEALTH_CRON, ENDPOINT_HEALTH_TASK, endpointAlertsTask } from './endpoint-alerts';
 import { testEventTask } from './test-event-task';
+import { operatorNoticeTask } from './operator-notice-task';
+import { OPERATOR_NOTICE_TASK } from '../domain/people/operator-notices';
 import { PushNotTaken, pushTask } from './push-task';
 import { PUSH_TASK, type RenderPush } from '../domain/deliveries/push-configs';
 
@@ -154,6 +156,9 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     [NOTIFY_TASK]: notifier.task,
     [REPUBLISH_TASK]: republishTask(sql, log, { publishAttempts: config.PUBLISH_ATTEMPTS }),
     [TEST_EVENT_TASK]: testEventTask({ sql, log, metrics, send }),
+    [OPERATOR_NOTICE_TASK]: operatorNoticeTask({
+      sql, log, metrics, send: { ...send, timeoutMs: config.OPERATOR_WEBHOOK_TIMEOUT_MS }, retryDelaysMs: operatorRetryDelays(config), publicUrl: config.PUBLIC_URL,
+    }),
     ...(renderPush ? { [PUSH_TASK]: pushTask({ sql, log, stalledAfterMs: config.STALLED_AFTER_MS, send, slots, render: renderPush }) } : {}),
     [ENDPOINT_HEALTH_TASK]: endpointAlertsTask({
       sql, log, metrics, mailer: createMailer(config, log), rule: endpointHealthRule(config), publicUrl: config.PUBLIC_URL,

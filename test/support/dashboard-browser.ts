@@ -30,11 +30,12 @@ export type DashboardBrowser = {
 
 // The real server listening on a local port, a headless Chromium in front of it, and a person
 // signed in: what the dashboard's browser tests share. With `oauth`, the port is chosen first and
-// the service started with PUBLIC_URL naming it, which turns on OAuth sign-in for MCP clients.
+// the service started with PUBLIC_URL naming it, which turns on OAuth sign-in for MCP clients; with
+// `worker`, the webhook worker runs in it.
 export function useDashboardBrowser(
   env: Record<string, string> = {},
   viewport = { width: 1100, height: 800 },
-  { oauth = false } = {},
+  { oauth = false, worker = false } = {},
 ): DashboardBrowser {
   let port = 0;
   const harnessEnv = { ...env };
@@ -45,7 +46,7 @@ export function useDashboardBrowser(
       harnessEnv.PUBLIC_URL = `http://127.0.0.1:${port}`;
     });
   }
-  const h = useHarness(harnessEnv);
+  const h = useHarness(harnessEnv, { worker });
   const b = { h, logLines: [] } as unknown as DashboardBrowser;
   let server: ReturnType<ReturnType<typeof buildApp>['listen']> | undefined;
   let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;

@@ -3,6 +3,7 @@ import { AgentsPage } from './pages/agents.ts';
 import { AuditPage } from './pages/audit.ts';
 import { AuthorizePage } from './pages/authorize.ts';
 import { DeliveriesPage } from './pages/deliveries.ts';
+import { NotificationsPage } from './pages/notifications.ts';
 import { OverviewPage } from './pages/overview.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { ThreadPage } from './pages/thread.ts';
@@ -21,6 +22,7 @@ const pages = {
   thread: ThreadPage,
   agents: AgentsPage,
   audit: AuditPage,
+  notifications: NotificationsPage,
   authorize: AuthorizePage,
 };
 

@@ -6,7 +6,6 @@ import { Username } from '../shared/schemas';
 import { claimUsername, usernameOwner } from './usernames';
 import { validate } from '../shared/validate';
 import { checkWebhookUrl, type WebhookUrlPolicy } from './webhook-url';
-import { resendFailedSince } from '../deliveries/delivery-steps';
 import { recordDecision, type Decider } from '../people/audit';
 
 export type CreatedAgent = { username: string; apiKey: string; webhookUrl?: string; signingSecret?: string };
@@ -79,7 +78,8 @@ async function changeWebhook(sql: Sql, decider: Decider, username: string, chang
     const [row] = await tx<{ before: string | null }[]>`
       with agent as (select id, webhook_url from agents where username = ${username} for update), ${forgetEndpoint(tx, username)}
       update agents a set webhook_url = ${change.url}, signing_secret = ${change.secret}, webhook_set_at = ${change.url ? tx`now()` : null},
-                          webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null
+                          webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null,
+                          webhook_paused_by = null, webhook_resumed_at = null
       from agent where a.id = agent.id
       returning agent.webhook_url as before`;
     if (!row) throw noAgent(username);
@@ -105,41 +105,6 @@ export async function setWebhook(sql: Sql, decider: Decider, username: string, u
 export async function removeWebhook(sql: Sql, decider: Decider, username: string) {
   await changeWebhook(sql, decider, username, { action: 'agent.webhook.remove', url: null, secret: null });
   return { username, webhookUrl: null };
-}
-
-export type EnabledWebhook = { username: string; enabled: true; resent: number; refused: { reason: string; count: number }[] };
-
-// A person switches a webhook that was switched off back on: doorbells are owed again for what is
-// accepted from now on, its failing spell starts afresh (or the next sweep would switch it off at
-// once), and, on request, every delivery to the agent whose doorbell failed during the spell that
-// switched it off is resent by the bulk resend's rule. One transaction: enabled and resent, or neither.
-export async function enableWebhook(sql: Sql, decider: Decider, username: string, resend: boolean): Promise<EnabledWebhook> {
-  return sql.begin(async (tx) => {
-    const [row] = await tx<{ id: string; enabled: boolean; failingSince: Date | null }[]>`
-      with agent as (
-        select id, webhook_disabled_at, webhook_failing_since from agents where username = ${username} for update
-      ), enabled as (
-        update agents a set webhook_disabled_at = null, webhook_disabled_reason = null, webhook_failing_since = null
-        from agent where a.id = agent.id and agent.webhook_disabled_at is not null
-        returning a.id
-      ), reset as (
-        update endpoint_health h set failing_since = null, consecutive_failures = 0, warned_stage = 0
-        from enabled where h.agent_id = enabled.id
-      )
-      select id, exists (select 1 from enabled) as enabled, coalesce(webhook_failing_since, webhook_disabled_at) as "failingSince"
-      from agent`;
-    if (!row) throw notFound(`No agent named ${username}.`);
-    if (!row.enabled) throw conflict(`${username}'s webhook is not switched off.`);
-    const done = resend ? await resendFailedSince(tx, row.id, row.failingSince!) : { resent: 0, refused: [] };
-    await recordDecision(tx, decider, {
-      action: 'agent.webhook.enable',
-      subjectType: 'agent',
-      subject: username,
-      before: { switchedOff: true },
-      after: { switchedOff: false, resent: done.resent },
-    });
-    return { username, enabled: true as const, ...done };
-  });
 }
 
 // An agent by name that others can reach, or null: an archived one is not there for them.

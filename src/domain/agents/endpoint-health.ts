@@ -7,8 +7,9 @@ import { webhookVersion } from '../deliveries/notify-jobs';
 // costs a few index lookups however long the attempt log is. And the rule built on it: a webhook
 // failing without a success for long enough warns people at stages, then is switched off.
 
-// An agent's webhook counts while it is set and not switched off: only then is a doorbell owed, and
-// only then does a post queue one (the agent polls otherwise, as one without a webhook does).
+// An agent's webhook counts while it is set and not switched off, by the service or by a person's
+// pause: only then is a doorbell owed, and only then does a post queue one (the agent polls
+// otherwise, as one without a webhook does).
 export const webhookActive = (sql: Queries, agent: string) =>
   sql`${sql(agent)}.webhook_url is not null and ${sql(agent)}.webhook_disabled_at is null`;
 
@@ -109,7 +110,8 @@ export type WindowFigures = {
   p95Ms: number | null;
 };
 
-export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled';
+// `disabled`: the service switched it off for failing; `paused`: a person paused it by hand.
+export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled' | 'paused';
 
 export type EndpointHealth = {
   state: EndpointState;
@@ -121,8 +123,11 @@ export type EndpointHealth = {
   failingSince: string | null;
   // Warning stages reached in this failing spell (WEBHOOK_WARN_AFTER_MS).
   warnedStage: number;
+  // When it was switched off or paused, and why (the service's sentence, or the person's reason).
   disabledAt: string | null;
   disabledReason: string | null;
+  // Who paused it by hand (a person's username, or `cli`); null unless paused.
+  pausedBy: string | null;
   lastHour: WindowFigures;
   lastDay: WindowFigures;
 };
@@ -131,6 +136,7 @@ type HealthRow = {
   agentId: string;
   disabledAt: Date | null;
   disabledReason: string | null;
+  pausedBy: string | null;
   tried: boolean;
   lastSuccessAt: Date | null;
   lastFailureAt: Date | null;
@@ -157,7 +163,8 @@ const figures = (attempts: number, successes: number, latency: number[] | null):
 
 // The state an endpoint reads as: the one rule the dashboard, the metrics and the alerts share.
 export const endpointStateSql = (sql: Queries, agent: string, health: string) => sql`
-  case when ${sql(agent)}.webhook_disabled_at is not null then 'disabled'
+  case when ${sql(agent)}.webhook_disabled_at is not null and ${sql(agent)}.webhook_paused_by is not null then 'paused'
+       when ${sql(agent)}.webhook_disabled_at is not null then 'disabled'
        when ${sql(health)}.agent_id is null then 'untried'
        when ${sql(health)}.failing_since is not null then 'failing'
        else 'healthy' end`;
@@ -168,6 +175,7 @@ export async function endpointHealthOf(sql: Queries, agentIds: string[]): Promis
   if (agentIds.length === 0) return new Map();
   const rows = await sql<HealthRow[]>`
     select a.id as "agentId", a.webhook_disabled_at as "disabledAt", a.webhook_disabled_reason as "disabledReason",
+           a.webhook_paused_by as "pausedBy",
            h.agent_id is not null as tried, h.last_success_at as "lastSuccessAt", h.last_failure_at as "lastFailureAt",
            h.last_failure_status as "lastFailureStatus", h.last_failure_error as "lastFailureError",
            h.consecutive_failures as "consecutiveFailures", h.failing_since as "failingSince", h.warned_stage as "warnedStage",
@@ -205,7 +213,7 @@ const hourStart = (sql: Queries) => sql`now() - interval '1 hour'`;
 const dayStart = (sql: Queries) => sql`now() - interval '1 day'`;
 
 function toHealth(r: HealthRow): EndpointHealth {
-  const state: EndpointState = r.disabledAt ? 'disabled' : !r.tried ? 'untried' : r.failingSince ? 'failing' : 'healthy';
+  const state: EndpointState = r.disabledAt ? (r.pausedBy ? 'paused' : 'disabled') : !r.tried ? 'untried' : r.failingSince ? 'failing' : 'healthy';
   return {
     state,
     lastSuccessAt: iso(r.lastSuccessAt),
@@ -217,6 +225,7 @@ function toHealth(r: HealthRow): EndpointHealth {
     warnedStage: r.warnedStage ?? 0,
     disabledAt: iso(r.disabledAt),
     disabledReason: r.disabledReason,
+    pausedBy: r.disabledAt ? r.pausedBy : null,
     lastHour: figures(r.hourAttempts, r.hourSuccesses, r.hourLatency),
     lastDay: figures(r.dayAttempts, r.daySuccesses, r.dayLatency),
   };
@@ -230,7 +239,7 @@ export async function countEndpoints(sql: Sql): Promise<Record<EndpointState, nu
     from agents a left join endpoint_health h on h.agent_id = a.id
     where a.webhook_url is not null and a.archived_at is null
     group by 1`;
-  const counts: Record<EndpointState, number> = { untried: 0, healthy: 0, failing: 0, disabled: 0 };
+  const counts: Record<EndpointState, number> = { untried: 0, healthy: 0, failing: 0, disabled: 0, paused: 0 };
   for (const r of rows) counts[r.state] = r.n;
   return counts;
 }
@@ -254,6 +263,16 @@ export type HealthTransition = {
 export const disabledReason = (rule: { disableAfterMs: number }) =>
   `It answered no attempt with 2xx for ${spell(rule.disableAfterMs)}, so no more doorbells were sent and the agent polls instead.`;
 
+// How long a webhook a person switched back on (or resumed) while it was failing has to answer
+// 2xx once, after it fails again, before it is switched off again: the first warning stage (the
+// whole spell when there is none, and never longer than it). Its spell goes on rather than starting
+// afresh, so that a still-dead endpoint is not given another five days (docs/internals/decisions.md).
+export const probationMs = (rule: { warnAfterMs: number[]; disableAfterMs: number }) =>
+  Math.min(rule.warnAfterMs[0] ?? rule.disableAfterMs, rule.disableAfterMs);
+
+export const disabledAgainReason = (rule: { warnAfterMs: number[]; disableAfterMs: number }) =>
+  `Switched back on while failing, it failed again and answered nothing with 2xx within ${spell(probationMs(rule))}, so no more doorbells were sent and the agent polls instead.`;
+
 // A duration in a person's words: whole days, hours or minutes (seconds below a minute).
 export function spell(ms: number): string {
   const units: [number, string][] = [
@@ -272,27 +291,43 @@ export function spell(ms: number): string {
 
 // The sweep the worker's crontab runs every minute: every webhook failing without a success moves
 // to the warning stage its spell has reached (people are warned once per stage), and one failing
-// for longer than disableAfterMs is switched off. One statement, its rows locked, so that two
-// sweeps never warn twice; a success recorded meanwhile (which resets warned_stage) waits for it.
-export async function sweepEndpointHealth(sql: Sql, rule: HealthRule): Promise<HealthTransition[]> {
-  const disableAfter = rule.disableAfterMs === null ? null : rule.disableAfterMs;
-  const reason = disableAfter === null ? null : disabledReason({ disableAfterMs: disableAfter });
+// for longer than disableAfterMs is switched off; one a person switched back on or resumed during
+// its spell is switched off again once it has failed since and probationMs has passed since then.
+// One statement, its rows locked, so that two sweeps never warn twice; a success recorded
+// meanwhile (which resets warned_stage) waits for it. One switched off is told as switched off
+// only, its stages marked warned, so that switched back on it does not warn of them after the fact.
+export async function sweepEndpointHealth(sql: Queries, rule: HealthRule): Promise<HealthTransition[]> {
+  const disableAfter = rule.disableAfterMs;
+  const resumedInSpell = sql`coalesce(a.webhook_resumed_at > h.failing_since, false)`;
+  const overdue =
+    disableAfter === null
+      ? sql`false`
+      : sql`case when ${resumedInSpell}
+                 then h.last_failure_at > a.webhook_resumed_at
+                      and a.webhook_resumed_at <= now() - ${probationMs({ ...rule, disableAfterMs: disableAfter })} * interval '1 millisecond'
+                 else h.failing_since <= now() - ${disableAfter} * interval '1 millisecond' end`;
+  const reason =
+    disableAfter === null
+      ? sql`null::text`
+      : sql`case when s.resumed_in_spell then ${disabledAgainReason({ ...rule, disableAfterMs: disableAfter })}
+                 else ${disabledReason({ disableAfterMs: disableAfter })} end`;
   return sql<HealthTransition[]>`
     with spell as (
       select h.agent_id, h.failing_since, h.warned_stage, h.last_failure_status, h.last_failure_error,
              (select count(*) from unnest(${rule.warnAfterMs}::bigint[]) as w(ms)
               where h.failing_since <= now() - w.ms * interval '1 millisecond')::int as stage,
-             ${disableAfter === null ? sql`false` : sql`h.failing_since <= now() - ${disableAfter} * interval '1 millisecond'`} as overdue
+             ${overdue} as overdue, ${resumedInSpell} as resumed_in_spell
       from endpoint_health h join agents a on a.id = h.agent_id
       where h.failing_since is not null and ${webhookActive(sql, 'a')} and a.archived_at is null
       order by h.agent_id
       for update of h, a
     ), warned as (
       update endpoint_health h set warned_stage = s.stage
-      from spell s where h.agent_id = s.agent_id and s.stage > s.warned_stage and not s.overdue
+      from spell s where h.agent_id = s.agent_id and s.stage > s.warned_stage
       returning h.agent_id, s.stage
     ), disabled as (
-      update agents a set webhook_disabled_at = now(), webhook_disabled_reason = ${reason}, webhook_failing_since = s.failing_since
+      update agents a set webhook_disabled_at = now(), webhook_disabled_reason = ${reason}, webhook_failing_since = s.failing_since,
+                          webhook_paused_by = null
       from spell s where a.id = s.agent_id and s.overdue
       returning a.id as agent_id
     )

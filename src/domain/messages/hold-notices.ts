@@ -2,9 +2,11 @@ import type { Sql } from '../../db/connect';
 import { LIMITS } from '../shared/schemas';
 import type { HoldReason } from './messages';
 import { oneLine } from './summary-line';
+import { queueOperatorNotice } from '../people/operator-notices';
 
 // What people are emailed about holds (sql/027_hold_notices.sql): a digest when messages start
-// waiting, at most one per DIGEST_EVERY_MINUTES, and each pause of a thread by the loop breaker.
+// waiting, at most one per DIGEST_EVERY_MINUTES (told on operator webhooks too), and each pause of
+// a thread by the loop breaker.
 // Each is claimed in the database, so that of several instances sweeping at once one sends it.
 
 export const DIGEST_EVERY_MINUTES = 15;
@@ -38,12 +40,22 @@ export async function claimWaitingDigest(sql: Sql, everyMinutes = DIGEST_EVERY_M
       select h.id, h.sender, t.title as "threadTitle", h.reason, h.summary, left(h.content, ${LIMITS.webhookSummary * 4}) as content
       from held_messages h join threads t on t.id = h.thread_id
       where h.state = 'held' order by h.id limit ${DIGEST_NAMES}`;
-    return {
+    const digest = {
       waiting: counts!.waiting,
       fresh: fresh.length,
       oldestAt: counts!.oldest.toISOString(),
       first: first.map(({ summary, content, ...m }) => ({ ...m, line: oneLine(summary, content, LIMITS.webhookSummary) })),
     };
+    // Operator webhooks hear of the same digest, once per period, in the claim's transaction.
+    const oldest = digest.first[0];
+    await queueOperatorNotice(tx, {
+      event: 'holds.waiting',
+      waiting: digest.waiting,
+      fresh: digest.fresh,
+      oldestAt: digest.oldestAt,
+      oldest: oldest ? { sender: oldest.sender, threadTitle: oldest.threadTitle, line: oldest.line } : null,
+    });
+    return digest;
   });
 }
 

@@ -18,7 +18,7 @@ export const BY_SERVICE: Decider = { kind: 'service' };
 
 export const deciderName = (d: Decider) => (d.kind === 'person' ? d.person.username : d.kind);
 
-export type SubjectType = 'agent' | 'thread' | 'message' | 'delivery' | 'person';
+export type SubjectType = 'agent' | 'thread' | 'message' | 'delivery' | 'person' | 'operator_webhook';
 
 export type Decision = {
   action: string;
@@ -70,7 +70,7 @@ export type AuditEntry = {
 // `cli` or `service`), and a time range.
 export type AuditFilter = { action: string | null; subject: string | null; actor: string | null; since: Date | null; until: Date | null };
 
-const SUBJECT_TYPES: SubjectType[] = ['agent', 'thread', 'message', 'delivery', 'person'];
+const SUBJECT_TYPES: SubjectType[] = ['agent', 'thread', 'message', 'delivery', 'person', 'operator_webhook'];
 const text = (raw: unknown) => (typeof raw === 'string' && raw.trim() !== '' ? raw.trim() : null);
 const DURATION = /^(\d{1,6})([mhd])$/;
 const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

@@ -49,7 +49,9 @@ export function countTowardsLoop(sql: Sql, log: Logger, threadId: string): void 
 
 // Pauses the thread when its newest messages make a loop; answers whether this call paused it.
 // Reads at most LOOP_BREAKER_MESSAGES + 1 messages, newest first, from the window's start: the
-// thread's index by message id, whose ids (UUIDv7) begin with their time.
+// thread's index by message id, whose ids (UUIDv7) begin with their time. The statement that
+// pauses tells operator webhooks of it (a `thread.loop_broken` notice, operator-notices.ts), so the
+// notice commits with the pause; a check that pauses nothing queues nothing.
 export async function breakLoop(sql: Sql, threadId: string, rules: SendRules): Promise<boolean> {
   const rows = await sql`
     with t as (
@@ -66,10 +68,17 @@ export async function breakLoop(sql: Sql, threadId: string, rules: SendRules): P
     ), verdict as (
       select count(*) > ${rules.loopMessages} and bool_and(sender_agent_id is not null) and count(distinct sender_agent_id) >= 2 as loop
       from recent
+    ), paused as (
+      update threads set paused_at = now()
+      from t, verdict
+      where threads.id = t.id and verdict.loop and threads.paused_at is null
+      returning threads.id, threads.title, threads.paused_at
     )
-    update threads set paused_at = now()
-    from t, verdict
-    where threads.id = t.id and verdict.loop and threads.paused_at is null
-    returning threads.id`;
+    -- The notice's fields are OperatorNotice's 'thread.loop_broken' (operator-notices.ts).
+    select queue_operator_notice('thread.loop_broken', jsonb_build_object(
+      'event', 'thread.loop_broken', 'threadId', p.id, 'title', p.title,
+      'pausedAt', to_char(p.paused_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      'messages', ${rules.loopMessages}::int, 'windowMinutes', ${rules.loopWindowMinutes}::int))
+    from paused p`;
   return rows.length > 0;
 }

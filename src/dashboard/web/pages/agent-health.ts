@@ -4,25 +4,23 @@ import { confirmAction, type ConfirmRequest } from '../shared/confirm.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html } from '../shared/html.ts';
 import { query } from '../shared/query.ts';
-import { toast } from '../shared/toast.ts';
-import type { Agent, Enabled, EndpointHealth, Refused, TestEvent, WindowFigures } from '../shared/types.ts';
+import type { Agent, EndpointHealth, Refused, WindowFigures } from '../shared/types.ts';
+import { refocus, StoppedNotice, WebhookActions } from './agent-webhook-controls.ts';
 import {
   ErrorText,
   failureKind,
-  HeaderTable,
   Time,
   formatMs,
   formatPercent,
   fromTimeField,
   plural,
-  prettyJson,
   refusedText,
   shortTime,
   toTimeField,
 } from '../shared/ui.ts';
 
-// How an agent's webhook has been answering, and what a person can do about it: send a test event
-// after fixing the handler, switch a webhook the service switched off back on, and resend what
+// How an agent's webhook has been answering, and what a person can do about it: the controls of
+// agent-webhook-controls.ts (test event, pause and resume, switching back on), and resending what
 // failed in a spell. Outcomes that arrive later (a test event's answer, the switch) come back with
 // the Agents list, which is read again on the live stream's `agent` event.
 
@@ -33,21 +31,19 @@ export function HealthBadge({ health }: { health: EndpointHealth }) {
     case 'untried':
       return html`<span class="badge muted">Not tried yet</span>`;
     case 'disabled':
-      // Why, while the spell that switched it off lasts; a test event answered 2xx ends the spell.
-      return html`<span class="badge step-failed">Switched off${health.disabledAt ? ` at ${shortTime(health.disabledAt)}` : ''}${health.failingSince
+      // Why, until it is switched back on: a test event answered 2xx since ends the spell, not the reason.
+      return html`<span class="badge step-failed">Switched off${health.disabledAt ? ` at ${shortTime(health.disabledAt)}` : ''}${health.lastFailureAt
         ? ` — ${lastFailure(health)}`
         : ''}</span>`;
+    case 'paused':
+      return html`<span class="badge muted">Paused${health.pausedBy ? ` by ${health.pausedBy}` : ''}${health.disabledAt ? ` at ${shortTime(health.disabledAt)}` : ''}</span>`;
     case 'failing':
       return html`<span class="badge retrying">Failing${health.failingSince ? ` since ${shortTime(health.failingSince)}` : ''} — ${lastFailure(health)}</span>`;
   }
 }
 
-// A button disabled while its request runs loses the focus to the page (the browser's focus fixup),
-// as does one the answer takes away: the focus goes to `element` then, unless the person has
-// already moved it elsewhere.
-export function refocus(element: HTMLElement | null) {
-  if (!document.activeElement || document.activeElement === document.body) element?.focus();
-}
+// refocus lives with the controls, whose buttons need it most; the other pages take it from here.
+export { refocus } from './agent-webhook-controls.ts';
 
 const lastFailure = (health: EndpointHealth) => failureKind({ status: health.lastFailureStatus, error: health.lastFailureError });
 
@@ -75,75 +71,18 @@ function Figures({ health, username }: { health: EndpointHealth; username: strin
   </table>`;
 }
 
-function SwitchOn({ agent, onDone }: { agent: Agent; onDone: () => void }) {
-  const [action, run] = useAction();
-  const [resend, setResend] = useState(true);
-  const id = `resend-on-enable-${agent.username}`;
-  async function enable() {
-    const done = await run(() => api<Enabled>('POST', `/agents/${encodeURIComponent(agent.username)}/webhook/enable`, { resendFailed: resend }));
-    if (!done) return;
-    toast(`Switched back on${resend ? `; resent ${done.resent}` : ''}.${refusedText(done.refused)}`);
-    onDone();
-  }
-  return html`<div class="switch-on">
-    <label class="check" for=${id}><input id=${id} type="checkbox" checked=${resend} onChange=${(e: Event) => setResend((e.currentTarget as HTMLInputElement).checked)} />
-      Resend what failed while it was failing</label>
-    <button type="button" disabled=${action.busy} onClick=${enable}>Switch back on</button>
-    <${ErrorText} id=${`enable-error-${agent.username}`} error=${action.error?.message} />
-  </div>`;
-}
-
-function testOutcome(event: TestEvent) {
-  const asked = `${shortTime(event.requestedAt)} by ${event.requestedBy}`;
-  if (!event.attemptedAt) return { kind: 'hint', text: `On its way… (sent ${asked})` };
-  const took = event.durationMs != null ? ` in ${formatMs(event.durationMs)}` : '';
-  if (event.ok) return { kind: 'good', text: `Sent ${asked} — HTTP ${event.status}${took}` };
-  return { kind: 'error', text: `Sent ${asked} — ${event.status != null ? `HTTP ${event.status}${took}` : (event.error ?? 'no answer')}` };
-}
-
-function TestEventBox({ agent }: { agent: Agent }) {
-  const [action, run] = useAction();
-  const button = useRef<HTMLButtonElement>(null);
-  // The answer of the request, until the list brings this event (or a newer one) back.
-  const [sent, setSent] = useState<TestEvent | null>(null);
-  const latest = agent.lastTestEvent;
-  const event = sent && (!latest || sent.requestedAt > latest.requestedAt) ? sent : latest;
-  const outcome = event ? testOutcome(event) : null;
-  return html`<div class="test-event">
-    <div class="inline-center">
-      <button type="button" class="quiet" ref=${button} disabled=${action.busy} onClick=${async () => {
-        const queued = await run(() => api<TestEvent>('POST', `/agents/${encodeURIComponent(agent.username)}/webhook/test-events`));
-        refocus(button.current);
-        if (queued) setSent(queued);
-      }}>Send test event</button>
-      <span class=${`test-outcome ${outcome?.kind ?? 'hint'}`} role="status" data-test-outcome>${outcome?.text ?? 'No test event sent yet.'}</span>
-    </div>
-    <${ErrorText} id=${`test-error-${agent.username}`} error=${action.error?.message} />
-    ${event?.attemptedAt
-      ? html`<details class="attempt-detail">
-          <summary>Test event's request and response</summary>
-          <dl>
-            <dt>Sent to</dt><dd><code>${event.url}</code></dd>
-            ${event.error ? html`<dt>Error</dt><dd>${event.error}</dd>` : null}
-            <dt>Headers sent</dt><dd><${HeaderTable} headers=${event.requestHeaders} caption="Headers sent" none="None: nothing was sent." /></dd>
-            <dt>Response headers</dt><dd><${HeaderTable} headers=${event.responseHeaders} caption="Response headers" none="None: no answer came." /></dd>
-            <dt>Response body (first KiB)</dt><dd>${event.responseBody ? html`<pre>${prettyJson(event.responseBody)}</pre>` : 'None.'}</dd>
-          </dl>
-        </details>`
-      : null}
-  </div>`;
-}
-
 type Counted = { failed: number; upTo: string | null; from: string };
 
-// A switched-off webhook owes no doorbell: what is resent then goes to the inbox alone
+// A switched-off or paused webhook owes no doorbell: what is resent then goes to the inbox alone
 // (delivery-steps.ts resendWhere).
 const resendRequest = (agent: Agent, health: EndpointHealth, failed: number): ConfirmRequest => ({
   title: `Resend ${plural(failed, 'Failed delivery', 'Failed deliveries')} to ${agent.username}?`,
   body: [
     health.state === 'disabled'
       ? `Each goes back to Accepted without a doorbell, as the webhook is switched off: ${agent.username} finds them in its inbox. To have them rung, switch the webhook back on first.`
-      : 'Each goes back to Accepted and its doorbell is rung again.',
+      : health.state === 'paused'
+        ? `Each goes back to Accepted without a doorbell, as the webhook is paused: ${agent.username} finds them in its inbox. To have them rung, resume the webhook first.`
+        : 'Each goes back to Accepted and its doorbell is rung again.',
   ],
   confirm: `Resend ${failed}`,
 });
@@ -210,16 +149,12 @@ function RecoverSince({ agent, health }: { agent: Agent; health: EndpointHealth 
 }
 
 export function WebhookHealth({ agent, health }: { agent: Agent; health: EndpointHealth }) {
-  // After switching on, the button goes away: focus moves to the section's heading rather than the page's top.
+  // After switching on, pausing or resuming, the button goes away: focus moves to the section's heading rather than the page's top.
   const heading = useRef<HTMLHeadingElement>(null);
+  const focusHeading = () => heading.current?.focus();
   return html`<section class="health" aria-labelledby=${`health-${agent.username}`}>
     <h4 id=${`health-${agent.username}`} tabindex="-1" ref=${heading}>Webhook health<span class="sr"> of ${agent.username}</span></h4>
-    ${health.state === 'disabled'
-      ? html`<div class="notice problem">
-          <p>No doorbells go to this webhook: ${agent.username} polls instead.${health.disabledReason ? ` ${health.disabledReason}` : ''}</p>
-          <${SwitchOn} agent=${agent} onDone=${() => heading.current?.focus()} />
-        </div>`
-      : null}
+    <${StoppedNotice} agent=${agent} health=${health} onDone=${focusHeading} />
     <div class="health-body">
       <${Figures} health=${health} username=${agent.username} />
       <dl class="facts">
@@ -233,7 +168,7 @@ export function WebhookHealth({ agent, health }: { agent: Agent; health: Endpoin
           : 'None'}</dd>
       </dl>
     </div>
-    <${TestEventBox} agent=${agent} />
+    <${WebhookActions} agent=${agent} health=${health} onDone=${focusHeading} />
     <${RecoverSince} agent=${agent} health=${health} />
   </section>`;
 }

@@ -257,7 +257,8 @@ function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; 
   </tbody>`;
 }
 
-function AgentsTable({ agents, expanded, onToggle, secrets, onSecret }: {
+function AgentsTable({ caption, agents, expanded, onToggle, secrets, onSecret }: {
+  caption: string;
   agents: Agent[];
   expanded: Set<string>;
   onToggle: (username: string) => void;
@@ -265,7 +266,7 @@ function AgentsTable({ agents, expanded, onToggle, secrets, onSecret }: {
   onSecret: (username: string, secret: string | null) => void;
 }) {
   return html`<table class="agents-table">
-    <caption class="sr">Agents, newest first</caption>
+    <caption class="sr">${caption}</caption>
     <thead>
       <tr>${COLUMNS.map((c) => html`<th scope="col">${c}</th>`)}<th scope="col"><span class="sr">Actions</span></th></tr>
     </thead>
@@ -323,14 +324,45 @@ function NewKey({ created }: { created: CreatedAgent }) {
   </div>`;
 }
 
+// The webhook states the list can be narrowed to (GET /agents?health=…), in trouble first.
+const HEALTH_CHOICES: [string, string][] = [
+  ['', 'Any'],
+  ['disabled,failing', 'In trouble'],
+  ['disabled', 'Switched off'],
+  ['failing', 'Failing'],
+  ['paused', 'Paused'],
+  ['healthy', 'Healthy'],
+  ['untried', 'Not tried yet'],
+  ['none', 'No webhook'],
+];
+const SORTS: [string, string][] = [
+  ['', 'Newest first'],
+  ['trouble', 'Trouble first'],
+];
+
+type AgentFilters = { q: string; health: string; sort: string };
+
+function filtersFromAddress(): AgentFilters {
+  const params = new URLSearchParams(location.search);
+  const health = params.get('health') ?? '';
+  const sort = params.get('sort') ?? '';
+  // A link from the Overview may name one state or several; one this page does not offer is kept
+  // as a choice of its own, so that the control shows what the list shows.
+  return { q: params.get('q') ?? '', health, sort: SORTS.some(([v]) => v === sort) ? sort : '' };
+}
+
 export function AgentsPage() {
-  const [filters, setFilters] = useState({ q: new URLSearchParams(location.search).get('q') ?? '' });
+  const [filters, setFilters] = useState(filtersFromAddress);
   const [created, setCreated] = useState<CreatedAgent | null>(null);
   const [secrets, setSecrets] = useState<Record<string, string | null>>({});
   // A link to one agent (the Overview's, `?q=invoice-agent`) opens that agent's detail.
   const [expanded, setExpanded] = useState(() => new Set<string>(filters.q ? [filters.q] : []));
-  const list = usePagedList<Agent>('/agents', filters);
-  useEffect(() => history.replaceState(null, '', query(filters) || location.pathname), [filters.q]);
+  const list = usePagedList<Agent>('/agents', filters, { keyOf: (a) => a.cursor });
+  useEffect(() => history.replaceState(null, '', query(filters) || location.pathname), [filters.q, filters.health, filters.sort]);
+  const healthChoices = HEALTH_CHOICES.some(([v]) => v === filters.health) ? HEALTH_CHOICES : [...HEALTH_CHOICES, [filters.health, filters.health.replaceAll(',', ' or ')] as [string, string]];
+  const apply = (form: HTMLFormElement) =>
+    setFilters({ q: valueOf(form, 'q').trim(), health: valueOf(form, 'health'), sort: valueOf(form, 'sort') });
+  const narrowed = filters.q || filters.health;
   useLive((event) => (event.type === 'agent' || event.type === 'ready') && list.refresh());
   const toggle = (username: string) =>
     setExpanded((open) => {
@@ -353,17 +385,29 @@ export function AgentsPage() {
       <h2 id="list-heading">All agents</h2>
       <form class="filters" role="search" aria-label="Find agents" onSubmit=${(event: SubmitEvent) => {
         event.preventDefault();
-        setFilters({ q: valueOf(event.currentTarget as HTMLFormElement, 'q').trim() });
+        apply(event.currentTarget as HTMLFormElement);
       }}>
         <div class="field wide">
           <label for="agents-q">Name contains</label>
           <input id="agents-q" name="q" type="search" defaultValue=${filters.q} />
         </div>
+        <div class="field">
+          <label for="agents-health">Webhook health</label>
+          <select id="agents-health" name="health" value=${filters.health} onChange=${(e: Event) => apply((e.currentTarget as HTMLSelectElement).form!)}>
+            ${healthChoices.map(([value, label]) => html`<option value=${value}>${label}</option>`)}
+          </select>
+        </div>
+        <div class="field">
+          <label for="agents-sort">Order</label>
+          <select id="agents-sort" name="sort" value=${filters.sort} onChange=${(e: Event) => apply((e.currentTarget as HTMLSelectElement).form!)}>
+            ${SORTS.map(([value, label]) => html`<option value=${value}>${label}</option>`)}
+          </select>
+        </div>
         <div class="buttons"><button type="submit">Find</button></div>
       </form>
-      <${ListState} view=${list.view} noun="agents" onRetry=${list.reset} empty=${filters.q ? 'No agent name contains that.' : 'No agents yet: register the first above.'} />
+      <${ListState} view=${list.view} noun="agents" onRetry=${list.reset} empty=${narrowed ? 'No agent matches these filters.' : 'No agents yet: register the first above.'} />
       ${list.view.items.length > 0
-        ? html`<${AgentsTable} agents=${list.view.items} expanded=${expanded} onToggle=${toggle} secrets=${secrets}
+        ? html`<${AgentsTable} caption=${filters.sort === 'trouble' ? 'Agents, webhooks in trouble first' : 'Agents, newest first'} agents=${list.view.items} expanded=${expanded} onToggle=${toggle} secrets=${secrets}
             onSecret=${(username: string, secret: string | null) => setSecrets((s) => ({ ...s, [username]: secret }))} />`
         : null}
       <${MoreButton} list=${list} noun="agents" />

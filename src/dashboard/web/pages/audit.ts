@@ -17,6 +17,7 @@ const FAMILIES: [string, string][] = [
   ['message.', 'Messages'],
   ['delivery.', 'Deliveries'],
   ['person.', 'People'],
+  ['operator_webhook.', 'Operator webhooks'],
 ];
 
 function filtersFromAddress(): Filters {
@@ -31,6 +32,7 @@ function subjectHref(entry: AuditEntry): string | null {
   if (entry.subjectType === 'agent') return `/dashboard/agents?q=${q}`;
   if (entry.subjectType === 'thread') return `/dashboard/threads/${q}`;
   if (entry.subjectType === 'delivery') return `/dashboard/deliveries?q=${q}`;
+  if (entry.subjectType === 'operator_webhook') return '/dashboard/notifications';
   return null;
 }
 

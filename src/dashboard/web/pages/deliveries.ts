@@ -9,7 +9,8 @@ import { ListState, MoreButton, WaitingButton, usePagedList } from '../shared/li
 import { useLive } from '../shared/live.ts';
 import { query } from '../shared/query.ts';
 import { toast } from '../shared/toast.ts';
-import type { Attempt, Delivery, Refused, Thread } from '../shared/types.ts';
+import type { Attempt, Delivery, Refused, Thread, WebhookTrouble } from '../shared/types.ts';
+import { WebhookBanners, healthLink, useWebhookTrouble } from '../shared/webhook-trouble.ts';
 import {
   ErrorText,
   HeaderTable,
@@ -107,6 +108,8 @@ function LastAttempt({ d }: { d: Delivery }) {
 // Which run an attempt belongs to: the original publish, a re-publish by the sweep, or a resend.
 const attemptRun = (a: Attempt) => (a.resend > 0 ? `Resend ${a.resend}` : a.publish > 1 ? `Re-publish ${a.publish}` : 'First publish');
 
+// The handler's answer first, then what was sent: the answer is what a person opens this for, and
+// on a phone the request's headers and payload would push it a screen or two down.
 function AttemptDetail({ a, payload }: { a: Attempt; payload: string | null }) {
   const sent = Object.keys(a.requestHeaders ?? {}).length > 0;
   return html`<details class="attempt-detail">
@@ -114,6 +117,13 @@ function AttemptDetail({ a, payload }: { a: Attempt; payload: string | null }) {
     <dl>
       <dt>Sent to</dt>
       <dd>${a.url ? html`<code>${a.url}</code>` : 'Not recorded.'}</dd>
+      <dt>Response status</dt>
+      <dd>${a.status ?? 'None: no answer.'}</dd>
+      <dt>Response body (first KiB)</dt>
+      <dd>${a.responseBody ? html`<pre>${prettyJson(a.responseBody)}</pre>` : 'None.'}</dd>
+      <dt>Response headers</dt>
+      <dd><${HeaderTable} headers=${a.responseHeaders} caption="Response headers"
+        none=${a.status === null ? 'None: no answer came.' : 'Not recorded (logged before headers were kept).'} /></dd>
       <dt>Headers sent</dt>
       <dd><${HeaderTable} headers=${a.requestHeaders} caption="Headers sent" none="None: nothing was sent." /></dd>
       <dt>Payload sent</dt>
@@ -121,13 +131,6 @@ function AttemptDetail({ a, payload }: { a: Attempt; payload: string | null }) {
         ? html`<pre>${prettyJson(payload)}</pre>
             <details class="raw"><summary>As sent, byte for byte (what the signature covers)</summary><pre>${payload}</pre></details>`
         : 'None.'}</dd>
-      <dt>Response status</dt>
-      <dd>${a.status ?? 'None: no answer.'}</dd>
-      <dt>Response headers</dt>
-      <dd><${HeaderTable} headers=${a.responseHeaders} caption="Response headers"
-        none=${a.status === null ? 'None: no answer came.' : 'Not recorded (logged before headers were kept).'} /></dd>
-      <dt>Response body (first KiB)</dt>
-      <dd>${a.responseBody ? html`<pre>${prettyJson(a.responseBody)}</pre>` : 'None.'}</dd>
     </dl>
   </details>`;
 }
@@ -226,9 +229,27 @@ function filtersFromAddress(): Filters {
   return filters;
 }
 
+// Views that can hold Failed deliveries: any state, or Failed.
+const RESENDABLE_STATES = ['', 'failed'];
+
+// Resending to a webhook that still fails only fails again: the person is told why, and where to
+// test it, instead of being offered the button.
+function BulkResend({ filters, agentTrouble, onDone }: { filters: Record<string, string>; agentTrouble: WebhookTrouble | null; onDone: () => void }) {
+  if (!RESENDABLE_STATES.includes(filters.state ?? '')) return null;
+  if (agentTrouble?.state === 'failing') {
+    return html`<p class="hint resend-withheld" data-resend-withheld>
+      No resend offered: ${agentTrouble.username}'s webhook is still failing${agentTrouble.failure ? ` with ${agentTrouble.failure}` : ''}${agentTrouble.failingSince
+        ? html`, since <${Time} iso=${agentTrouble.failingSince} short />`
+        : ''}, so what is resent would fail again. Fix its handler, send a test event from <a href=${healthLink(agentTrouble.username)}>its webhook health</a>,
+      then resend once it answers 2xx.
+    </p>`;
+  }
+  return html`<${BulkResendButton} filters=${filters} onDone=${onDone} />`;
+}
+
 // The count is read first and confirmed in the page's dialog; the button keeps the focus through
 // it all (a disabled button would drop it), so a keyboard user carries on from where they were.
-function BulkResend({ filters, onDone }: { filters: Record<string, string>; onDone: () => void }) {
+function BulkResendButton({ filters, onDone }: { filters: Record<string, string>; onDone: () => void }) {
   const [state, setState] = useState<{ busy: boolean; message: string | null; error: string | null }>({ busy: false, message: null, error: null });
   async function resend(event: MouseEvent) {
     const button = event.currentTarget as HTMLButtonElement;
@@ -336,6 +357,9 @@ export function DeliveriesPage() {
       return next;
     });
   const filtered = FILTERS.some((key) => filters[key]);
+  // The recipients in view, or the one the list is filtered to, whose webhook is in trouble.
+  const trouble = useWebhookTrouble(filters.agent ? [filters.agent] : view.items.map((d) => d.recipient));
+  const agentTrouble = (filters.agent && trouble.find((t) => t.username === filters.agent)) || null;
 
   return html`
     <h1>Deliveries</h1>
@@ -393,7 +417,8 @@ export function DeliveriesPage() {
       ? html`<p class="chip">Thread: <a href=${`/dashboard/threads/${filters.thread}`}>${threadTitle ?? filters.thread}</a>
           <button type="button" class="quiet" onClick=${() => setFilters({ ...filters, thread: '' })}>Show every thread</button></p>`
       : null}
-    <${BulkResend} filters=${asked} onDone=${list.refresh} />
+    <${WebhookBanners} trouble=${trouble} />
+    <${BulkResend} filters=${asked} agentTrouble=${agentTrouble} onDone=${list.refresh} />
     <h2 class="results">${view.status === 'ready'
       ? `${view.items.length}${view.next ? '+' : ''} ${filtered ? 'matching ' : ''}${view.items.length === 1 ? 'delivery' : 'deliveries'}, newest first`
       : 'Deliveries'}</h2>

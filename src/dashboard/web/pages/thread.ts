@@ -8,6 +8,7 @@ import { useLive } from '../shared/live.ts';
 import { PostForm, THREAD_STATE_LABELS, ThreadBody } from '../shared/thread-parts.ts';
 import type { PeoplesThread, ThreadHolds, ThreadMessage } from '../shared/types.ts';
 import { Time } from '../shared/ui.ts';
+import { WebhookBanners, useWebhookTrouble } from '../shared/webhook-trouble.ts';
 import { PausedBanner, ThreadHoldSwitch, WaitingHere } from './thread-holds.ts';
 
 function RecipientBadges({ message }: { message: ThreadMessage }) {
@@ -51,6 +52,7 @@ export function ThreadPage() {
     else if (event.type === 'delivery' && event.delivery.threadId === threadId) messages.refresh();
   });
   const t = thread.record;
+  const trouble = useWebhookTrouble(t?.participants.map((p) => p.username) ?? []);
   const holdsChanged = (changed: ThreadHolds) => setThread((v) => (v.record ? { ...v, record: { ...v.record, ...changed } } : v));
   return html`
     <p><a href="/dashboard/threads">All threads</a></p>
@@ -72,6 +74,7 @@ export function ThreadPage() {
             ? html`<p class="hint placeholder" role="status">Loading the thread…</p>`
             : html`<div class="notice problem" role="alert"><p>Could not load the thread: ${thread.error}</p>
                 <button type="button" onClick=${loadThread}>Try again</button></div>`}`}
+    <${WebhookBanners} trouble=${trouble} />
     <div class="messages-head">
       <h2>Messages</h2>
       ${messages.view.items.length > 0 ? html`<a href="#thread-end">${t?.state === 'open' ? 'Go to the newest and reply' : 'Go to the newest'}</a>` : null}

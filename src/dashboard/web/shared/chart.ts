@@ -15,6 +15,9 @@ export type ChartSeries = {
   color: string;
   // One per entry of `times`; null where there is no figure (a gap, not a zero).
   values: (number | null)[];
+  // What the legend shows beside the series while no time is pointed at: by default the total of
+  // its counts; a figure over all times for anything else (a percentile of all, say).
+  overall?: number | null;
 };
 
 export type ChartUnit = 'deliveries' | 'ms';
@@ -30,6 +33,8 @@ export type TimeChartProps = {
   stacked?: boolean;
   // The plot's height in CSS pixels, axes included and the legend not.
   height?: number;
+  // What the legend's time reads while no time is pointed at (its series then show `overall`).
+  overallLabel?: string;
 };
 
 const MINUTE = 60;
@@ -52,6 +57,13 @@ const dateOf = (seconds: number) => new Date(seconds * 1000);
 function figure(value: number | null | undefined, unit: ChartUnit): string {
   if (value == null) return '–';
   return unit === 'ms' ? `${fine.format(value)} ms` : whole.format(value);
+}
+
+// A series' figure over all its times: its own, or the total of its counts.
+function overallOf(s: ChartSeries, unit: ChartUnit): number | null {
+  if (s.overall !== undefined) return s.overall;
+  if (unit !== 'deliveries') return null;
+  return s.values.reduce<number>((sum, v) => sum + (v ?? 0), 0);
 }
 
 // A table cell's figure: a gap is read as one, not as a dash.
@@ -107,15 +119,22 @@ function options(props: TimeChartProps, el: HTMLElement, width: number, latest: 
   const font = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
   const axis = { stroke: muted, font, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1, size: 4 } };
   // The legend shows a series' own figure, not its top in the stack, read from the props as they
-  // are now (the data is replaced without building the plot again).
-  const own = (_u: uPlot, _raw: number | null, index: number, at: number | null) =>
-    at == null ? '–' : figure(latest.current.series[index - 1]?.values[at], latest.current.unit);
+  // are now (the data is replaced without building the plot again); pointing at no time, its
+  // figure over all times, so that it reads without hovering.
+  const own = (_u: uPlot, _raw: number | null, index: number, at: number | null) => {
+    const s = latest.current.series[index - 1];
+    if (!s) return '–';
+    return figure(at == null ? overallOf(s, latest.current.unit) : s.values[at], latest.current.unit);
+  };
   const bars = uPlot.paths.bars?.({ size: [0.8, 48], align: 0 });
   return {
     width,
     height,
     series: [
-      { label: 'Time', value: (_u, raw, _index, at) => (at == null || raw == null ? '–' : moment.format(dateOf(raw))) },
+      {
+        label: 'Time',
+        value: (_u, raw, _index, at) => (at == null || raw == null ? (latest.current.overallLabel ?? 'In all') : moment.format(dateOf(raw))),
+      },
       ...props.series.map((s): uPlot.Series => {
         const color = resolve(s.color, el);
         return stacked
@@ -213,12 +232,21 @@ export function TimeChart(props: TimeChartProps) {
           <tbody>
             ${times.map(
               (t, i) => html`<tr>
-                <th scope="row"><time datetime=${dateOf(t).toISOString()}>${moment.format(dateOf(t))}</time></th>
+                <th scope="row"><time datetime=${dateOf(t).toISOString()} title=${moment.format(dateOf(t))}>${clock.format(dateOf(t))}${i === 0 || day.format(dateOf(t)) !== day.format(dateOf(times[i - 1]!))
+                  ? html`<span class="day">${day.format(dateOf(t))}</span>`
+                  : null}</time></th>
                 ${series.map((s) => cell(s.values[i], unit))}
                 ${stacked ? cell(total(i), unit) : null}
               </tr>`,
             )}
           </tbody>
+          <tfoot>
+            <tr>
+              <th scope="row">${props.overallLabel ?? 'In all'}</th>
+              ${series.map((s) => cell(overallOf(s, unit), unit))}
+              ${stacked ? cell(series.reduce((sum, s) => sum + (overallOf(s, unit) ?? 0), 0), unit) : null}
+            </tr>
+          </tfoot>
         </table>
       </div>
     </details>

@@ -126,6 +126,19 @@ export type Agent = {
   lastTestEvent: TestEvent | null;
   profile: { displayName: string | null; description: string | null; tags: string[] };
   presence: Presence;
+  // Its place in the list's order.
+  cursor: string;
+};
+
+// A named agent whose webhook is in trouble (GET /webhook-trouble): the pages that list its
+// deliveries say so.
+export type WebhookTrouble = {
+  username: string;
+  state: string;
+  failure: string | null;
+  failingSince: string | null;
+  disabledAt: string | null;
+  disabledReason: string | null;
 };
 
 // Online now on any instance, and the latest authenticated request (to the minute).
@@ -150,7 +163,8 @@ export type WindowFigures = {
   p95Ms: number | null;
 };
 
-export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled';
+// `disabled`: switched off by the service for failing; `paused`: by a person, by hand.
+export type EndpointState = 'untried' | 'healthy' | 'failing' | 'disabled' | 'paused';
 
 export type EndpointHealth = {
   state: EndpointState;
@@ -163,6 +177,8 @@ export type EndpointHealth = {
   warnedStage: number;
   disabledAt: string | null;
   disabledReason: string | null;
+  // Who paused it (a person's username, or `cli`); null unless paused.
+  pausedBy: string | null;
   lastHour: WindowFigures;
   lastDay: WindowFigures;
 };
@@ -183,13 +199,17 @@ export type TestEvent = {
   responseHeaders: Record<string, string> | null;
 };
 
-// The answer of POST /agents/:username/webhook/enable and of the bulk resend.
+// The answers of POST /agents/:username/webhook/enable, /pause and /resume, and of the bulk resend.
 export type Refused = { reason: string; count: number }[];
-export type Enabled = { username: string; enabled: true; resent: number; refused: Refused };
+export type Enabled = { username: string; enabled: true; passingTest: boolean; resent: number; refused: Refused };
+export type Resumed = { username: string; resumed: true; resent: number; refused: Refused };
+export type Paused = { username: string; paused: true; pausedAt: string; pausedBy: string; reason: string | null };
 
-export type OverviewHour = {
+export type OverviewBin = {
   at: string;
-  accepted: number;
+  // Accepted, by what each waits for: a polling agent to fetch it, or its doorbell to be rung.
+  waitingForPoll: number;
+  doorbellOwed: number;
   retrying: number;
   notified: number;
   delivered: number;
@@ -203,7 +223,7 @@ export type OverviewHour = {
 export type EndpointTrouble = {
   username: string;
   url: string;
-  state: 'failing' | 'disabled';
+  state: 'failing' | 'disabled' | 'paused';
   failure: string;
   failingSince: string;
   disabledAt: string | null;
@@ -213,10 +233,28 @@ export type EndpointTrouble = {
   countedSince: string;
 };
 
+export type Headline = {
+  // Accepted since the overview's `since`, and Failed of those now.
+  deliveries: number;
+  failed: number;
+  // Attempts at webhooks in the last 24 hours, and those not answered 2xx.
+  attempts: number;
+  attemptsFailed: number;
+  // Webhooks by state; a state this page does not know is shown by its name.
+  endpoints: Record<string, number>;
+  stalledAgents: number;
+};
+
 export type Overview = {
   since: string;
-  hours: OverviewHour[];
+  headline: Headline;
+  binMinutes: number;
+  bins: OverviewBin[];
+  doorbellP50Ms: number | null;
+  doorbellP95Ms: number | null;
   trouble: EndpointTrouble[];
+  troubleTotal: number;
+  troubleGroups: { failure: string; endpoints: number; disabled: number }[];
   stalledAgents: { username: string; stalled: number; oldestNotifiedAt: string }[];
   closeRequests: { threadId: string; title: string; requestedAt: string | null }[];
   holds: { waiting: number; paused: { threadId: string; title: string; pausedAt: string }[] };
@@ -255,9 +293,42 @@ export type AuditEntry = {
   at: string;
   actor: string;
   action: string;
-  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person';
+  subjectType: 'agent' | 'thread' | 'message' | 'delivery' | 'person' | 'operator_webhook';
   subject: string;
   before: unknown;
   after: unknown;
   reason: string | null;
 };
+
+// An operator webhook and its health (GET /operator-webhooks; domain/people/operator-webhooks.ts).
+export type NoticeAttempt = {
+  noticeId: string;
+  event: string;
+  attempt: number;
+  attemptedAt: string;
+  durationMs: number;
+  status: number | null;
+  error: string | null;
+  responseBody: string | null;
+  outcome: 'delivered' | 'retrying' | 'gave_up';
+};
+
+export type OperatorWebhook = {
+  id: string;
+  url: string;
+  format: 'slack' | 'json';
+  source: 'dashboard' | 'environment';
+  addedBy: string;
+  addedAt: string;
+  health: {
+    state: 'untried' | 'healthy' | 'failing';
+    lastSuccessAt: string | null;
+    lastFailureAt: string | null;
+    lastFailure: string | null;
+    failingSince: string | null;
+  };
+  pending: number;
+  recentAttempts: NoticeAttempt[];
+};
+
+export type OperatorWebhooks = { webhooks: OperatorWebhook[]; dashboardLinks: boolean };
