@@ -159,8 +159,13 @@ describe('OpenAPI', () => {
     expect(Object.keys(doc.components.schemas).sort()).toEqual(
       [
         'Acknowledgement',
+        'AgentProfile',
+        'AgentProfileInput',
         'ContactPolicy',
         'DeliveredReport',
+        'DirectoryEntry',
+        'DirectoryPage',
+        'Presence',
         'Error',
         'Hold',
         'HoldStatus',
