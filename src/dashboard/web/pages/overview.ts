@@ -213,8 +213,8 @@ export function OverviewPage() {
     ${error ? html`<p class="notice problem" role="alert">Could not refresh the overview: ${error} What is shown may be out of date.</p>` : null}
     <${SpentLinkNotice} />
     <${Headlines} headline=${overview.headline} holds=${overview.holds.waiting} since=${overview.since} />
-    <${AgentsOnline} />
     <${WaitingForYou} holds=${overview.holds} version=${version} onDecided=${load} />
+    <${AgentsOnline} />
     <div class="attention-lists">
       <${Trouble} overview=${overview} version=${version} />
       <${Lines} id="stalled-heading" heading="Stalled agents" empty="No agent has stalled deliveries: every handler reports what it was notified of." count=${overview.stalledAgents.length}>
