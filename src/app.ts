@@ -29,6 +29,8 @@ import { eventRoutes } from './http/events';
 import { threadRoutes } from './http/threads';
 import { agentRoutes } from './http/agents';
 import { a2aRoutes } from './a2a/routes';
+import { trackPresence, type Presence } from './domain/agents/presence';
+import { presenceSeen } from './web/presence-seen';
 
 export type AppDeps = {
   sql: Sql;
@@ -41,19 +43,23 @@ export type AppDeps = {
   waitingInboxRequests?: () => number;
   // The OAuth authorization server for MCP clients, when PUBLIC_URL is set (src/oauth).
   oauth?: OAuthServer | null;
+  // Who is online and last seen (domain/agents/presence.ts); unstarted, it only keeps memory; null,
+  // not tracked at all (the bench's baseline, bench/presence.ts).
+  presence?: Presence | null;
 };
 
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
-export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null }: AppDeps) {
+export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null, presence = trackPresence(sql, log) }: AppDeps) {
   // One per process: the bound on searches holds across every door that searches.
   const searches = searchGate(sql, searchBounds(config));
   // One count for the process, whichever door a request is held open through.
-  const held = heldRequests(config.HELD_REQUESTS_PER_AGENT);
+  const held = heldRequests(config.HELD_REQUESTS_PER_AGENT, presence ?? undefined);
   governSends(sql, sendRules(config), metrics.sendWatcher);
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
     .use(errorHandling(log))
+    .use(presence ? presenceSeen(presence) : new Elysia())
     .use(bodyLimit(config.BODY_LIMIT_BYTES))
     .use(nulGuard())
     .use(authorizationServer(sql, config, oauth))
@@ -62,7 +68,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache, held, log))
     .use(threadRoutes(sql, agentCache, log, config))
-    .use(agentRoutes(sql, agentCache, log))
+    .use(agentRoutes(sql, agentCache, log, searches))
     .use(searchRoutes(sql, agentCache, searches))
     .use(receiptRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(eventRoutes(sql, inboxSignal, agentCache, held, log, config))

@@ -6,6 +6,7 @@ import type { LossAudit } from './domain/deliveries/loss-audit';
 import { NOTIFY_TASK } from './domain/deliveries/notify-jobs';
 import { countEndpoints } from './domain/agents/endpoint-health';
 import { holdFigures } from './domain/messages/holds';
+import { agentsOnline } from './domain/agents/presence';
 import { countOperatorWebhooks } from './domain/people/operator-webhooks';
 import { OPERATOR_EVENTS, type NoticeOutcome, type OperatorEvent } from './domain/people/operator-notices';
 
@@ -95,7 +96,7 @@ export function createMetrics() {
     if (!sources) return null;
     const { sql, stalledAfterMs, slowMs } = sources;
     try {
-      const [counts, jobs, connections, endpoints, holds, operatorWebhooks] = await Promise.all([
+      const [counts, jobs, connections, endpoints, holds, operatorWebhooks, online] = await Promise.all([
         countDeliveries(sql, stalledAfterMs),
         owedJobs(sql, NOTIFY_TASK),
         sql<{ state: string; n: number }[]>`
@@ -105,8 +106,9 @@ export function createMetrics() {
         countEndpoints(sql, { slowMs, stalledAfterMs }),
         holdFigures(sql),
         countOperatorWebhooks(sql),
+        agentsOnline(sql),
       ]);
-      return { counts, jobs, connections, endpoints, holds, operatorWebhooks };
+      return { counts, jobs, connections, endpoints, holds, operatorWebhooks, online };
     } catch {
       scrapeFailures.inc();
       return null;
@@ -175,6 +177,7 @@ export function createMetrics() {
     'How long the oldest message waiting for a person\'s approval has waited (0 when none waits).',
     (f) => f.holds.oldestAgeSeconds,
   );
+  databaseFigure('ams_agents_online', 'Agents holding an event stream, an MCP stream or a wait open on some instance of the service.', (f) => f.online);
   databaseFigure('ams_threads_paused', 'Threads the loop breaker paused that no person has resumed yet.', (f) => f.holds.pausedThreads);
   new Gauge({
     name: 'ams_database_connections',

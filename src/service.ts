@@ -10,6 +10,7 @@ import { createMetrics } from './metrics';
 import { createOAuthServer, type OAuthServer } from './oauth/provider';
 import { startWorker, type RunningWorker } from './webhooks/worker';
 import { a2aPush } from './a2a/push-body';
+import { trackPresence, type Presence } from './domain/agents/presence';
 import { syncEnvironmentWebhook } from './domain/people/operator-webhooks';
 
 const HTTP_STOP_GRACE_MS = 3_000;
@@ -39,6 +40,7 @@ export type HttpService = WorkerService & {
   app: App;
   inboxSignal: InboxListener;
   agentCache: AgentCacheListener;
+  presence: Presence;
   // The OAuth authorization server, when PUBLIC_URL is set.
   oauth: OAuthServer | null;
 };
@@ -62,6 +64,7 @@ export async function createService(
   const started: {
     inboxSignal?: InboxListener;
     agentCache?: AgentCacheListener;
+    presence?: Presence;
     app?: App | WorkerApp;
     oauth?: OAuthServer | null;
     server?: NonNullable<App['server']>;
@@ -80,6 +83,8 @@ export async function createService(
       await Promise.race([started.app!.stop(), Bun.sleep(HTTP_STOP_GRACE_MS)]);
       await server.stop(true);
     }
+    // After the last request: its agent's last-seen time is written, and this instance's rows go.
+    await started.presence?.stop();
     await started.worker?.stop();
     await db.close();
   };
@@ -93,6 +98,8 @@ export async function createService(
       await waitWhileBusy(log, () => inboxSignal.start());
       const agentCache = (started.agentCache = cacheAgents(db.sql, log));
       await waitWhileBusy(log, () => agentCache.start());
+      const presence = (started.presence = trackPresence(db.sql, log));
+      await waitWhileBusy(log, () => presence.start());
       const oauth = (started.oauth = await waitWhileBusy(log, () => createOAuthServer(db.sql, config, log)));
       started.app = buildApp({
         sql: db.sql,
@@ -104,6 +111,7 @@ export async function createService(
         auditor,
         waitingInboxRequests: () => inboxSignal.waiting(),
         oauth,
+        presence,
       });
     }
     if (withWorker) {
@@ -153,5 +161,5 @@ export async function createService(
   };
   const service = { sql: db.sql, databaseUrl: db.url, worker: started.worker ?? null, stop, listen };
   if (!http) return service;
-  return { ...service, app: started.app as App, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, oauth: started.oauth ?? null };
+  return { ...service, app: started.app as App, inboxSignal: started.inboxSignal!, agentCache: started.agentCache!, presence: started.presence!, oauth: started.oauth ?? null };
 }

@@ -191,7 +191,7 @@ describe('agents', () => {
     const listed = list.body.data.items.find((a: any) => a.username === 'drafter');
     expect(listed).toEqual({
       id: expect.any(String), username: 'drafter', archived: false, cardListed: false, webhookUrl: null, webhookSetAt: null, previousSecretExpiresAt: null, createdAt: expect.any(String), connections: [],
-      health: null, lastTestEvent: null, cursor: listed.id,
+      health: null, lastTestEvent: null, cursor: listed.id, profile: { displayName: null, description: null, tags: [] }, presence: { online: false, lastSeenAt: null },
     });
     expect(JSON.stringify(list.body)).not.toContain('agt_');
   });

@@ -136,6 +136,9 @@ describe('OpenAPI', () => {
         'GET /api/agents/me/keys',
         'POST /api/agents/me/keys',
         'DELETE /api/agents/me/keys/{keyId}',
+        'GET /api/agents',
+        'GET /api/agents/me/profile',
+        'PUT /api/agents/me/profile',
       ].sort(),
     );
     expect(doc.security).toEqual([{ agentKey: [] }]);
@@ -160,9 +163,14 @@ describe('OpenAPI', () => {
       [
         'Acknowledgement',
         'AgentKey',
+        'AgentProfile',
+        'AgentProfileInput',
         'ContactPolicy',
         'CreatedAgentKey',
         'DeliveredReport',
+        'DirectoryEntry',
+        'DirectoryPage',
+        'Presence',
         'Error',
         'Hold',
         'HoldStatus',

@@ -100,7 +100,7 @@ describe('authentication at the HTTP level', () => {
 });
 
 describe('tool list', () => {
-  test('lists the thirteen tools with JSON schemas taken from the domain', async () => {
+  test('lists the fourteen tools with JSON schemas taken from the domain', async () => {
     const { tools } = await alice.client.listTools();
     expect(tools.map((t) => t.name)).toEqual([
       'check_inbox',
@@ -113,6 +113,7 @@ describe('tool list', () => {
       'add_participant',
       'request_close',
       'get_contact_policy',
+      'find_agents',
       'message_status',
       'search_messages',
       'list_messages',
@@ -151,6 +152,7 @@ describe('tool list', () => {
       add_participant: ['Add a participant', { title: 'Add a participant', ...records }],
       request_close: ['Request close', { title: 'Request close', ...records }],
       get_contact_policy: ['Your contact policy', { title: 'Your contact policy', ...reads }],
+      find_agents: ['Find agents', { title: 'Find agents', ...reads }],
       message_status: ['Message status', { title: 'Message status', ...reads }],
       search_messages: ['Search messages', { title: 'Search messages', ...reads }],
       list_messages: ['List messages', { title: 'List messages', ...records }],
@@ -175,6 +177,7 @@ describe('tool list', () => {
       ['message_status', { messageId }],
       ['get_contact_policy', {}],
       ['search_messages', { q: 'structured' }],
+      ['find_agents', { q: 'alice' }],
     ] as const) {
       const result = await (name === 'request_close' || name === 'message_status' ? alice : bob).client.callTool({ name, arguments: args });
       expect([name, result.isError ?? false, typeof result.structuredContent]).toEqual([name, false, 'object']);

@@ -90,6 +90,9 @@ test('every operation answers its documented success', async () => {
   const made = await call('POST', '/api/agents/me/keys', { key: member.key, body: { name: 'rotation', expiresAt: '2099-01-01T00:00:00Z' } });
   expect(made.status).toBe(201);
   expect((await call('DELETE', `/api/agents/me/keys/${made.body.data.id}`, { key: member.key })).status).toBe(200);
+  expect((await call('PUT', '/api/agents/me/profile', { key: member.key, body: { displayName: 'Member', tags: ['contract'] } })).status).toBe(200);
+  expect((await call('GET', '/api/agents/me/profile', { key: member.key })).status).toBe(200);
+  expect((await call('GET', '/api/agents?q=member&tag=contract&limit=1', { key: opener.key })).status).toBe(200);
 });
 
 test('every operation answers its own refusals as documented', async () => {
@@ -153,6 +156,12 @@ test('every operation answers its own refusals as documented', async () => {
   const keyring = await h.agent(uniqueName('keyring'));
   for (let i = 1; i < 5; i++) expect(await statusOf('POST', '/api/agents/me/keys', { key: keyring.key, body: { name: `k${i}` } })).toBe(201);
   expect(await statusOf('POST', '/api/agents/me/keys', { key: keyring.key, body: { name: 'sixth' } })).toBe(409);
+  for (const query of ['q=' + 'x'.repeat(201), 'q=-first', 'after=Not%20a%20name']) {
+    expect(await statusOf('GET', `/api/agents?${query}`, { key: member.key })).toBe(400);
+  }
+  for (const body of [{ displayName: 'x'.repeat(101) }, { description: 'x'.repeat(2001) }, { tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }, { tags: ['two words'] }]) {
+    expect(await statusOf('PUT', '/api/agents/me/profile', { key: member.key, body })).toBe(400);
+  }
   // Events after this id were removed by the retention sweep.
   await h.db.sql`insert into agent_event_floors (agent_id, xid, seq) select id, '2', 1 from agents where username = ${member.username}`;
   expect(await statusOf('GET', '/api/events?lastEventId=1-1', { key: member.key })).toBe(410);
@@ -194,7 +203,7 @@ test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or 
     expect((await call(method, path, { key: expired })).status).toBe(401);
     const withNul = template.includes('{') ? pathOf(template, '%00') : `${template}?limit=%00`;
     expect((await call(method, withNul, { key: opener.key })).status).toBe(400);
-    if (method !== 'POST') continue;
+    if (method === 'GET') continue;
     expect((await call(method, path, { key: opener.key, raw: '{"content": ' })).status).toBe(400);
     expect((await call(method, path, { key: opener.key, raw: 'x'.repeat(h.config.BODY_LIMIT_BYTES + 1) })).status).toBe(413);
   }
@@ -229,16 +238,17 @@ test('a post beyond the queue of posts waiting for the database is 503 with Retr
   }
 });
 
-test('searches past their bounds: stopped at SEARCH_TIMEOUT_MS (400), a third of one agent (429), past the queue (503 with Retry-After)', async () => {
-  const path = pathOf('/api/messages/search');
+// Searches past their bounds: stopped at SEARCH_TIMEOUT_MS (400), a third of one agent (429), past
+// the queue (503 with Retry-After). `table` is what the search reads, locked to hold it.
+async function searchBounds(path: string, table: string, reading: string) {
   const searchers = await Promise.all(Array.from({ length: 19 }, () => h.agent(uniqueName('searcher'))));
   const lock = await h.db.sql.reserve();
   const asked: Promise<Reply>[] = [];
   try {
     await lock`begin`;
-    await lock`lock table message_search in access exclusive mode`;
+    await lock`lock table ${lock(table)} in access exclusive mode`;
     const waitingForTheIndex = async () =>
-      (await h.db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%message_search ms%'`)[0]!.n;
+      (await h.db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like ${`%${reading}%`}`)[0]!.n;
     const [first, ...others] = searchers;
     asked.push(call('GET', path, { key: first!.key }), call('GET', path, { key: first!.key }));
     await eventually(async () => (await waitingForTheIndex()) === 2 || null);
@@ -257,6 +267,14 @@ test('searches past their bounds: stopped at SEARCH_TIMEOUT_MS (400), a third of
   expect(statuses.filter((s) => s === 400)).toHaveLength(4);
   expect(statuses.filter((s) => s === 503).length).toBeGreaterThanOrEqual(2);
   expect(statuses.filter((s) => ![200, 400, 503].includes(s))).toEqual([]);
+}
+
+test('searches past their bounds: stopped at SEARCH_TIMEOUT_MS (400), a third of one agent (429), past the queue (503 with Retry-After)', async () => {
+  await searchBounds(pathOf('/api/messages/search'), 'message_search', 'message_search ms');
+}, 30_000);
+
+test('the directory past the same bounds', async () => {
+  await searchBounds('/api/agents?q=member', 'agent_profiles', 'agent_profiles p');
 }, 30_000);
 
 test('every route answers 503 in the envelope while the database is away', async () => {
@@ -305,8 +323,9 @@ test('every route answers 500 in the envelope when a query fails unexpectedly', 
   await h.db.sql`alter table threads rename to threads_gone`;
   await h.db.sql`alter table agent_contacts rename to agent_contacts_gone`;
   await h.db.sql`alter table agent_keys rename to agent_keys_gone`;
+  await h.db.sql`alter table agent_profiles rename to agent_profiles_gone`;
   for (const { template, method } of v.operations) {
-    const body = method === 'POST' ? { title: 'x', content: 'x', username: member.username, name: 'x' } : undefined;
+    const body = method === 'POST' || method === 'PUT' ? { title: 'x', content: 'x', username: member.username, name: 'x' } : undefined;
     expect((await call(method, pathOf(template), { key: member.key, body })).status).toBe(500);
   }
 });
@@ -323,8 +342,10 @@ test('the document publishes no operation this file does not drive', () => {
       'createKey',
       'listKeys',
       'revokeKey',
+      'findAgents',
       'getContactPolicy',
       'getMessageDeliveries',
+      'getOwnProfile',
       'getThread',
       'streamEvents',
       'listInbox',
@@ -335,6 +356,7 @@ test('the document publishes no operation this file does not drive', () => {
       'reportDelivered',
       'requestClose',
       'searchMessages',
+      'setOwnProfile',
     ].sort(),
   );
 });

@@ -180,7 +180,7 @@ describe('pausing by hand', () => {
     const version = payloads.get(onWire).doorbell.webhookVersion;
     const worker = (known: boolean) => {
       const credentials = rememberWebhooks();
-      if (known) credentials.remember(agentId, version, { url: agent!.webhook_url, secret: agent!.signing_secret });
+      if (known) credentials.remember(agentId, version, { url: agent!.webhook_url, secrets: { current: agent!.signing_secret, previous: null, previousUntil: null }, secretVersion: '' });
       return notifier({
         sql: h.db.sql,
         doorbellStatements: { owed: h.db.sql, record: h.db.sql },

@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 033_agent_keys,
+-- The schema that the migrations in sql/ build, 001_core to 035_presence_directory,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -68,12 +68,31 @@ begin
   return null;
 end $function$;
 
+CREATE OR REPLACE FUNCTION public.add_agent_profile()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  insert into agent_profiles (agent_id, username) select id, username from new_agents;
+  return null;
+end $function$;
+
 CREATE OR REPLACE FUNCTION public.add_counts(a integer[], b integer[])
  RETURNS integer[]
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
   select array(select coalesce(x, 0) + coalesce(y, 0) from unnest(a, b) with ordinality as u(x, y, i) order by i)
+$function$;
+
+CREATE OR REPLACE FUNCTION public.agent_document(username text, display_name text, description text, tags text[])
+ RETURNS tsvector
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select setweight(to_tsvector('ams_search'::regconfig, username || ' ' || coalesce(display_name, '')), 'A')
+      || setweight(to_tsvector('ams_search'::regconfig, coalesce(array_to_string(tags, ' '), '')), 'B')
+      || to_tsvector('ams_search'::regconfig, coalesce(description, ''))
 $function$;
 
 CREATE OR REPLACE FUNCTION public.agent_events_for_holds()
@@ -293,6 +312,36 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION public.operator_notice_jobs(notices uuid[], attempt integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if coalesce(array_length(notices, 1), 0) = 0 then return; end if;
+  perform graphile_worker.add_jobs(array(
+    select json_populate_record(null::graphile_worker.job_spec, json_build_object(
+      'identifier', 'operator_notice', 'payload', json_build_object('noticeId', n, 'attempt', attempt), 'run_at', run_at,
+      'max_attempts', 5, 'job_key', 'operator_notice:' || n || ':' || attempt))
+    from unnest(notices) n));
+end $function$;
+
+CREATE OR REPLACE FUNCTION public.queue_operator_notice(event text, notice jsonb, only_webhook uuid DEFAULT NULL::uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+  queued uuid[];
+begin
+  with n as (
+    insert into operator_notices (webhook_id, event, notice)
+    select w.id, event, notice from operator_webhooks w where only_webhook is null or w.id = only_webhook
+    returning id
+  )
+  select array_agg(id) into queued from n;
+  perform operator_notice_jobs(queued, 1);
+  return coalesce(array_length(queued, 1), 0);
+end $function$;
+
 CREATE OR REPLACE FUNCTION public.uuid_v7()
  RETURNS uuid
  LANGUAGE sql
@@ -384,6 +433,30 @@ CREATE TABLE public.agent_keys (
 CREATE INDEX agent_keys_agent_idx ON public.agent_keys USING btree (agent_id);
 CREATE TRIGGER agent_keys_changed AFTER DELETE OR UPDATE OF key_hash, expires_at, agent_id ON public.agent_keys FOR EACH ROW EXECUTE FUNCTION public.agent_key_changed();
 
+CREATE TABLE public.agent_last_seen (
+    agent_id uuid NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    CONSTRAINT agent_last_seen_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT agent_last_seen_pkey PRIMARY KEY (agent_id)
+);
+
+CREATE TABLE public.agent_profiles (
+    agent_id uuid NOT NULL,
+    username text NOT NULL,
+    display_name text,
+    description text,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    updated_at timestamp with time zone,
+    document tsvector GENERATED ALWAYS AS (public.agent_document(username, display_name, description, tags)) STORED NOT NULL,
+    CONSTRAINT agent_profiles_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT agent_profiles_description_check CHECK ((char_length(description) <= 2000)),
+    CONSTRAINT agent_profiles_display_name_check CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 100))),
+    CONSTRAINT agent_profiles_pkey PRIMARY KEY (agent_id),
+    CONSTRAINT agent_profiles_tags_check CHECK ((cardinality(tags) <= 20))
+);
+CREATE INDEX agent_profiles_document_idx ON public.agent_profiles USING gin (document);
+CREATE INDEX agent_profiles_tags_idx ON public.agent_profiles USING gin (tags);
+
 CREATE TABLE public.agents (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
     username text NOT NULL,
@@ -405,6 +478,9 @@ CREATE TABLE public.agents (
     threads_per_hour integer,
     webhook_paused_by text,
     webhook_resumed_at timestamp with time zone,
+    previous_signing_secret text,
+    previous_signing_secret_until timestamp with time zone,
+    signing_secret_rotated_at timestamp with time zone,
     CONSTRAINT agents_check CHECK (((webhook_url IS NULL) = (signing_secret IS NULL))),
     CONSTRAINT agents_contact_policy_check CHECK ((contact_policy = ANY (ARRAY['open'::text, 'contacts'::text, 'closed'::text]))),
     CONSTRAINT agents_key_hash_key UNIQUE (key_hash),
@@ -421,6 +497,8 @@ CREATE TRIGGER agents_first_key AFTER INSERT ON public.agents FOR EACH ROW EXECU
 CREATE TRIGGER agents_governance_changed AFTER UPDATE OF contact_policy, holds_messages, messages_per_minute, threads_per_hour ON public.agents FOR EACH ROW WHEN (((old.contact_policy IS DISTINCT FROM new.contact_policy) OR (old.holds_messages IS DISTINCT FROM new.holds_messages) OR (old.messages_per_minute IS DISTINCT FROM new.messages_per_minute) OR (old.threads_per_hour IS DISTINCT FROM new.threads_per_hour))) EXECUTE FUNCTION public.notify_agent_listing();
 CREATE TRIGGER agents_key_answer_changed AFTER UPDATE OF archived_at, key_hash, username ON public.agents FOR EACH ROW WHEN ((((old.archived_at IS NULL) <> (new.archived_at IS NULL)) OR (old.key_hash <> new.key_hash) OR (old.username <> new.username))) EXECUTE FUNCTION public.notify_agent_change();
 CREATE TRIGGER agents_listing_changed AFTER INSERT OR UPDATE OF archived_at, webhook_url, webhook_disabled_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
+CREATE TRIGGER agents_profile_row AFTER INSERT ON public.agents REFERENCING NEW TABLE AS new_agents FOR EACH STATEMENT EXECUTE FUNCTION public.add_agent_profile();
+CREATE TRIGGER agents_signing_secret_rotated AFTER UPDATE OF signing_secret_rotated_at ON public.agents FOR EACH ROW EXECUTE FUNCTION public.notify_agent_listing();
 
 CREATE TABLE public.audit_events (
     id uuid DEFAULT public.uuid_v7() NOT NULL,
@@ -435,7 +513,7 @@ CREATE TABLE public.audit_events (
     reason text,
     CONSTRAINT audit_events_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.people(id) ON DELETE SET NULL,
     CONSTRAINT audit_events_pkey PRIMARY KEY (id),
-    CONSTRAINT audit_events_subject_type_check CHECK ((subject_type = ANY (ARRAY['agent'::text, 'thread'::text, 'message'::text, 'delivery'::text, 'person'::text])))
+    CONSTRAINT audit_events_subject_type_check CHECK ((subject_type = ANY (ARRAY['agent'::text, 'thread'::text, 'message'::text, 'delivery'::text, 'person'::text, 'operator_webhook'::text])))
 );
 CREATE INDEX audit_events_action_idx ON public.audit_events USING btree (action, id);
 CREATE INDEX audit_events_at_idx ON public.audit_events USING btree (at);
@@ -504,6 +582,9 @@ CREATE TABLE public.endpoint_attempt_windows (
     attempts integer NOT NULL,
     successes integer NOT NULL,
     latency_buckets integer[] NOT NULL,
+    timed integer DEFAULT 0 NOT NULL,
+    sum_ms bigint DEFAULT 0 NOT NULL,
+    max_ms integer,
     CONSTRAINT endpoint_attempt_windows_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
     CONSTRAINT endpoint_attempt_windows_pkey PRIMARY KEY (agent_id, window_start)
 );
@@ -517,6 +598,10 @@ CREATE TABLE public.endpoint_health (
     consecutive_failures integer DEFAULT 0 NOT NULL,
     failing_since timestamp with time zone,
     warned_stage smallint DEFAULT 0 NOT NULL,
+    recent_ms integer[] DEFAULT '{}'::integer[] NOT NULL,
+    recent_at timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
+    warned_at timestamp with time zone,
+    last_failure_body text,
     CONSTRAINT endpoint_health_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
     CONSTRAINT endpoint_health_check CHECK (((failing_since IS NULL) = (consecutive_failures = 0))),
     CONSTRAINT endpoint_health_pkey PRIMARY KEY (agent_id)
@@ -688,6 +773,65 @@ CREATE TABLE public.oauth_registration_attempts (
 );
 CREATE INDEX oauth_registration_attempts_idx ON public.oauth_registration_attempts USING btree (client, attempted_at);
 
+CREATE TABLE public.operator_endpoint_alerts (
+    agent_id uuid NOT NULL,
+    told text NOT NULL,
+    told_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT operator_endpoint_alerts_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT operator_endpoint_alerts_pkey PRIMARY KEY (agent_id),
+    CONSTRAINT operator_endpoint_alerts_told_check CHECK ((told = ANY (ARRAY['warned'::text, 'switched_off'::text])))
+);
+
+CREATE TABLE public.operator_notice_attempts (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    notice_id uuid NOT NULL,
+    webhook_id uuid NOT NULL,
+    attempt smallint NOT NULL,
+    attempted_at timestamp with time zone NOT NULL,
+    duration_ms integer NOT NULL,
+    status integer,
+    error text,
+    response_body text,
+    CONSTRAINT operator_notice_attempts_notice_id_fkey FOREIGN KEY (notice_id) REFERENCES public.operator_notices(id) ON DELETE CASCADE,
+    CONSTRAINT operator_notice_attempts_pkey PRIMARY KEY (id),
+    CONSTRAINT operator_notice_attempts_webhook_id_fkey FOREIGN KEY (webhook_id) REFERENCES public.operator_webhooks(id) ON DELETE CASCADE
+);
+CREATE INDEX operator_notice_attempts_notice_idx ON public.operator_notice_attempts USING btree (notice_id, id);
+CREATE INDEX operator_notice_attempts_webhook_idx ON public.operator_notice_attempts USING btree (webhook_id, id);
+
+CREATE TABLE public.operator_notices (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    webhook_id uuid NOT NULL,
+    event text NOT NULL,
+    notice jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts smallint DEFAULT 0 NOT NULL,
+    delivered_at timestamp with time zone,
+    gave_up_at timestamp with time zone,
+    CONSTRAINT operator_notices_pkey PRIMARY KEY (id),
+    CONSTRAINT operator_notices_webhook_id_fkey FOREIGN KEY (webhook_id) REFERENCES public.operator_webhooks(id) ON DELETE CASCADE
+);
+CREATE INDEX operator_notices_created_idx ON public.operator_notices USING btree (created_at);
+CREATE INDEX operator_notices_webhook_idx ON public.operator_notices USING btree (webhook_id, id);
+
+CREATE TABLE public.operator_webhooks (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    url text NOT NULL,
+    format text NOT NULL,
+    secret text NOT NULL,
+    source text NOT NULL,
+    added_by text NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_success_at timestamp with time zone,
+    last_failure_at timestamp with time zone,
+    last_failure text,
+    failing_since timestamp with time zone,
+    CONSTRAINT operator_webhooks_format_check CHECK ((format = ANY (ARRAY['slack'::text, 'json'::text]))),
+    CONSTRAINT operator_webhooks_pkey PRIMARY KEY (id),
+    CONSTRAINT operator_webhooks_source_check CHECK ((source = ANY (ARRAY['dashboard'::text, 'environment'::text])))
+);
+CREATE UNIQUE INDEX operator_webhooks_environment_idx ON public.operator_webhooks USING btree (source) WHERE (source = 'environment'::text);
+
 CREATE TABLE public.participants (
     thread_id uuid NOT NULL,
     agent_id uuid NOT NULL,
@@ -710,6 +854,24 @@ CREATE TABLE public.people (
     CONSTRAINT people_username_key UNIQUE (username),
     CONSTRAINT people_username_username_owner_fkey FOREIGN KEY (username, username_owner) REFERENCES public.usernames(username, owner)
 );
+
+CREATE TABLE public.presence_connections (
+    agent_id uuid NOT NULL,
+    instance_id uuid NOT NULL,
+    since timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT presence_connections_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT presence_connections_instance_id_fkey FOREIGN KEY (instance_id) REFERENCES public.presence_instances(id) ON DELETE CASCADE,
+    CONSTRAINT presence_connections_pkey PRIMARY KEY (agent_id, instance_id)
+);
+CREATE INDEX presence_connections_instance_idx ON public.presence_connections USING btree (instance_id);
+
+CREATE TABLE public.presence_instances (
+    id uuid NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    heartbeat_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT presence_instances_pkey PRIMARY KEY (id)
+);
+CREATE INDEX presence_instances_heartbeat_idx ON public.presence_instances USING btree (heartbeat_at);
 
 CREATE TABLE public.schema_migrations (
     name text NOT NULL,

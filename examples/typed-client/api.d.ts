@@ -172,6 +172,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find agents
+         * @description The directory: the agents the caller may put in a thread, by their contact policies (an agent whose policy is `closed` or that blocks the caller is not listed; one whose policy is `contacts` only if the caller is on its allow list or shares a thread with it), the caller and archived agents left out. Each with its profile (display name, description, tags, as people or the agent set them) and its presence: `online` (holds an event stream, an MCP stream or a wait open right now, on any instance) and `lastSeenAt` (its latest authenticated request, to the minute). In username order; page with `limit` and `after`. `q` searches usernames, display names, tags and descriptions with whole words, case and accents aside; `tag` keeps one exact tag. A directory read runs under the search bounds: stopped after `SEARCH_TIMEOUT_MS` (400), 2 under way per agent (429), 503 when the process is busy searching.
+         */
+        get: operations["findAgents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/me/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your profile
+         * @description What the directory (GET /api/agents), the MCP tool find_agents and your A2A card show of you: display name, description and tags.
+         */
+        get: operations["getOwnProfile"];
+        /**
+         * Set your profile
+         * @description Replaces your whole profile: a field left out is cleared. Tags are lowercased, kept once each and sorted. People can set it too (the dashboard, `ams agents profile`); whoever wrote last wins. The directory, find_agents and your A2A card show it at once.
+         */
+        put: operations["setOwnProfile"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/me/contact-policy": {
         parameters: {
             query?: never;
@@ -507,6 +551,87 @@ export interface components {
             /** @description Number of agents that will actually receive the message; check it. 0 while the message is held. */
             recipients: number;
             held?: components["schemas"]["Hold"];
+        };
+        /** Presence */
+        Presence: {
+            /** @description Holds an event stream, an MCP stream or a wait open on some instance right now */
+            online: boolean;
+            /**
+             * Format: date-time
+             * @description The end of its latest authenticated request, to the minute (written at most once a minute); null if never seen
+             */
+            lastSeenAt: string | null;
+        };
+        /** DirectoryEntry */
+        DirectoryEntry: {
+            /** @example sql-reviewer */
+            username: string;
+            /** @example SQL reviewer */
+            displayName: string | null;
+            /** @example Reviews PostgreSQL migrations and queries for locks and plans. */
+            description: string | null;
+            /**
+             * @example [
+             *       "postgres",
+             *       "review",
+             *       "sql"
+             *     ]
+             */
+            tags: string[];
+            /**
+             * Format: date-time
+             * @description When the profile was last set; null if never
+             */
+            updatedAt: string | null;
+            presence: components["schemas"]["Presence"];
+        };
+        /** DirectoryPage */
+        DirectoryPage: {
+            /** @description In username order */
+            agents: components["schemas"]["DirectoryEntry"][];
+            /** @description Pass as after for the next page; null on the last page */
+            next: string | null;
+        };
+        /** AgentProfile */
+        AgentProfile: {
+            /** @example sql-reviewer */
+            username: string;
+            /** @example SQL reviewer */
+            displayName: string | null;
+            /** @example Reviews PostgreSQL migrations and queries for locks and plans. */
+            description: string | null;
+            /**
+             * @example [
+             *       "postgres",
+             *       "review",
+             *       "sql"
+             *     ]
+             */
+            tags: string[];
+            /**
+             * Format: date-time
+             * @description When the profile was last set; null if never
+             */
+            updatedAt: string | null;
+        };
+        /**
+         * AgentProfileInput
+         * @description The whole profile: a field left out (or empty) is cleared.
+         */
+        AgentProfileInput: {
+            /** @example SQL reviewer */
+            displayName?: string;
+            /** @example Reviews PostgreSQL migrations and queries for locks and plans. */
+            description?: string;
+            /**
+             * @description Skills or topics, at most 20; repeats are kept once.
+             * @example [
+             *       "sql",
+             *       "postgres",
+             *       "review"
+             *     ]
+             */
+            tags?: string[];
         };
         /** ContactPolicy */
         ContactPolicy: {
@@ -1722,6 +1847,246 @@ export interface operations {
             };
         };
     };
+    findAgents: {
+        parameters: {
+            query?: {
+                q?: string;
+                tag?: string;
+                limit?: number;
+                after?: string;
+            };
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["DirectoryPage"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives). */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOwnProfile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["AgentProfile"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setOwnProfile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentProfileInput"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["AgentProfile"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getContactPolicy: {
         parameters: {
             query?: never;
@@ -2017,6 +2382,16 @@ export interface operations {
             };
             /** @description What the request asks conflicts with what is stored (the sentence says what, and what to do first). Nothing was changed. */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

@@ -1,4 +1,5 @@
 import type { AgentCard } from '@a2a-js/sdk';
+import type { AgentProfile } from '../domain/shared/schemas';
 
 // The A2A protocol version spoken here (the JSON-RPC binding of A2A 1.0).
 export const A2A_VERSION = '1.0';
@@ -8,13 +9,18 @@ export const A2A_VERSION = '1.0';
 // the address they are given, the card's own included.
 export const agentPath = (username: string) => `/a2a/agents/${encodeURIComponent(username)}/`;
 
-// What an A2A client learns of one of our agents: that it takes messages (one skill), how to reach
-// it (JSON-RPC at its own address), and how to authenticate (the caller's own agent key as a
-// bearer token). Nothing of the agent beyond its name: its webhook, threads and owner stay here.
-export function agentCard(origin: string, username: string): AgentCard {
+const MAILBOX =
+  'Messages sent to it are kept in its mailbox until it reads them, whether or not it is online; the task of a message shows how far it got (submitted, working once its webhook is told or it reads it, completed when it answers in the thread).';
+
+// What an A2A client learns of one of our agents: what its directory profile says (display name,
+// description, a skill per tag: domain/agents/directory.ts), that it takes messages (the first
+// skill), how to reach it (JSON-RPC at its own address), and how to authenticate (the caller's own
+// agent key as a bearer token). Its webhook, threads and owner stay here.
+export function agentCard(origin: string, username: string, profile: AgentProfile | null = null): AgentCard {
+  const name = profile?.displayName ?? username;
   return {
-    name: username,
-    description: `${username}, an agent of this Agent Messaging Service. Messages sent to it are kept in its mailbox until it reads them, whether or not it is online; the task of a message shows how far it got (submitted, working once its webhook is told or it reads it, completed when it answers in the thread).`,
+    name,
+    description: profile?.description ? `${profile.description}\n\n${MAILBOX}` : `${username}, an agent of this Agent Messaging Service. ${MAILBOX}`,
     supportedInterfaces: [{ url: `${origin}${agentPath(username)}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_VERSION }],
     provider: { organization: 'Agent Messaging Service', url: origin },
     version: '1.0.0',
@@ -41,6 +47,16 @@ export function agentCard(origin: string, username: string): AgentCard {
         outputModes: ['text/plain'],
         securityRequirements: [],
       },
+      ...(profile?.tags ?? []).map((tag) => ({
+        id: `tag:${tag}`,
+        name: tag,
+        description: `${name} lists ${tag} among its skills: send it a message about it.`,
+        tags: [tag],
+        examples: [],
+        inputModes: ['text/plain'],
+        outputModes: ['text/plain'],
+        securityRequirements: [],
+      })),
     ],
     signatures: [],
   };

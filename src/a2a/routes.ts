@@ -8,6 +8,7 @@ import type { Sql } from '../db/connect';
 import type { InboxSignal } from '../db/inbox-signal';
 import { activeAgentNamed, listedAgent } from '../domain/agents/agents';
 import { authenticateAgent } from '../domain/agents/authentication';
+import { agentProfile } from '../domain/agents/directory';
 import type { Logger } from '../log';
 import { agentAuth, bearerChallenge } from '../web/agent-auth';
 import { requestIdOf, requestLog } from '../web/request-id';
@@ -67,7 +68,7 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           });
         }
         const agent = listed ?? (await activeAgentNamed(sql, params.username));
-        return AgentCard.toJSON(agentCard(originOf(request, config), agent.username));
+        return AgentCard.toJSON(agentCard(originOf(request, config), agent.username, await agentProfile(sql, agent.id)));
       },
       { params: Params, detail: { hide: true } },
     )

@@ -12,6 +12,7 @@ import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { contactPolicy, removeContact, setContact, setContactPolicy } from '../domain/agents/contact-policy';
 import { confirmClose, declineClose } from '../domain/threads/threads';
 import { createKey, keysOf, revokeKey } from '../domain/agents/agent-keys';
+import { setProfile } from '../domain/agents/directory';
 
 export type CliDeps = { sql: Sql; config: Config };
 
@@ -66,6 +67,16 @@ export const commands: Record<string, Command> = {
   'keys revoke': {
     usage: 'keys revoke <username> <keyId>',
     run: ({ sql }, [username, keyId]) => revokeKey(sql, BY_CLI, username!, keyId!),
+  },
+  'agents profile': {
+    usage: 'agents profile <username> [--display-name <text>] [--description <text>] [--tags <a,b,…>]',
+    // The whole profile, as the API sets it: an option left out clears its field.
+    run: ({ sql }, [username], flags) =>
+      setProfile(sql, BY_CLI, username!, {
+        displayName: flags['display-name'],
+        description: flags.description,
+        tags: flags.tags === undefined ? [] : flags.tags.split(',').map((t) => t.trim()).filter((t) => t !== ''),
+      }),
   },
   'contacts list': {
     usage: 'contacts list <username>',

@@ -6,6 +6,8 @@ import type { Sql } from '../db/connect';
 import { agentListing, agentPage, listAgents, revealSigningSecret, webhookTroubleOf } from '../domain/agents/agent-overview';
 import { createAgent, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
 import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
+import { setProfile } from '../domain/agents/directory';
+import { agentsOnline } from '../domain/agents/presence';
 import { agentGovernance, setAgentHolds, setSendQuotas } from '../domain/agents/governance';
 import { sendTestEvent } from '../domain/agents/test-events';
 import { endpointSeries, seriesHours } from '../domain/agents/endpoint-series';
@@ -133,6 +135,8 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, agentCache, 
       },
       { person: true },
     )
+    .put('/agents/:username/profile', async ({ params, body, person }) => ok(await setProfile(sql, byPerson(person), params.username, body)), { person: true })
+    .get('/presence', async () => ok({ online: await agentsOnline(sql) }), { person: true })
     .post('/agents/:username/archive', async ({ params, person }) => ok(await setArchived(sql, byPerson(person), params.username, true)), { person: true })
     .post('/agents/:username/unarchive', async ({ params, person }) => ok(await setArchived(sql, byPerson(person), params.username, false)), {
       person: true,

@@ -95,3 +95,17 @@ export const SearchQuery = T.Object({
   limit: LimitQuery.properties.limit,
   after: T.Optional(documentedAs({ type: 'string', description: 'The `next` of the previous page, to read the one after it.' })),
 });
+
+export const DirectoryQuery = T.Object({
+  q: T.Optional(
+    documentedAs({
+      type: 'string',
+      maxLength: 200,
+      description: 'Words to look for in usernames, display names, tags and descriptions, in websearch syntax: words (all must appear), "a phrase", -excluded, or. Optional.',
+      examples: ['sql review'],
+    }),
+  ),
+  tag: T.Optional(documentedAs({ type: 'string', maxLength: 200, description: 'Only agents with this tag (exact, case aside). Optional.', examples: ['sql'] })),
+  limit: LimitQuery.properties.limit,
+  after: T.Optional(documentedAs({ type: 'string', description: 'The `next` of the previous page (a username), to read the one after it.' })),
+});

@@ -74,13 +74,13 @@ const everyPost = {
 // shape at run time; the document publishes them all.
 // `held`: the route may also answer 202 with the same shape, when what was sent waits for a person.
 export function responses<S extends TSchema>(
-  method: 'get' | 'post' | 'delete',
+  method: 'get' | 'post' | 'put' | 'delete',
   status: 200 | 201,
   data: S,
   own: Partial<Record<400 | 403 | 404 | 409 | 410 | 429 | 503, Examples>> = {},
   held?: string,
 ) {
-  const post = method === 'post' ? everyPost : { 400: {}, 413: undefined };
+  const post = method !== 'get' ? everyPost : { 400: {}, 413: undefined };
   const failures: Partial<Record<FailureStatus, Examples>> = {
     400: { ...own[400], ...post[400], ...everyRoute[400] },
     401: everyRoute[401],

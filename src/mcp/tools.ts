@@ -3,6 +3,7 @@ import type { InboxSignal } from '../db/inbox-signal';
 import type { Sql } from '../db/connect';
 import { asActor, type Agent } from '../domain/agents/actors';
 import { ownContactPolicy } from '../domain/agents/contact-policy';
+import { directoryQuery, findAgents } from '../domain/agents/directory';
 import { acknowledgeMessage } from '../domain/deliveries/inbox';
 import { checkIdempotencyKey } from '../domain/messages/idempotency';
 import { messageReceipts, waitForStep } from '../domain/deliveries/receipts';
@@ -13,6 +14,7 @@ import { messageSearch, searchMessages } from '../domain/messages/message-search
 import {
   Acknowledgement,
   ContactPolicyRecord,
+  DirectoryPage,
   InboxEntry,
   LIMITS,
   MessageReceipts,
@@ -187,6 +189,20 @@ export const tools: Record<string, Tool> = {
     output: ContactPolicyRecord,
     hints: reads,
     run: (ctx) => ownContactPolicy(ctx.sql, ctx.agent),
+  },
+  find_agents: {
+    title: 'Find agents',
+    description:
+      'Agents you may put in a thread, with profile (name, description, tags) and presence (online now, last seen). q: words to find; tag: one exact tag; pass next as after for more.',
+    input: T.Object({
+      q: T.Optional(T.String({ maxLength: 200, description: 'e.g. sql review' })),
+      tag: T.Optional(T.String({ maxLength: 200, description: 'e.g. sql' })),
+      limit: T.Optional(Limit),
+      after: T.Optional(T.String({ description: 'next from the previous result' })),
+    }),
+    output: DirectoryPage,
+    hints: reads,
+    run: (ctx, args) => findAgents(ctx.searches, ctx.agent, directoryQuery(args), ctx.abort),
   },
   message_status: {
     title: 'Message status',

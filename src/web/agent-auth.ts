@@ -22,6 +22,9 @@ export function bearerChallenge(request: Request, oauth?: OAuthChallenge): strin
 // What /mcp accepts besides agent keys: access tokens issued for `resource` (src/oauth).
 export type OAuthChallenge = { resource: string; resourceMetadataUrl: string; scope: string };
 
+// The agent a request's credential answered for, when the request asked (presence-seen.ts).
+export const authenticatedAgent = (request: Request): Promise<Agent> | undefined => callers.get(request);
+
 type Set = { headers: Record<string, unknown> };
 
 function caller(sql: Sql, cache: AgentCache, request: Request, set: Set, oauth?: OAuthChallenge): Promise<Agent> {

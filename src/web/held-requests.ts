@@ -1,3 +1,4 @@
+import type { Presence } from '../domain/agents/presence';
 import { rateLimited } from '../domain/shared/errors';
 
 export const tooManyHeld = (most: number) =>
@@ -10,20 +11,24 @@ export const tooManyHeld = (most: number) =>
 // post read for each. Counted here, per process, rather than in the database: what a held request
 // costs is this process's, and a count in the database would outlive a process that died holding
 // them. A place is taken before the request is answered, in the same synchronous step as the check,
-// so two requests cannot both take the last.
-export function heldRequests(most: number) {
+// so two requests cannot both take the last. An agent holding something here is online: `presence`
+// hears when its first place is taken and its last given back (domain/agents/presence.ts).
+export function heldRequests(most: number, presence?: Pick<Presence, 'opened' | 'closed'>) {
   const held = new Map<string, number>();
   const take = (agentId: string): (() => void) => {
     const count = held.get(agentId) ?? 0;
     if (count >= most) throw rateLimited(tooManyHeld(most));
     held.set(agentId, count + 1);
+    if (count === 0) presence?.opened(agentId);
     let given = false;
     return () => {
       if (given) return;
       given = true;
       const left = held.get(agentId)! - 1;
-      if (left === 0) held.delete(agentId);
-      else held.set(agentId, left);
+      if (left === 0) {
+        held.delete(agentId);
+        presence?.closed(agentId);
+      } else held.set(agentId, left);
     };
   };
   return {

@@ -29,7 +29,7 @@ export function operatorNoticeTask(deps: {
     const attemptedAt = new Date();
     const started = performance.now();
     const outcome = await sendDoorbell(
-      { url: sent.webhook.url, body, headers: doorbellHeaders({ deliveryId: sent.id, body, secret: sent.webhook.secret, timestamp: attemptedAt }) },
+      { url: sent.webhook.url, body, headers: doorbellHeaders({ deliveryId: sent.id, body, secrets: { current: sent.webhook.secret, previous: null, previousUntil: null }, timestamp: attemptedAt }) },
       { ...deps.send, signal: helpers.abortSignal },
     );
     const durationMs = Math.round(performance.now() - started);

@@ -11,6 +11,7 @@ import { failureKind } from '../deliveries/retry-policy';
 import { endpointHealthOf, endpointStateSql, stalledByRecipient, type EndpointHealth, type HealthReading } from './endpoint-health';
 import { latestTestEvents, type TestEvent } from './test-events';
 import { previousSecretUntil } from './signing-secrets';
+import { lastSeenAt, onlineNow, presenceRecord, type PresenceRecord } from './presence';
 
 export type AgentSummary = {
   id: string;
@@ -31,6 +32,9 @@ export type AgentSummary = {
   lastTestEvent: TestEvent | null;
   // Its place in the list's order, for `after` and `since`: its id when newest first.
   cursor: string;
+  // Its directory profile (directory.ts) and whether it is online (presence.ts).
+  profile: { displayName: string | null; description: string | null; tags: string[] };
+  presence: PresenceRecord;
 };
 
 // Which agents the list shows, and in what order. `health`: the webhook states to show (`none`:
@@ -78,6 +82,11 @@ type AgentRow = {
   previousSecretExpiresAt: Date | null;
   createdAt: Date;
   connections: ConnectionRow[];
+  displayName: string | null;
+  description: string | null;
+  tags: string[] | null;
+  online: boolean;
+  lastSeenAt: Date | null;
 };
 
 // The agents, for the people who run them: newest first (or webhooks in trouble first), archived
@@ -103,11 +112,13 @@ export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPag
       select * from (
         select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
                webhook_set_at as "webhookSetAt", ${previousSecretUntil(tx, 'agents')} as "previousSecretExpiresAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections,
+               p.display_name as "displayName", p.description, p.tags, ${onlineNow(tx, tx`agents.id`)} as online, ${lastSeenAt(tx, tx`agents.id`)} as "lastSeenAt",
                ${state} as state,
                case when agents.archived_at is not null then 6
                     else case ${state} when 'disabled' then 0 when 'failing' then 1 when 'untried' then 3 when 'healthy' then 4 when 'none' then 5 else 2 end
                end as rank
         from agents left join endpoint_health h on h.agent_id = agents.id left join stalled s on s.recipient_id = agents.id
+          left join lateral (select display_name, description, tags from agent_profiles where agent_id = agents.id) p on true
         where true ${search ? tx`and username ilike ${containing(search)}` : tx``}
       ) x
       where true ${listing.health ? tx`and x.state = any(${listing.health}::text[])` : tx``} ${bounds}
@@ -128,6 +139,8 @@ export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPag
     connections: r.connections.map(connectionFromRow),
     health: health.get(r.id) ?? null,
     lastTestEvent: tests.get(r.id) ?? null,
+    profile: { displayName: r.displayName, description: r.description, tags: r.tags ?? [] },
+    presence: presenceRecord(r),
     cursor: trouble ? `${r.rank}_${r.id}` : r.id,
   }));
   return pageOf(agents, page.limit, (a) => a.cursor);

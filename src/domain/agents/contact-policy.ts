@@ -22,6 +22,18 @@ const refusal = (username: string, why: Refusal) => {
   }
 };
 
+// Why the agent `actorId` may not put the agent `a` (a row of agents in the statement) in a thread,
+// or null when it may: the one reading of the rule, for admissions below and for the directory,
+// which lists only the agents its caller may reach (directory.ts).
+export const refusalBy = (sql: Queries, actorId: string) => sql`case
+  when exists (select 1 from agent_contacts c where c.agent_id = a.id and c.contact_id = ${actorId} and c.list = 'block') then 'blocked'
+  when a.contact_policy = 'open' then null
+  when a.contact_policy = 'closed' then 'closed'
+  when exists (select 1 from agent_contacts c where c.agent_id = a.id and c.contact_id = ${actorId} and c.list = 'allow') then null
+  when exists (select 1 from participants mine join participants theirs on theirs.thread_id = mine.thread_id
+               where mine.agent_id = ${actorId} and theirs.agent_id = a.id) then null
+  else 'contacts' end`;
+
 // Refuses, naming the first in the order given, when an agent may not be put in a thread by the
 // acting agent; `intoThread`: agents already in that thread are not asked again. Called in the
 // transaction that then writes the participants. The targets' rows are locked first, in one
@@ -35,14 +47,7 @@ export async function admitInvitees(tx: Queries, actor: Actor, agentIds: string[
   await tx`select 1 from agents where id = any(${targets}::uuid[]) order by id for share`;
   const [refused] = await tx<{ username: string; why: Refusal }[]>`
     select username, why from (
-      select t.n, a.username, case
-        when exists (select 1 from agent_contacts c where c.agent_id = a.id and c.contact_id = ${actor.id} and c.list = 'block') then 'blocked'
-        when a.contact_policy = 'open' then null
-        when a.contact_policy = 'closed' then 'closed'
-        when exists (select 1 from agent_contacts c where c.agent_id = a.id and c.contact_id = ${actor.id} and c.list = 'allow') then null
-        when exists (select 1 from participants mine join participants theirs on theirs.thread_id = mine.thread_id
-                     where mine.agent_id = ${actor.id} and theirs.agent_id = a.id) then null
-        else 'contacts' end as why
+      select t.n, a.username, ${refusalBy(tx, actor.id)} as why
       from unnest(${targets}::uuid[]) with ordinality as t(id, n) join agents a on a.id = t.id
       where not exists (select 1 from participants p where p.thread_id = ${intoThread}::uuid and p.agent_id = a.id)
     ) checked

@@ -240,3 +240,48 @@ export const CreatedAgentKey = T.Object({
   ...AgentKeyRecord.properties,
   apiKey: T.String({ description: 'The new key itself (agt_…), shown this once: only its hash is kept', examples: ['agt_Xq3v9LmPp2c8Ykq1cL3h0fN2mTzVw5bA7dQeRsUuJ4E'] }),
 }, { title: 'CreatedAgentKey' });
+
+export const PROFILE = { displayName: 100, description: 2000, tags: 20, tag: 40 } as const;
+
+const Tag = T.String({
+  minLength: 1,
+  maxLength: PROFILE.tag,
+  pattern: '^[A-Za-z0-9][A-Za-z0-9+#._-]*$',
+  description: 'must be letters, digits, "+", "#", ".", "_" or "-", starting with a letter or digit',
+  examples: ['sql'],
+});
+
+export const AgentProfileInput = T.Object({
+  displayName: T.Optional(T.String({ maxLength: PROFILE.displayName, examples: ['SQL reviewer'] })),
+  description: T.Optional(T.String({ maxLength: PROFILE.description, examples: ['Reviews PostgreSQL migrations and queries for locks and plans.'] })),
+  tags: T.Optional(T.Array(Tag, { maxItems: PROFILE.tags, description: `Skills or topics, at most ${PROFILE.tags}; repeats are kept once.`, examples: [['sql', 'postgres', 'review']] })),
+}, { title: 'AgentProfileInput', description: 'The whole profile: a field left out (or empty) is cleared.' });
+export type AgentProfileInput = Static<typeof AgentProfileInput>;
+
+export const AgentProfile = T.Object({
+  username: T.String({ examples: ['sql-reviewer'] }),
+  displayName: T.Union([T.String(), T.Null()], { examples: ['SQL reviewer'] }),
+  description: T.Union([T.String(), T.Null()], { examples: ['Reviews PostgreSQL migrations and queries for locks and plans.'] }),
+  tags: T.Array(T.String(), { examples: [['postgres', 'review', 'sql']] }),
+  updatedAt: T.Union([T.String({ format: 'date-time' }), T.Null()], { description: 'When the profile was last set; null if never' }),
+}, { title: 'AgentProfile' });
+export type AgentProfile = Static<typeof AgentProfile>;
+
+export const PresenceRecord = T.Object({
+  online: T.Boolean({ description: 'Holds an event stream, an MCP stream or a wait open on some instance right now' }),
+  lastSeenAt: T.Union([T.String({ format: 'date-time' }), T.Null()], {
+    description: 'The end of its latest authenticated request, to the minute (written at most once a minute); null if never seen',
+  }),
+}, { title: 'Presence' });
+
+export const DirectoryEntry = T.Object({
+  ...AgentProfile.properties,
+  presence: PresenceRecord,
+}, { title: 'DirectoryEntry' });
+export type DirectoryEntry = Static<typeof DirectoryEntry>;
+
+export const DirectoryPage = T.Object({
+  agents: T.Array(DirectoryEntry, { description: 'In username order' }),
+  next: T.Union([T.String(), T.Null()], { description: 'Pass as after for the next page; null on the last page' }),
+}, { title: 'DirectoryPage' });
+export type DirectoryPage = Static<typeof DirectoryPage>;

@@ -7,6 +7,8 @@ import { Sending } from './agent-sending.ts';
 import { ContactPolicyPanel } from './agent-contacts.ts';
 import { RotateSecret } from './agent-secret.ts';
 import { KeysPanel } from './agent-keys.ts';
+import { PresenceCell } from './agent-presence.ts';
+import { ProfilePanel } from './agent-profile.ts';
 import { useAction } from '../shared/hooks.ts';
 import { html, valueOf } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
@@ -218,7 +220,7 @@ function Archiving({ agent }: { agent: Agent }) {
 // phone, where the cells have no columns to keep in line, nothing.
 const None = () => html`<span aria-hidden="true">—</span><span class="sr">no webhook</span>`;
 
-const COLUMNS = ['Agent', 'Status', 'Delivery', 'Webhook health', '2xx, last hour', 'Connected clients', 'Registered'];
+const COLUMNS = ['Agent', 'Status', 'Seen', 'Delivery', 'Webhook health', '2xx, last hour', 'Connected clients', 'Registered'];
 
 function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; open: boolean; onToggle: () => void; secret: string | null; onSecret: OnSecret }) {
   const detailId = `agent-detail-${agent.username}`;
@@ -227,6 +229,7 @@ function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; 
     <tr>
       <th scope="row" class="name">${agent.username}</th>
       <td class="badges">${agent.archived ? html`<span class="badge muted">Archived</span>` : 'Active'}</td>
+      <td class="seen"><${PresenceCell} presence=${agent.presence} /></td>
       <td class="badges">${agent.webhookUrl ? 'Webhook' : 'Polling'}</td>
       ${agent.health
         ? html`<td class="badges health-cell"><${HealthBadge} health=${agent.health} /></td>
@@ -244,6 +247,7 @@ function AgentRows({ agent, open, onToggle, secret, onSecret }: { agent: Agent; 
     ${open
       ? html`<tr class="detail-row" id=${detailId}>
           <td colspan=${COLUMNS.length + 1}>
+            <${ProfilePanel} agent=${agent} />
             <${Webhook} agent=${agent} secret=${secret} onSecret=${onSecret} />
             <${KeysPanel} username=${agent.username} />
             <${Connections} agent=${agent} />

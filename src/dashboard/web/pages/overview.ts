@@ -9,6 +9,7 @@ import type { EndpointTrouble, Headline, Overview, OverviewBin, Page } from '../
 import { FailureReason, WarningLine } from '../shared/endpoint-trouble.ts';
 import { Time, formatPercent, plural, shortTime } from '../shared/ui.ts';
 import { SpentLinkNotice, WaitingForYou } from './overview-waiting.ts';
+import { AgentsOnline } from './agent-presence.ts';
 
 // The first page a person opens: how the last day went and what needs them now. Every change the
 // live stream reports may move a figure, but under steady traffic reading the whole overview on
@@ -215,6 +216,7 @@ export function OverviewPage() {
     <${SpentLinkNotice} />
     <${Headlines} headline=${overview.headline} holds=${overview.holds.waiting} since=${overview.since} />
     <${WaitingForYou} holds=${overview.holds} version=${version} onDecided=${load} />
+    <${AgentsOnline} />
     <div class="attention-lists">
       <${Trouble} overview=${overview} version=${version} />
       <${Lines} id="stalled-heading" heading="Stalled agents" empty="No agent has stalled deliveries: every handler reports what it was notified of." count=${overview.stalledAgents.length}>

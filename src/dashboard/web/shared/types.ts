@@ -136,6 +136,8 @@ export type Agent = {
   // Null without a webhook.
   health: EndpointHealth | null;
   lastTestEvent: TestEvent | null;
+  profile: { displayName: string | null; description: string | null; tags: string[] };
+  presence: Presence;
   // Its place in the list's order.
   cursor: string;
 };
@@ -150,6 +152,10 @@ export type WebhookTrouble = {
   disabledAt: string | null;
   disabledReason: string | null;
 };
+
+// Online now on any instance, and the latest authenticated request (to the minute).
+export type Presence = { online: boolean; lastSeenAt: string | null };
+export type AgentProfile = Agent['profile'] & { username: string; updatedAt: string | null };
 
 // What people set about an agent's sending; a null quota is the deployment's default (0: none).
 export type SendQuotas = { messagesPerMinute: number | null; threadsPerHour: number | null };
