@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 035_presence_directory,
+-- The schema that the migrations in sql/ build, 001_core to 034_presence_directory,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,

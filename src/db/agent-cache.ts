@@ -5,7 +5,7 @@ import { trackKeyUse } from './key-use';
 
 // The database notifies this channel with an agent's id whenever what its keys authenticate as
 // changes: archived or unarchived, a key revoked or given another expiry, a new name, deleted
-// (sql/007_agent_changes_notify.sql, sql/033_agent_keys.sql).
+// (sql/007_agent_changes_notify.sql, sql/032_agent_keys.sql).
 export const AGENTS_CHANNEL = 'ams_agents';
 const DEFAULT_SIZE = 5_000;
 // A backstop, not the revocation path: should a notification ever go unheard without the listener

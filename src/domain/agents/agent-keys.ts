@@ -8,7 +8,7 @@ import { NewAgentKey as KeyInput } from '../shared/schemas';
 import { recordDecision, type Decider } from '../people/audit';
 import { hashKey, keyPrefix, newAgentKey } from './keys';
 
-// The most keys an agent has at once; sql/033_agent_keys.sql keeps it, in the inserting statement.
+// The most keys an agent has at once; sql/032_agent_keys.sql keeps it, in the inserting statement.
 export const MOST_KEYS = 5;
 
 export type AgentKey = { id: string; name: string; prefix: string | null; createdAt: string; lastUsedAt: string | null; expiresAt: string | null };

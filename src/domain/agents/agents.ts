@@ -3,7 +3,7 @@ import type { Agent } from './actors';
 import { conflict, invalid, notFound } from '../shared/errors';
 import { hashKey, keyPrefix, newAgentKey, newSigningSecret } from './keys';
 
-// The name of the key an agent is created with, as sql/033_agent_keys.sql names the key an agent
+// The name of the key an agent is created with, as sql/032_agent_keys.sql names the key an agent
 // already had.
 const FIRST_KEY_NAME = 'initial';
 import { Username } from '../shared/schemas';
