@@ -89,8 +89,6 @@ export async function createService(
     await db.close();
   };
   try {
-    // OPERATOR_WEBHOOK_URL as this start's settings have it (set, changed or gone).
-    await waitWhileBusy(log, () => syncEnvironmentWebhook(db.sql, environmentOperatorWebhook(config)));
     if (http) {
       // Each part that needs a connection waits, as the migration did, while PostgreSQL has none
       // to give (database.ts).
@@ -114,6 +112,10 @@ export async function createService(
         presence,
       });
     }
+    // OPERATOR_WEBHOOK_URL as this start's settings have it (set, changed or gone), before the
+    // worker can tell anybody anything; after the parts that open connections of their own, in
+    // the order a start opens them (test-faults/start-exhaustion.test.ts counts them).
+    await waitWhileBusy(log, () => syncEnvironmentWebhook(db.sql, environmentOperatorWebhook(config)));
     if (withWorker) {
       started.worker = await waitWhileBusy(log, () =>
         startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics, renderPush: a2aPush }),
