@@ -208,6 +208,26 @@ test('an event stream and a receipts wait end when their key expires', async () 
   await expect(next()).rejects.toThrow('the event stream ended');
 });
 
+test('an A2A blocking send held with a key that expires ends at its expiry, not at the end of its 30 s wait', async () => {
+  const a = await h.agent(uniqueName('a2a-timed'));
+  const b = await h.agent(uniqueName('a2a-peer'));
+  const brief = (await create(a.key, { name: 'brief', expiresAt: new Date(Date.now() + 1500).toISOString() })).body.data;
+  const sent = Date.now();
+  const res = await h.app.handle(
+    new Request(`http://localhost/a2a/agents/${b.username}/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${brief.apiKey}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'expiring', role: 'ROLE_USER', parts: [{ text: 'hello' }] } } }),
+    }),
+  );
+  const answered = Date.now() - sent;
+  const body = (await res.json()) as { result: { task: { status: { state: string } } } };
+  // Answered as the task stands: the recipient has not fetched it.
+  expect([res.status, body.result.task.status.state]).toEqual([200, 'TASK_STATE_SUBMITTED']);
+  expect(answered).toBeLessThan(10_000);
+  expect(h.inboxSignal.watching()).toBe(0);
+});
+
 test('people create, list and revoke keys at the CLI, each decision in the audit trail', async () => {
   const a = await h.agent(uniqueName('managed'));
   const deps = { sql: h.db.sql, config: h.config };

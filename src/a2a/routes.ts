@@ -13,7 +13,7 @@ import type { Logger } from '../log';
 import { agentAuth, bearerChallenge } from '../web/agent-auth';
 import { requestIdOf, requestLog } from '../web/request-id';
 import { eventStreamResponse, type EventSink } from '../web/event-stream';
-import { endWhenRevoked } from '../web/held-credential';
+import { askAgainAtExpiry, endWhenRevoked } from '../web/held-credential';
 import type { HeldRequests } from '../web/held-requests';
 import { holdOpen } from '../web/hold-open';
 import { agentCard } from './agent-card';
@@ -93,6 +93,10 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
         // stops answering.
         const ended = new AbortController();
         const end = () => ended.abort();
+        const credentialChanged = endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end);
+        // A key that expires while the request is held ends it as a revoked one does; the timer
+        // goes with the request (`end` once it is answered, or when its stream closes).
+        ended.signal.addEventListener('abort', askAgainAtExpiry(agent.key?.expiresAt ?? null, credentialChanged), { once: true });
         // Held silent up to the send's wait, longer than Bun's idle limit allows by default.
         holdOpen(server, request, config.A2A_SEND_WAIT_MS / 1000);
         const handler = a2aRequestHandler({
@@ -100,7 +104,7 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           inboxSignal,
           log: requestLogger,
           abort: AbortSignal.any([request.signal, ended.signal]),
-          credentialChanged: endWhenRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, end),
+          credentialChanged,
           holdRequest: () => held.take(agent.id),
           requestId: requestIdOf(request),
           caller: agent,
@@ -114,14 +118,20 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
         });
         // A notification's stream is not opened: its message is sent, as SendMessage sends it.
         const asked = notification && rpc.method === 'SendStreamingMessage' ? { ...rpc, method: 'SendMessage' } : rpc;
-        const answer = await new JsonRpcTransportHandler(handler).handle(asked, context);
-        if (notification) return noReply(set);
-        if (!(Symbol.asyncIterator in answer)) return answer;
+        const answer = await new JsonRpcTransportHandler(handler).handle(asked, context).catch((error: unknown) => {
+          end();
+          throw error;
+        });
+        if (notification || !(Symbol.asyncIterator in answer)) {
+          end();
+          return notification ? noReply(set) : answer;
+        }
         // A refusal before the stream's first event is answered as any JSON-RPC error is.
         let first: IteratorResult<unknown>;
         try {
           first = await answer.next();
         } catch (error) {
+          end();
           return failed(id, error);
         }
         // Silent between updates, longer than Bun's idle limit allows by default.
