@@ -97,7 +97,6 @@ export async function createService(
       const agentCache = (started.agentCache = cacheAgents(db.sql, log));
       await waitWhileBusy(log, () => agentCache.start());
       const presence = (started.presence = trackPresence(db.sql, log));
-      await waitWhileBusy(log, () => presence.start());
       const oauth = (started.oauth = await waitWhileBusy(log, () => createOAuthServer(db.sql, config, log)));
       started.app = buildApp({
         sql: db.sql,
@@ -116,6 +115,10 @@ export async function createService(
     // worker can tell anybody anything; after the parts that open connections of their own, in
     // the order a start opens them (test-faults/start-exhaustion.test.ts counts them).
     await waitWhileBusy(log, () => syncEnvironmentWebhook(db.sql, environmentOperatorWebhook(config)));
+    // Presence's first beat, at the same place: right after the LISTENs it could find the query
+    // pool's one connection busy and open another, out of the order a start opens them.
+    const presence = started.presence;
+    if (presence) await waitWhileBusy(log, () => presence.start());
     if (withWorker) {
       started.worker = await waitWhileBusy(log, () =>
         startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics, renderPush: a2aPush }),
