@@ -115,15 +115,16 @@ export async function createService(
     // worker can tell anybody anything; after the parts that open connections of their own, in
     // the order a start opens them (test-faults/start-exhaustion.test.ts counts them).
     await waitWhileBusy(log, () => syncEnvironmentWebhook(db.sql, environmentOperatorWebhook(config)));
-    // Presence's first beat, at the same place: right after the LISTENs it could find the query
-    // pool's one connection busy and open another, out of the order a start opens them.
-    const presence = started.presence;
-    if (presence) await waitWhileBusy(log, () => presence.start());
     if (withWorker) {
       started.worker = await waitWhileBusy(log, () =>
         startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics, renderPush: a2aPush }),
       );
     }
+    // Presence's first beat comes last, before the port is served: earlier, right after the
+    // LISTENs, it could find the query pool's one connection busy and open another, out of the
+    // order a start opens its connections.
+    const presence = started.presence;
+    if (presence) await waitWhileBusy(log, () => presence.start());
     if (!http && started.worker) {
       const worker = started.worker;
       started.app = buildWorkerApp({

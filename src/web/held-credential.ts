@@ -32,14 +32,23 @@ export const askAgainAtExpiry = (expiresAt: Date | null, askAgain: () => void): 
 // name, an OAuth client disconnected): asks whether the credential it was opened with still
 // answers for it, and ends if not, or if the question cannot be answered. Stopping wakes every
 // stream: they end with the process, with no question to ask.
-export function endWhenRevoked({ sql, inboxSignal, log }: Deps, agent: Agent, request: Request, end: () => void, accessTokenResource?: string) {
+// A wait (`endIfUnanswered` false) runs on to its deadline when the question cannot be answered
+// (the database away a moment): it holds nothing meanwhile, and the next request is authenticated.
+export function endWhenRevoked(
+  { sql, inboxSignal, log }: Deps,
+  agent: Agent,
+  request: Request,
+  end: () => void,
+  accessTokenResource?: string,
+  endIfUnanswered = true,
+) {
   return () => {
     if (inboxSignal.stopped()) return end();
     credentialStillAnswers(sql, agent, request.headers.get('authorization'), accessTokenResource).then(
       (answers) => answers || end(),
       (error: Error) => {
         log.warn('stream_credential_check_failed', { error: error.message });
-        end();
+        if (endIfUnanswered) end();
       },
     );
   };
@@ -58,7 +67,7 @@ function untilRevoked(deps: Deps, agent: Agent, request: Request, accessTokenRes
   const check = endWhenRevoked(deps, agent, request, () => {
     revoked = true;
     stop.abort();
-  }, accessTokenResource);
+  }, accessTokenResource, false);
   const askAgain = () => deps.inboxSignal.stopped() || check();
   const unwatch = deps.inboxSignal.watchAgent(agent.id, askAgain);
   const cancelExpiry = askAgainAtExpiry(agent.key?.expiresAt ?? null, askAgain);
