@@ -5,7 +5,7 @@ import { openDatabase, waitWhileBusy } from './db/database';
 import { listenForInbox, type InboxListener } from './db/inbox-signal';
 import { buildApp, buildWorkerApp, type App, type WorkerApp } from './app';
 import type { Logger } from './log';
-import { startLossAudit } from './domain/deliveries/loss-audit';
+import { lossAuditor } from './domain/deliveries/loss-audit';
 import { createMetrics } from './metrics';
 import { createOAuthServer, type OAuthServer } from './oauth/provider';
 import { startWorker, type RunningWorker } from './webhooks/worker';
@@ -56,7 +56,7 @@ export async function createService(
 ): Promise<HttpService | WorkerService> {
   const db = await openDatabase(config, log);
   const metrics = createMetrics();
-  const auditor = startLossAudit(db.sql, log, {
+  const auditor = lossAuditor(db.sql, log, {
     intervalMs: config.LOSS_AUDIT_INTERVAL_MS,
     thresholdMs: config.LOSS_AUDIT_AFTER_MS,
     windowMs: config.LOSS_AUDIT_WINDOW_MS,
@@ -120,11 +120,12 @@ export async function createService(
         startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics, renderPush: a2aPush }),
       );
     }
-    // Presence's first beat comes last, before the port is served: earlier, right after the
-    // LISTENs, it could find the query pool's one connection busy and open another, out of the
-    // order a start opens its connections.
+    // Presence's first beat and the loss audit's first run come last, before the port is served:
+    // run during the start, either could hold the query pool's one connection while a step needed
+    // it, and the pool opened a second, out of the order a start opens its connections.
     const presence = started.presence;
     if (presence) await waitWhileBusy(log, () => presence.start());
+    auditor.start();
     if (!http && started.worker) {
       const worker = started.worker;
       started.app = buildWorkerApp({

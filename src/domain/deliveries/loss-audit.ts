@@ -47,13 +47,16 @@ export async function auditLoss(sql: Sql, { thresholdMs, windowMs }: AuditOption
 export const hasDrift = (audit: LossAudit) =>
   audit.messagesWithoutDeliveries + audit.doorbellsWithoutJob + audit.doorbellsOverdue > 0;
 
-export type LossAuditor = { latest(): LossAudit | null; run(): Promise<LossAudit | null>; stop(): void };
+export type LossAuditor = { latest(): LossAudit | null; run(): Promise<LossAudit | null>; start(): void; stop(): void };
 
-// Runs the loss audit every `intervalMs` in this process and keeps the latest result for
-// /health/details and the metrics. Drift is logged as an error each time it is seen; an audit the
-// database could not answer is a warning, and the previous result stands.
-export function startLossAudit(sql: Sql, log: Logger, { intervalMs, ...options }: AuditOptions & { intervalMs: number }): LossAuditor {
+// Runs the loss audit every `intervalMs` in this process, from start(), and keeps the latest result
+// for /health/details and the metrics. Drift is logged as an error each time it is seen; an audit
+// the database could not answer is a warning, and the previous result stands. A service starts it
+// once its own start is done: a first run during the start held the query pool's one connection
+// while a step needed it, and the pool opened a second, out of the order a start opens them.
+export function lossAuditor(sql: Sql, log: Logger, { intervalMs, ...options }: AuditOptions & { intervalMs: number }): LossAuditor {
   let latest: LossAudit | null = null;
+  let timer: ReturnType<typeof setInterval> | null = null;
   const run = async () => {
     try {
       latest = await auditLoss(sql, options);
@@ -63,8 +66,21 @@ export function startLossAudit(sql: Sql, log: Logger, { intervalMs, ...options }
     }
     return latest;
   };
-  const timer = setInterval(run, intervalMs);
-  timer.unref();
-  void run();
-  return { latest: () => latest, run, stop: () => clearInterval(timer) };
+  const start = () => {
+    if (timer) return;
+    timer = setInterval(run, intervalMs);
+    timer.unref();
+    void run();
+  };
+  const stop = () => {
+    if (timer) clearInterval(timer);
+    timer = null;
+  };
+  return { latest: () => latest, run, start, stop };
+}
+
+export function startLossAudit(sql: Sql, log: Logger, options: AuditOptions & { intervalMs: number }): LossAuditor {
+  const auditor = lossAuditor(sql, log, options);
+  auditor.start();
+  return auditor;
 }
