@@ -61,6 +61,14 @@ export const ConfigSchema = T.Object({
     ...server('`debug`, `info`, `warn` or `error`; logs are JSON lines on stderr.'),
   }),
   DATABASE_URL: T.Optional(T.String({ minLength: 1, ...database('PostgreSQL (15 or newer) to use. Unset: the embedded PostgreSQL under `DATA_DIR`, started by the server and shared by `ams`.') })),
+  DATABASE_DIRECT_URL: T.Optional(
+    T.String({
+      minLength: 1,
+      ...database(
+        "Set when `DATABASE_URL` is a transaction pooler (PgBouncer with `pool_mode = transaction`): a direct connection to the same database, for what needs a session of its own (the LISTEN connections, migrations, the job queue's listener, the worker's two plan-keeping connections). Requests and jobs go through the pooler, without prepared statements; `statement_timeout` must then be set on the database or role (`docs/guides/deploy.md`).",
+      ),
+    }),
+  ),
   DATA_DIR: T.String({
     default: './data',
     ...database(
@@ -273,6 +281,8 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
   config.DATA_DIR = resolve(CHECKOUT_ROOT ?? process.cwd(), config.DATA_DIR);
   // Otherwise live workers would take each other's jobs between two beats.
   if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
+  // Without DATABASE_URL there is no pooler: the embedded server is reached directly.
+  if (config.DATABASE_DIRECT_URL && !config.DATABASE_URL) throw new Error('DATABASE_DIRECT_URL is the direct connection beside a pooler named by DATABASE_URL: set DATABASE_URL too, or neither.');
   // Every notice is signed: a receiver that verifies needs the secret, and Slack ignores it.
   if (config.OPERATOR_WEBHOOK_URL && !config.OPERATOR_WEBHOOK_SECRET) {
     throw new Error(`OPERATOR_WEBHOOK_SECRET must be set with OPERATOR_WEBHOOK_URL: ${expected(ConfigSchema.properties.OPERATOR_WEBHOOK_SECRET)}.`);

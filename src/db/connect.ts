@@ -17,11 +17,15 @@ export function connect(
     applicationName = 'agent-messaging-service',
     maxLifetime,
     statementTimeoutMs,
-  }: { onclose?: () => void; applicationName?: string; maxLifetime?: null; statementTimeoutMs?: number } = {},
+    prepare = true,
+  }: { onclose?: () => void; applicationName?: string; maxLifetime?: null; statementTimeoutMs?: number; prepare?: boolean } = {},
 ): Sql {
   return postgres(url, {
     max,
     onclose,
+    // Through a transaction pooler a statement prepared on one server connection is not there on
+    // the next: postgres.js then waits for an answer that never comes (src/db/pooler.ts).
+    prepare,
     // Given at all, even as undefined, the key would replace postgres.js's default lifetime.
     ...(maxLifetime === null ? { max_lifetime: null } : {}),
     onnotice: () => {},

@@ -16,9 +16,40 @@ export const workerBatching = (config: Pick<Config, 'WEBHOOK_CONCURRENCY'>) => (
 // than let graphile-worker do so, because it ends a pool of its own making without waiting: the
 // caller here ends this one and awaits it, so no connection outlives its user to fail later.
 // Errors of idle connections (a restart, a dropped database) go to `onError` instead of crashing.
-export function workerPool(connectionString: string, max: number, onError: (error: Error) => void): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max });
-  pool.on('error', onError);
-  pool.on('connect', (client) => client.on('error', onError));
-  return pool;
+// With `listenUrl` (DATABASE_DIRECT_URL, db/pooler.ts) the pool's LISTEN connection is direct and
+// the rest go to `connectionString`, the pooler.
+export function workerPool(connectionString: string, max: number, onError: (error: Error) => void, listenUrl?: string): pg.Pool {
+  const watched = (pool: pg.Pool) => {
+    pool.on('error', onError);
+    pool.on('connect', (client) => client.on('error', onError));
+    return pool;
+  };
+  if (!listenUrl) return watched(new pg.Pool({ connectionString, max }));
+  return watched(new ListeningApart({ connectionString, max }, watched(new pg.Pool({ connectionString: listenUrl, max: 1 }))));
+}
+
+// graphile-worker 0.18 (db/job-queue.ts pins it) asks for its LISTEN connection, and only that
+// one, with a callback (main.js's listenForChanges); its queries ask without.
+class ListeningApart extends pg.Pool {
+  constructor(
+    config: pg.PoolConfig,
+    private readonly listening: pg.Pool,
+  ) {
+    super(config);
+  }
+
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
+  override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+    if (callback) return this.listening.connect(callback);
+    return super.connect();
+  }
+
+  override end(): Promise<void>;
+  override end(callback: () => void): void;
+  override end(callback?: () => void): Promise<void> | void {
+    const ended = Promise.all([super.end(), this.listening.end()]).then(() => {});
+    if (!callback) return ended;
+    void ended.then(callback);
+  }
 }

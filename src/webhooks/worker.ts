@@ -5,6 +5,7 @@ import type { Sql } from '../db/connect';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { isShuttingDown, JOBS_CHANNEL, vacuumJobs } from '../db/job-queue';
 import { workerBatching, workerPool, workerPoolSize } from '../db/worker-pool';
+import { behindPooler, sessionUrl } from '../db/pooler';
 import { planKeepingConnection } from '../db/plan-keeping-connection';
 import { NOTIFY_TASK } from '../domain/deliveries/notify-jobs';
 import { ringHere } from '../domain/deliveries/doorbells-at-once';
@@ -122,14 +123,12 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
     wakeTimers.add(timer);
   };
   // Opened at the start, with the rest (db/plan-keeping-connection.ts says why they are apart).
-  const keepingPlans = (purpose: string) => planKeepingConnection(databaseUrl, config.DB_CONNECT_TIMEOUT_S, sql, log, purpose);
+  const keepingPlans = (purpose: string) => planKeepingConnection(sessionUrl(config, databaseUrl), config.DB_CONNECT_TIMEOUT_S, sql, log, purpose);
   const owedStatement = keepingPlans('doorbell owed look-up');
   const recordStatement = keepingPlans('doorbell attempt record');
   // graphile-worker's own connections: its LISTEN and cron, and one per concurrent job to fetch it
-  // (the tasks themselves use the service's pool).
-  const pgPool = workerPool(databaseUrl, workerPoolSize(config), (error) =>
-    log.warn('worker_pool_error', { error: error.message }),
-  );
+  // (the tasks themselves use the service's pool). Behind a transaction pooler its LISTEN is direct.
+  const pgPool = workerPool(databaseUrl, workerPoolSize(config), (error) => log.warn('worker_pool_error', { error: error.message }), config.DATABASE_DIRECT_URL);
   const send = { policy: webhookUrlPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS };
   // Requests in flight per URL, doorbells and pushes together. An endpoint that answers quickly may
   // use half the slots; one that is slow or not yet heard from, its small cap (endpoint-slots.ts).
@@ -226,7 +225,8 @@ export async function startWorker({ sql, databaseUrl, config, log, onFailed, met
       // a job that has been put back and is running again.
       preset: {
         plugins: [replaceExitedWorkers],
-        worker: workerBatching(config),
+        // Behind a transaction pooler its statements go unprepared, as the service's do (db/pooler.ts).
+        worker: { ...workerBatching(config), preparedStatements: !behindPooler(config) },
       },
       concurrency: config.WEBHOOK_CONCURRENCY,
       noHandleSignals: true,
