@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigSchema, loadConfig } from '../src/config';
-import { containerFor, kubernetesManifests, read, type Container, type Manifest } from './support/deploy-files';
+import { cloudNativePgManifests, containerFor, kubernetesManifests, read, type Container, type Manifest } from './support/deploy-files';
 import { git, ROOT } from './support/releases';
 
 // The deployment files, held to the service they deploy: every variable they set is one the
@@ -238,5 +238,65 @@ describe('deploy/kubernetes', () => {
     const workers = deployment('worker').replicas * (setting(worker, 'DB_POOL_SIZE') + setting(worker, 'WEBHOOK_CONCURRENCY') + 5);
     expect(servers + workers).toBe(80);
     expect(servers + workers).toBeLessThanOrEqual(97);
+  });
+});
+
+describe('deploy/kubernetes/cloudnativepg', () => {
+  const manifests = cloudNativePgManifests();
+  const only = (kind: string) => {
+    const found = manifests.filter((m) => m.kind === kind);
+    expect(found).toHaveLength(1);
+    return found[0]!;
+  };
+  const cluster = only('Cluster');
+  const pooler = only('Pooler');
+  const containers = manifests.filter((m) => m.kind === 'Deployment').map((d) => d.spec.template.spec.containers[0] as Container);
+  const secrets = Bun.YAML.parse(read('deploy/kubernetes/cloudnativepg/secret.example.yaml')) as Manifest[];
+  const appSecret = secrets.find((s) => s.metadata.name === 'agent-messaging-service')!;
+  const ownerSecret = secrets.find((s) => s.metadata.name === cluster.spec.bootstrap.initdb.secret.name)!;
+
+  test('the example, a CloudNativePG Cluster and a PgBouncer Pooler in transaction mode in front of its primary', () => {
+    expect(manifests.map((m) => m.kind)).toEqual(['Deployment', 'Deployment', 'Service', 'PodDisruptionBudget', 'Cluster', 'Pooler']);
+    expect([cluster.apiVersion, pooler.apiVersion]).toEqual(['postgresql.cnpg.io/v1', 'postgresql.cnpg.io/v1']);
+    expect(pooler.spec).toMatchObject({ cluster: { name: cluster.metadata.name }, type: 'rw', pgbouncer: { poolMode: 'transaction' } });
+  });
+
+  test('requests go to the Pooler, the session connection to the primary, as the Cluster\'s owner of its database', () => {
+    for (const container of containers) {
+      const refs = container.env.filter((e) => e.name.startsWith('DATABASE_')).map((e) => [e.name, e.valueFrom?.secretKeyRef.name, e.valueFrom?.secretKeyRef.key]);
+      expect(refs).toEqual([
+        ['DATABASE_URL', appSecret.metadata.name, 'DATABASE_URL'],
+        ['DATABASE_DIRECT_URL', appSecret.metadata.name, 'DATABASE_DIRECT_URL'],
+      ]);
+      expect(container.env.map((e) => e.name).filter((name) => !CONFIG_KEYS.includes(name))).toEqual([]);
+    }
+    const { database, owner } = cluster.spec.bootstrap.initdb;
+    const url = (key: string) => new URL(appSecret.stringData![key]!);
+    const at = (key: string) => [url(key).username, url(key).hostname, url(key).pathname];
+    expect([at('DATABASE_URL'), at('DATABASE_DIRECT_URL')]).toEqual([
+      [owner, pooler.metadata.name, `/${database}`],
+      [owner, `${cluster.metadata.name}-rw`, `/${database}`],
+    ]);
+    expect(ownerSecret.stringData).toEqual({ username: owner, password: url('DATABASE_URL').password });
+    expect(Object.keys(appSecret.stringData!).filter((key) => !CONFIG_KEYS.includes(key))).toEqual([]);
+    const config = loadConfig(appSecret.stringData);
+    expect([config.DATABASE_URL, config.DATABASE_DIRECT_URL]).toEqual([appSecret.stringData!.DATABASE_URL, appSecret.stringData!.DATABASE_DIRECT_URL]);
+    // The replicas' Service is named for the read-replica setting, which is offered, not set.
+    expect(read('deploy/kubernetes/cloudnativepg/secret.example.yaml')).toContain(`# DATABASE_REPLICA_URL: postgres://${owner}:change-me@${cluster.metadata.name}-ro:5432/${database}`);
+  });
+
+  test('the database bounds every statement as STATEMENT_TIMEOUT_MS does, since the pooler cannot pass the bound', () => {
+    expect(cluster.spec.bootstrap.initdb.postInitApplicationSQL).toEqual([
+      `ALTER DATABASE ${cluster.spec.bootstrap.initdb.database} SET statement_timeout = '${loadConfig({}).STATEMENT_TIMEOUT_MS}ms'`,
+    ]);
+  });
+
+  test('PostgreSQL\'s connections: the Pooler\'s, and the session ones of every server (a surge included) and worker, within max_connections less its 3 reserved', () => {
+    const replicas = (role: string) => manifests.find((m) => m.kind === 'Deployment' && m.spec.template.spec.containers[0].args[0] === role)!.spec.replicas;
+    const pooled = pooler.spec.instances * Number(pooler.spec.pgbouncer.parameters.default_pool_size);
+    // A server's LISTEN; a worker's LISTEN, graphile-worker's and its two plan-keeping connections.
+    const sessions = (replicas('serve') + 1) * 1 + replicas('worker') * 4;
+    expect(pooled + sessions).toBe(47);
+    expect(pooled + sessions).toBeLessThanOrEqual(Number(cluster.spec.postgresql.parameters.max_connections) - 3);
   });
 });
