@@ -9,13 +9,14 @@ import type { Sql } from './connect';
 //   (worker-pool.ts).
 // - A statement prepared on one server connection is missing on the next; postgres.js then waits
 //   for an answer that never comes. The pool through the pooler prepares nothing, nor does
-//   graphile-worker's.
+//   graphile-worker's (PgBouncer 1.21's max_prepared_statements would keep them; not relied on).
 // - A session's SET (the plan-keeping connections' plan_cache_mode) would change other clients'
 //   statements: those connections are direct.
 // - PgBouncer refuses startup parameters but a handful ("unsupported startup parameter:
-//   statement_timeout"), or drops them when told to ignore them: the statement bound is then the
+//   statement_timeout"), or drops them when told to (ignore_startup_parameters): the bound is then the
 //   database's or role's own setting, checked at start.
-// - Migrations run direct, as DDL is better sent; they take only a transaction's advisory lock.
+// - Migrations run direct, where they may wait for locks as long as they need; they take only a
+//   transaction's advisory lock.
 // Everything else the service sends is one statement or one transaction, its SET LOCALs and
 // set_config(…, true) included, and cancelling a statement works through PgBouncer.
 

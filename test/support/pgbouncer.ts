@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { track } from './children';
@@ -11,6 +11,7 @@ export const PGBOUNCER = '/usr/sbin/pgbouncer';
 export type PgBouncer = { url: string; pid: number; stop: () => Promise<void>; log: () => string };
 
 export async function startPgBouncer(databaseUrl: string, { port, poolSize = 5 }: { port: number; poolSize?: number }): Promise<PgBouncer> {
+  if (!existsSync(PGBOUNCER)) throw new Error(`No PgBouncer at ${PGBOUNCER}: apt-get install pgbouncer (.ci/run does).`);
   const target = new URL(databaseUrl);
   const database = target.pathname.slice(1);
   const dir = mkdtempSync(join(tmpdir(), 'ams-pgbouncer-'));
