@@ -116,7 +116,11 @@ test('the walkthrough, an inbox wait, an event stream and a webhook work through
   const empty = await call(base, 'GET', '/api/deliveries', { key: bob });
   expect(empty.status).toBe(200);
   expect(empty.body).toEqual({ success: true, data: [] });
-  const receipts = await call(base, 'GET', `/api/messages/${messageId}/deliveries`, { key: alice });
+  // The doorbell's step is recorded once its handler has answered.
+  const receipts = await eventually(async () => {
+    const answer = await call(base, 'GET', `/api/messages/${messageId}/deliveries`, { key: alice });
+    return answer.body.data?.recipients?.[1]?.step === 'notified' ? answer : null;
+  });
   expect(receipts.status).toBe(200);
   expect(receipts.body.data.recipients).toMatchObject([
     { username: 'bob', step: 'fetched', acknowledgedAt: expect.any(String) },
