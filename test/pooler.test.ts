@@ -10,6 +10,7 @@ import { eventually, receiver } from './support/receiver';
 // the pooler, what needs a session (LISTEN, migrations) on DATABASE_DIRECT_URL (src/db/pooler.ts).
 const BOUNCER_PORT = 55451;
 const BOUNCER_POOL = 4;
+const DROPPING_PORT = 55453;
 const METRICS_TOKEN = 'pooler-test-metrics-token';
 let db: TestDatabase;
 let bouncer: PgBouncer;
@@ -48,6 +49,18 @@ test('what cannot work through a transaction pooler is refused at start with a s
     `Could not connect to PostgreSQL at 127.0.0.1:${BOUNCER_PORT} (DATABASE_URL): unsupported startup parameter: statement_timeout, as a connection pooler such as PgBouncer answers; behind a transaction pooler set DATABASE_DIRECT_URL to a direct connection to the same database, for what needs a session.`,
   ]);
   expect(withoutDirect.code).toBe(1);
+
+  // Told to drop the parameter instead, PgBouncer would let statements run unbounded.
+  const dropping = await startPgBouncer(db.url, { port: DROPPING_PORT, poolSize: 1, ignoreStartupParameters: ['statement_timeout'] });
+  try {
+    const dropped = await run(['serve'], { DATABASE_URL: dropping.url, DATABASE_DIRECT_URL: '' });
+    expect(dropped.errors).toEqual([
+      'DATABASE_URL did not pass on the statement bound sent when connecting (statement_timeout reads off, STATEMENT_TIMEOUT_MS is 30000): a connection pooler that drops startup parameters? Behind a transaction pooler set DATABASE_DIRECT_URL to a direct connection to the same database.',
+    ]);
+    expect(dropped.code).toBe(1);
+  } finally {
+    await dropping.stop();
+  }
 
   // With the direct connection named, the bound must come from the database.
   const unbounded = await run(['serve']);

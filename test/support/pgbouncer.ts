@@ -10,7 +10,11 @@ export const PGBOUNCER = '/usr/sbin/pgbouncer';
 
 export type PgBouncer = { url: string; pid: number; stop: () => Promise<void>; log: () => string };
 
-export async function startPgBouncer(databaseUrl: string, { port, poolSize = 5 }: { port: number; poolSize?: number }): Promise<PgBouncer> {
+// `ignoreStartupParameters`: those PgBouncer is told to drop rather than refuse.
+export async function startPgBouncer(
+  databaseUrl: string,
+  { port, poolSize = 5, ignoreStartupParameters = [] }: { port: number; poolSize?: number; ignoreStartupParameters?: string[] },
+): Promise<PgBouncer> {
   if (!existsSync(PGBOUNCER)) throw new Error(`No PgBouncer at ${PGBOUNCER}: apt-get install pgbouncer (.ci/run does).`);
   const target = new URL(databaseUrl);
   const database = target.pathname.slice(1);
@@ -35,6 +39,7 @@ export async function startPgBouncer(databaseUrl: string, { port, poolSize = 5 }
       'pool_mode = transaction',
       `default_pool_size = ${poolSize}`,
       'max_client_conn = 500',
+      ...(ignoreStartupParameters.length > 0 ? [`ignore_startup_parameters = ${ignoreStartupParameters.join(',')}`] : []),
       ...(process.getuid?.() === 0 ? ['user = postgres'] : []),
       '',
     ].join('\n'),
