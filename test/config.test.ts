@@ -53,6 +53,10 @@ test('values that only make sense together are checked together', () => {
     'WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.',
   );
   expect(loadConfig({ WORKER_HEARTBEAT_MS: '1000', WORKER_STALE_MS: '2000' }).WORKER_STALE_MS).toBe(2000);
+  expect(() => loadConfig({ DATABASE_DIRECT_URL: 'postgres://ams@db:5432/ams' })).toThrow(
+    new Error('DATABASE_DIRECT_URL is the direct connection beside a pooler named by DATABASE_URL: set DATABASE_URL too, or neither.'),
+  );
+  expect(loadConfig({ DATABASE_URL: 'postgres://ams@pooler:6432/ams', DATABASE_DIRECT_URL: 'postgres://ams@db:5432/ams' }).DATABASE_DIRECT_URL).toBe('postgres://ams@db:5432/ams');
 });
 
 test('from a checkout, settings come from the `.env` at its root, or the file AMS_ENV_FILE names', () => {
