@@ -46,12 +46,12 @@ describe('discovery', () => {
       cacheScope: 'private',
       ttlMs: 0,
     });
-    expect(modern.client.getServerCapabilities()).toEqual(old.client.getServerCapabilities()!);
+    expect(modern.client.getServerCapabilities() as unknown).toEqual(old.client.getServerCapabilities());
   });
 
   test('the tool and resource lists are those 2025-11-25 clients get', async () => {
     const [tools2026, tools2025] = await Promise.all([modern.client.listTools(), old.client.listTools()]);
-    expect(tools2026.tools).toEqual(tools2025.tools);
+    expect(tools2026.tools as unknown).toEqual(tools2025.tools);
     expect(tools2026.tools).toHaveLength(14);
     expect((await modern.client.listResources()).resources).toEqual((await old.client.listResources()).resources);
   });
