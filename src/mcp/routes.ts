@@ -77,6 +77,17 @@ export const mcpRoutes = (
       { detail: { hide: true } },
     );
   }
+  const toolContext = (agent: Agent, requestLogger: Logger, abort: AbortSignal): ToolContext => ({
+    sql,
+    searches,
+    held,
+    log: requestLogger,
+    inboxSignal,
+    agent,
+    abort,
+    idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS,
+    stalledAfterMs: config.STALLED_AFTER_MS,
+  });
   const streamLimits = { heartbeatMs: config.EVENT_HEARTBEAT_MS, backlogBytes: MCP_STREAM_BACKLOG_BYTES };
   // A stream that tells an agent its inbox changed (2025-11-25's GET stream, 2026-07-28's
   // subscriptions/listen): `open` is given how to watch the inbox, and the stream ends when the
@@ -142,24 +153,15 @@ export const mcpRoutes = (
         metrics.mcpRequest(protocolVersion, method);
         // A line per call is for looking into who speaks what: at debug. The metric counts always.
         requestLogger.debug('mcp_request', { protocolVersion, method, tool: toolOf(message), agent: agent.username });
-        const ctx = (abort: AbortSignal): ToolContext => ({
-          sql,
-          searches,
-          held,
-          log: requestLogger,
-          inboxSignal,
-          agent,
-          abort,
-          idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS,
-          stalledAfterMs: config.STALLED_AFTER_MS,
-        });
         if (per2026 && method === 'subscriptions/listen') {
-          return holdInboxStream(server, request, agent, requestLogger, (watch) => listen2026(request, message, ctx(request.signal), requestLogger, streamLimits, watch));
+          const ctx = toolContext(agent, requestLogger, request.signal);
+          return holdInboxStream(server, request, agent, requestLogger, (watch) => listen2026(request, message, ctx, requestLogger, streamLimits, watch));
         }
         holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
-        return untilCredentialRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, oauth?.resource, (abort) =>
-          per2026 ? answerMcp2026(request, message, ctx(abort), requestLogger) : answerMcp(request, message, ctx(abort), requestLogger),
-        );
+        return untilCredentialRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, oauth?.resource, (abort) => {
+          const ctx = toolContext(agent, requestLogger, abort);
+          return per2026 ? answerMcp2026(request, message, ctx, requestLogger) : answerMcp(request, message, ctx, requestLogger);
+        });
       },
       { agentWithRawBody: true, detail: { hide: true } },
     )
@@ -167,7 +169,7 @@ export const mcpRoutes = (
       '/mcp',
       ({ agent, request, server }) => {
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+        const ctx = toolContext(agent, requestLogger, request.signal);
         return holdInboxStream(server, request, agent, requestLogger, (watch) => streamMcp(request, ctx, requestLogger, streamLimits, watch));
       },
       { agent: true, detail: { hide: true } },
