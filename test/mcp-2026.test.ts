@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createLogger } from '../src/log';
 import { setContact } from '../src/domain/agents/contact-policy';
 import { BY_CLI } from '../src/domain/people/audit';
@@ -47,6 +48,19 @@ describe('discovery', () => {
       ttlMs: 0,
     });
     expect(modern.client.getServerCapabilities() as unknown).toEqual(old.client.getServerCapabilities());
+  });
+
+  test('the host picks: a v2 client set to negotiate gets 2026-07-28, one left at its default 2025-11-25', async () => {
+    for (const [options, version] of [[{ versionNegotiation: { mode: 'auto' as const } }, '2026-07-28'], [{}, '2025-11-25']] as const) {
+      const client = new Client({ name: 'ams-test', version: '2.0.0' }, options);
+      await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', server.base), { requestInit: { headers: { authorization: `Bearer ${alice.key}` } } }));
+      try {
+        expect(client.getNegotiatedProtocolVersion()).toBe(version);
+        expect((await client.listTools()).tools).toHaveLength(14);
+      } finally {
+        await client.close();
+      }
+    }
   });
 
   test('the tool and resource lists are those 2025-11-25 clients get', async () => {
