@@ -8,9 +8,12 @@ import { inboxResource, readResource, resourceList } from './resources';
 import { toolList, tools, type ToolContext } from './tools';
 
 // What both protocol versions answer, whichever SDK speaks them (server.ts for 2025-11-25,
-// server-2026.ts for 2026-07-28): the server's name, its instructions, and one handler per method.
+// server-2026.ts for 2026-07-28): the server's name, its capabilities and instructions, and one
+// handler per method.
 
 export const SERVER_INFO = { name: 'agent-messaging-service', title: 'Agent Messaging Service', version: '1.0.0' };
+
+export const CAPABILITIES = { tools: {}, resources: { subscribe: true } };
 
 export const INSTRUCTIONS =
   'Agents exchange messages in threads. Loop: check_inbox with wait, read_message, act, acknowledge.';

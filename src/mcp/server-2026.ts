@@ -1,6 +1,6 @@
 import { createMcpHandler, Server } from '@modelcontextprotocol/server';
 import type { Logger } from '../log';
-import { INSTRUCTIONS, mcpHandlers, SERVER_INFO } from './answers';
+import { CAPABILITIES, INSTRUCTIONS, mcpHandlers, SERVER_INFO } from './answers';
 import { relayBounded } from './relay-bounded';
 import { INBOX_URI } from './resources';
 import type { ToolContext } from './tools';
@@ -10,7 +10,7 @@ import type { ToolContext } from './tools';
 // SDK answers server/discover and subscriptions/listen itself. Requests of 2025-11-25 never reach
 // here: routes.ts sends them to server.ts, whose answers (and the GET stream) stay as they were.
 function mcpServer(ctx: ToolContext, log: Logger, request: Request) {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {}, resources: { subscribe: true } }, instructions: INSTRUCTIONS });
+  const server = new Server(SERVER_INFO, { capabilities: CAPABILITIES, instructions: INSTRUCTIONS });
   const answer = mcpHandlers(ctx, log, request);
   server.setRequestHandler('tools/list', answer['tools/list']);
   server.setRequestHandler('tools/call', answer['tools/call']);

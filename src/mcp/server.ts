@@ -9,7 +9,7 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../log';
-import { INSTRUCTIONS, mcpHandlers, SERVER_INFO } from './answers';
+import { CAPABILITIES, INSTRUCTIONS, mcpHandlers, SERVER_INFO } from './answers';
 import { relayBounded } from './relay-bounded';
 import { INBOX_URI } from './resources';
 import type { ToolContext } from './tools';
@@ -18,7 +18,7 @@ import type { ToolContext } from './tools';
 // package: the tools, and the inbox as a resource. A subscription is not kept (there is no
 // session to keep it in): every GET stream of the agent hears its inbox's updates.
 function mcpServer(ctx: ToolContext, log: Logger, request: Request) {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {}, resources: { subscribe: true } }, instructions: INSTRUCTIONS });
+  const server = new Server(SERVER_INFO, { capabilities: CAPABILITIES, instructions: INSTRUCTIONS });
   const answer = mcpHandlers(ctx, log, request);
   server.setRequestHandler(ListToolsRequestSchema, answer['tools/list']);
   server.setRequestHandler(CallToolRequestSchema, answer['tools/call']);
