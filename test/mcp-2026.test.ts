@@ -142,6 +142,41 @@ describe('refusals', () => {
   });
 });
 
+describe('malformed 2026-07-28 requests', () => {
+  const ENVELOPE = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const raw = async (body: unknown, method: string, version = '2026-07-28') => {
+    const res = await fetch(`${server.base}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${alice.key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': version,
+        'mcp-method': method,
+      },
+      body: JSON.stringify(body),
+    });
+    const answer = (await res.json()) as { error?: { code: number } };
+    return [res.status, answer.error?.code];
+  };
+
+  test('are refused by the v2 SDK in JSON-RPC with a 4xx, never a 5xx, and hold nothing', async () => {
+    const held = h.inboxSignal.streaming();
+    const { 'io.modelcontextprotocol/clientCapabilities': _, ...withoutCapabilities } = ENVELOPE;
+    expect(await raw({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: withoutCapabilities } }, 'tools/list')).toEqual([400, -32602]);
+    expect(await raw([{ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: ENVELOPE } }], 'tools/list')).toEqual([400, -32600]);
+    expect(await raw({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { ...ENVELOPE, 'io.modelcontextprotocol/protocolVersion': '2027-01-01' } } }, 'tools/list', '2027-01-01')).toEqual([400, -32022]);
+    expect(await raw({ jsonrpc: '2.0', id: 1, method: 'ping', params: { _meta: ENVELOPE } }, 'ping')).toEqual([404, -32601]);
+    // A listen request without its filter is answered at once and opens no stream.
+    expect(await raw({ jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: { _meta: ENVELOPE } }, 'subscriptions/listen')).toEqual([200, -32602]);
+    expect(h.inboxSignal.streaming()).toBe(held);
+  });
+});
+
 describe('subscriptions/listen', () => {
   async function listener(agent: TestAgent, key = agent.key) {
     const client = await mcpClient2026(server.base, key);
