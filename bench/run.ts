@@ -17,16 +17,17 @@ const root = new URL('..', import.meta.url).pathname;
 const started = performance.now();
 const step = (line: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
 
-// The ten-drain check, the growth check, the cost of people's rules, of keys and of presence, the
-// service behind PgBouncer and the history's growth to 10 M run alone, each on a fresh database of
-// its own (bench/drains.ts, bench/scale.ts, bench/governance.ts, bench/keys.ts, bench/presence.ts,
-// bench/pooler.ts, bench/growth.ts).
+// The ten-drain check, the growth check, the cost of people's rules, of keys, of presence and of a
+// tool call over MCP, the service behind PgBouncer and the history's growth to 10 M run alone, each
+// on a fresh database of its own (bench/drains.ts, bench/scale.ts, bench/governance.ts,
+// bench/keys.ts, bench/presence.ts, bench/mcp.ts, bench/pooler.ts, bench/growth.ts).
 const alone: Record<string, string> = {
   drains: 'bench/drains.ts',
   scale: 'bench/scale.ts',
   governance: 'bench/governance.ts',
   keys: 'bench/keys.ts',
   presence: 'bench/presence.ts',
+  mcp: 'bench/mcp.ts',
   pooler: 'bench/pooler.ts',
   growth: 'bench/growth.ts',
 };

@@ -72,7 +72,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(searchRoutes(sql, agentCache, searches))
     .use(receiptRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(eventRoutes(sql, inboxSignal, agentCache, held, log, config))
-    .use(mcpRoutes(sql, inboxSignal, agentCache, held, log, config, oauth, searches))
+    .use(mcpRoutes(sql, inboxSignal, agentCache, held, log, config, oauth, searches, metrics))
     .use(a2aRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(consentRoutes(sql, config, log, oauth))
     .use(dashboard({ sql, config, log, metrics, searches, agentCache }));

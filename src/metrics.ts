@@ -90,6 +90,12 @@ export function createMetrics() {
     registers: [registry],
   });
   for (const event of OPERATOR_EVENTS) for (const outcome of ['delivered', 'retrying', 'gave_up']) operatorNotices.inc({ event, outcome }, 0);
+  const mcpRequests = new Counter({
+    name: 'ams_mcp_requests_total',
+    help: 'MCP requests (JSON-RPC messages POSTed to /mcp) by the protocol version they were answered in and their method, as seen by this process.',
+    labelNames: ['protocol_version', 'method'] as const,
+    registers: [registry],
+  });
   let sources: MetricsSources | undefined;
 
   const fromDatabase = async () => {
@@ -252,6 +258,10 @@ export function createMetrics() {
     },
     endpointTransition(transition: EndpointTransition) {
       endpointTransitions.inc({ transition });
+    },
+    // Labels bounded by the caller (mcp/protocol-version.ts): known versions and methods only.
+    mcpRequest(protocolVersion: string, method: string) {
+      mcpRequests.inc({ protocol_version: protocolVersion, method });
     },
     operatorNotice(event: OperatorEvent, outcome: NoticeOutcome) {
       operatorNotices.inc({ event, outcome });

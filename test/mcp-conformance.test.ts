@@ -4,13 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { uniqueName, useHarness } from './support/harness';
 
-// The official MCP conformance suite's server scenarios against /mcp on a real listening server.
+// The official MCP conformance suite's server scenarios against /mcp on a real listening server,
+// once for each protocol version it speaks: the scenarios each version's specification requires.
 // The suite connects without credentials, so a small proxy in front adds the agent key; it passes
 // Origin through, which the DNS-rebinding scenario sets. Scenarios that do not apply to a
-// tools-only server are listed, with why, in the baseline.
+// tools-only server are listed, with why, in each version's baseline.
 const h = useHarness();
 const root = join(import.meta.dir, '..');
-const baseline = join(root, 'test/fixtures/mcp-conformance-baseline.yml');
+const baselines = {
+  '2025-11-25': join(root, 'test/fixtures/mcp-conformance-baseline.yml'),
+  '2026-07-28': join(root, 'test/fixtures/mcp-conformance-baseline-2026-07-28.yml'),
+};
 let proxy: ReturnType<typeof Bun.serve>;
 
 beforeAll(async () => {
@@ -36,19 +40,33 @@ afterAll(async () => {
   await h.app.stop(true);
 });
 
-test('the official conformance suite passes every scenario that applies to a server of tools and one resource', async () => {
+// Runs the scenarios a version requires; answers the summary, the exit code and any error printed.
+async function conformance(version: keyof typeof baselines) {
   // The suite's command line needs a newer Node.js than CI machines carry; Bun runs it as is.
   const cli = join(root, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-  const child = Bun.spawn(['bun', cli, 'server', '--url', `http://127.0.0.1:${proxy.port}/mcp`, '--expected-failures', baseline], {
+  const url = `http://127.0.0.1:${proxy.port}/mcp`;
+  const child = Bun.spawn(['bun', cli, 'server', '--url', url, '--requirements', version, '--expected-failures', baselines[version]], {
     cwd: await mkdtemp(join(tmpdir(), 'ams-conformance-')),
     stdout: 'pipe',
     stderr: 'pipe',
     env: { ...process.env, NO_COLOR: '1' },
   });
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  const summary = stdout.slice(stdout.indexOf('=== SUMMARY ==='));
+  return { summary: stdout.slice(stdout.indexOf('=== SUMMARY ===')), code, error: stderr.includes('Error') ? stderr : '' };
+}
+
+test('the official conformance suite passes every 2025-11-25 scenario that applies to a server of tools and one resource', async () => {
+  const { summary, code, error } = await conformance('2025-11-25');
   for (const scenario of ['server-initialize', 'ping', 'tools-list', 'resources-list', 'dns-rebinding-protection']) {
     expect(summary).toMatch(new RegExp(`✓ ${scenario}: [1-9]\\d* passed, 0 failed`));
   }
-  expect([code, stderr.includes('Error') ? stderr : '']).toEqual([0, '']);
+  expect([code, error]).toEqual([0, '']);
+}, 120_000);
+
+test('the official conformance suite passes every 2026-07-28 scenario that applies to a server of tools and one resource', async () => {
+  const { summary, code, error } = await conformance('2026-07-28');
+  for (const scenario of ['tools-list', 'resources-list', 'sep-2164-resource-not-found', 'dns-rebinding-protection', 'http-header-validation']) {
+    expect(summary).toMatch(new RegExp(`✓ ${scenario}: [1-9]\\d* passed, 0 failed`));
+  }
+  expect([code, error]).toEqual([0, '']);
 }, 120_000);

@@ -65,3 +65,21 @@ test('a 500 quotes its request id, and the logged fault carries the same id', as
   expect(failed[0]).toMatchObject({ level: 'error', requestId: 'support-ticket-7', method: 'GET', path: '/api/threads' });
   expect(String(failed[0]!.error)).toContain('threads');
 });
+
+test("a caller's W3C traceparent puts its trace and span ids on the request's log lines, at any door; a malformed one is ignored", async () => {
+  const a = await h.agent(uniqueName('traced'));
+  const { app, lines } = appWithLog();
+  const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const made = await callApp(app, 'POST', '/api/agents/me/keys', { headers: { authorization: `Bearer ${a.key}`, traceparent }, body: { name: 'traced' } });
+  expect(made.status).toBe(201);
+  expect(lines.findLast((l) => l.event === 'agent_key_created')).toMatchObject({
+    requestId: made.headers.get('x-request-id'),
+    traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    parentSpanId: '00f067aa0ba902b7',
+  });
+  for (const malformed of ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', `00-${'0'.repeat(32)}-00f067aa0ba902b7-01`]) {
+    const again = await callApp(app, 'POST', '/api/agents/me/keys', { headers: { authorization: `Bearer ${a.key}`, traceparent: malformed }, body: { name: `t${lines.length}` } });
+    expect(again.status).toBe(201);
+    expect(lines.findLast((l) => l.event === 'agent_key_created')).not.toHaveProperty('traceId');
+  }
+});

@@ -34,4 +34,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return error instanceof Error && PG_CONNECTION_LOST.test(error.message);
 }
 
+// PostgreSQL's query_canceled: a statement stopped at STATEMENT_TIMEOUT_MS, by our cancel when its
+// client left, or by an operator. A bound doing its work, not a fault.
+export function isStatementStopped(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '57014';
+}
+
 export const DATABASE_UNAVAILABLE = 'The database is unavailable right now; try again in a moment.';

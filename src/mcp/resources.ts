@@ -21,7 +21,7 @@ export const resourceList: Resource[] = [
 ];
 
 export function inboxResource(uri: string): void {
-  if (uri !== INBOX_URI) throw protocolError(ErrorCode.InvalidParams, `There is no resource ${uri}; resources/list names the one there is, ${INBOX_URI}.`);
+  if (uri !== INBOX_URI) throw protocolError(ErrorCode.InvalidParams, `There is no resource ${uri}; resources/list names the one there is, ${INBOX_URI}.`, { uri });
 }
 
 export async function readResource(ctx: ToolContext, uri: string): Promise<ReadResourceResult> {

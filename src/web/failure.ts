@@ -1,5 +1,5 @@
 import { Overloaded } from '../db/batcher';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/unavailable';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, isStatementStopped } from '../db/unavailable';
 import { ClientLeft, DomainError, type ErrorKind } from '../domain/shared/errors';
 import { SearchesBusy } from '../domain/shared/search-gate';
 import { BodyTooLarge } from './body';
@@ -13,8 +13,6 @@ import { internalError, statusOf, type Refusal } from './envelope';
 // retryAfter: true for a moment (1 s), or the seconds until trying again can succeed.
 export type FailureAnswer = Refusal & { status: number; retryAfter: boolean | number; log: 'database_unavailable' | 'statement_timeout' | 'fault' | null };
 
-// PostgreSQL's query_canceled: a statement past STATEMENT_TIMEOUT_MS (or cancelled by an operator).
-const QUERY_CANCELED = '57014';
 export const STATEMENT_TOO_LONG =
   'The request took longer in the database than the service allows and was stopped; nothing was changed. Retry in a moment, or ask for less.';
 
@@ -39,7 +37,7 @@ export function failureOf(error: unknown, requestId: string): FailureAnswer {
   if (error instanceof Overloaded || error instanceof SearchesBusy) return { status: 503, sentence: error.message, code: 'busy', retryAfter: true, log: null };
   // Nobody reads this answer; 499 is what proxies record for a client that closed the request.
   if (error instanceof ClientLeft) return { status: 499, sentence: error.message, code: 'client_left', retryAfter: false, log: null };
-  if ((error as { code?: unknown } | null)?.code === QUERY_CANCELED) {
+  if (isStatementStopped(error)) {
     return { status: 503, sentence: STATEMENT_TOO_LONG, code: 'busy', retryAfter: true, log: 'statement_timeout' };
   }
   if (isDatabaseUnavailable(error)) {

@@ -28,5 +28,17 @@ export const requestIds = () =>
     set.headers[REQUEST_ID_HEADER] = id;
   });
 
-// The logger for one request: every line it writes names the request.
-export const requestLog = (log: Logger, request: Request): Logger => withFields(log, { requestId: requestIdOf(request) });
+// A W3C trace context (`traceparent`: version, trace id, the caller's span id, flags), as a host
+// sends it in an HTTP header or, over MCP 2026-07-28, in a request's _meta: the ids a log line
+// carries so that the host's trace finds it. Anything malformed is ignored, as the standard says.
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+export function traceFields(traceparent: unknown): { traceId?: string; parentSpanId?: string } {
+  const [, version, traceId, parentSpanId] = (typeof traceparent === 'string' && TRACEPARENT.exec(traceparent.trim())) || [];
+  if (!version || version === 'ff' || /^0+$/.test(traceId!) || /^0+$/.test(parentSpanId!)) return {};
+  return { traceId, parentSpanId };
+}
+
+// The logger for one request: every line it writes names the request, and the caller's trace when
+// it sent one.
+export const requestLog = (log: Logger, request: Request): Logger =>
+  withFields(log, { requestId: requestIdOf(request), ...traceFields(request.headers.get('traceparent')) });

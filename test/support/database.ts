@@ -122,7 +122,7 @@ export async function startTestServer(): Promise<void> {
   let url: URL;
   if (process.env.DATABASE_URL) url = new URL(process.env.DATABASE_URL);
   else {
-    embedded = await startEmbedded('.test-data', Number(process.env.TEST_PG_PORT ?? 54339), silentLogger);
+    embedded = await startEmbedded(process.env.TEST_PG_DIR ?? '.test-data', Number(process.env.TEST_PG_PORT ?? 54339), silentLogger);
     url = new URL(embedded.url);
   }
   shared = testServer(url);

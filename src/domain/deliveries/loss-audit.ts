@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/connect';
-import { isDatabaseUnavailable } from '../../db/unavailable';
+import { isDatabaseUnavailable, isStatementStopped } from '../../db/unavailable';
 import type { Logger } from '../../log';
 import { owesDoorbell } from './delivery-steps';
 import { firstIdAt } from '../shared/ids';
@@ -51,9 +51,10 @@ export type LossAuditor = { latest(): LossAudit | null; run(): Promise<LossAudit
 
 // Runs the loss audit every `intervalMs` in this process, from start(), and keeps the latest result
 // for /health/details and the metrics. Drift is logged as an error each time it is seen; an audit
-// the database could not answer is a warning, and the previous result stands. A service starts it
-// once its own start is done: a first run during the start held the query pool's one connection
-// while a step needed it, and the pool opened a second, out of the order a start opens them.
+// the database could not answer, or stopped at its time bound, is a warning, and the previous
+// result stands. A service starts it once its own start is done: a first run during the start held
+// the query pool's one connection while a step needed it, and the pool opened a second, out of the
+// order a start opens them.
 export function lossAuditor(sql: Sql, log: Logger, { intervalMs, ...options }: AuditOptions & { intervalMs: number }): LossAuditor {
   let latest: LossAudit | null = null;
   let timer: ReturnType<typeof setInterval> | null = null;
@@ -62,7 +63,7 @@ export function lossAuditor(sql: Sql, log: Logger, { intervalMs, ...options }: A
       latest = await auditLoss(sql, options);
       if (hasDrift(latest)) log.error('loss_audit_drift', { ...latest });
     } catch (error) {
-      log[isDatabaseUnavailable(error) ? 'warn' : 'error']('loss_audit_failed', { error: (error as Error).message });
+      log[isDatabaseUnavailable(error) || isStatementStopped(error) ? 'warn' : 'error']('loss_audit_failed', { error: (error as Error).message });
     }
     return latest;
   };

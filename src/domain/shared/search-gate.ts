@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Queries, Sql, TransactionSql } from '../../db/connect';
+import { isStatementStopped } from '../../db/unavailable';
 import { settlesWithin } from '../../settles-within';
 import { ClientLeft, invalid, rateLimited } from './errors';
 
@@ -47,9 +48,6 @@ export type SearchGate = {
 export function searchingIf<T>(gate: SearchGate, words: string | null, caller: string, abort: AbortSignal, read: (sql: Queries) => Promise<T>): Promise<T> {
   return words === null ? read(gate.sql) : gate.run(caller, abort, read);
 }
-
-// PostgreSQL's query_canceled: a statement_timeout, or our cancel when the client left.
-const QUERY_CANCELED = '57014';
 
 type Turn = { start: () => void; refuse: (error: Error) => void };
 
@@ -119,7 +117,7 @@ export function searchGate(sql: Sql, bounds: SearchBounds): SearchGate {
             return cancelledWith(abort, tx, read);
           })) as T;
         } catch (error) {
-          if ((error as { code?: unknown }).code === QUERY_CANCELED) throw invalid(searchTooSlow(bounds.timeoutMs), 'q');
+          if (isStatementStopped(error)) throw invalid(searchTooSlow(bounds.timeoutMs), 'q');
           throw error;
         } finally {
           release();
