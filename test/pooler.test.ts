@@ -151,4 +151,15 @@ test('the walkthrough, an inbox wait, an event stream and a webhook work through
   await hook.waitFor(41, 10_000);
   const [held] = await db.sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`;
   expect(held!.n).toBeLessThanOrEqual(BOUNCER_POOL + 4 + 1);
+  // The session connections are the direct ones, each named, the LISTENs listening.
+  const direct = await db.sql<{ name: string; query: string }[]>`
+    select application_name as name, query from pg_stat_activity
+    where datname = current_database() and application_name like 'agent-messaging-service: %'`;
+  expect(direct.map((c) => c.name).sort()).toEqual([
+    'agent-messaging-service: LISTEN',
+    'agent-messaging-service: doorbell attempt record',
+    'agent-messaging-service: doorbell owed look-up',
+    'agent-messaging-service: job queue LISTEN',
+  ]);
+  expect(direct.filter((c) => c.name.endsWith('LISTEN')).map((c) => c.query.slice(0, 7).toLowerCase())).toEqual(['listen ', 'listen ']);
 });

@@ -20,8 +20,8 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
   const pooled = behindPooler(config);
   const sql = connect(url, config.DB_POOL_SIZE, config.DB_CONNECT_TIMEOUT_S, pooled ? { prepare: false } : { statementTimeoutMs: config.STATEMENT_TIMEOUT_MS });
   // postgres.js opens its one LISTEN connection with its own settings when first asked; this
-  // instance is never queried, so that connection is all it holds.
-  const listening = pooled ? connect(config.DATABASE_DIRECT_URL!, 1, config.DB_CONNECT_TIMEOUT_S) : null;
+  // instance is never queried, so that connection is all it holds. Named in pg_stat_activity.
+  const listening = pooled ? connect(config.DATABASE_DIRECT_URL!, 1, config.DB_CONNECT_TIMEOUT_S, { applicationName: 'agent-messaging-service: LISTEN' }) : null;
   if (listening) sql.listen = listening.listen;
   const close = async () => {
     await sql.end({ timeout: 5 });

@@ -25,7 +25,8 @@ export function workerPool(connectionString: string, max: number, onError: (erro
     return pool;
   };
   if (!listenUrl) return watched(new pg.Pool({ connectionString, max }));
-  return watched(new ListeningApart({ connectionString, max }, watched(new pg.Pool({ connectionString: listenUrl, max: 1 }))));
+  const listening = new pg.Pool({ connectionString: listenUrl, max: 1, application_name: 'agent-messaging-service: job queue LISTEN' });
+  return watched(new ListeningApart({ connectionString, max }, watched(listening)));
 }
 
 // graphile-worker 0.18 (db/job-queue.ts pins it) asks for its LISTEN connection, and only that
