@@ -27,6 +27,7 @@ import type { InboxSignal } from '../src/db/inbox-signal';
 import { silentLogger } from '../src/log';
 import { freshDatabases } from './fresh-database';
 import { latencySummary, round } from './stats';
+import { onPrimary } from '../src/db/reads';
 
 const SIZES = (process.env.SCALE_SIZES ?? '1000000,10000000').split(',').map(Number);
 const SAMPLES = Number(process.env.SCALE_SAMPLES ?? 200);
@@ -266,7 +267,7 @@ async function measure(searcher: Actor, ownThread: string, partner: Actor) {
     progress(`  ${label}: p50 ${figures[label]!.p50} ms, p99 ${figures[label]!.p99} ms`);
   };
   // The bounds a deployment runs with, but for time: a slow plan is what this bench looks for.
-  const searches = searchGate(sql, { timeoutMs: 600_000, concurrency: 1 });
+  const searches = searchGate(onPrimary(sql), { timeoutMs: 600_000, concurrency: 1 });
   const searchFor = (q: string) => () => searchMessages(searches, searcher, messageSearch({ q }));
   const texts = Array.from({ length: 64 }, paragraph);
   const posted: string[] = [];
@@ -287,7 +288,7 @@ async function measure(searcher: Actor, ownThread: string, partner: Actor) {
   await run('search, phrase of two common words', searchFor(`"${COMMON} ${VOCABULARY[10]}"`));
   await run('receipts of a message', (i) => messageReceipts(sql, null as unknown as InboxSignal, searcher, posted[i % posted.length]!, { waitFor: null, seconds: 0, stalledAfterMs: STALLED_AFTER_MS }));
   const plans = await receiptPlans(searcher, postedUnindexed);
-  await run('dashboard overview', () => overview(sql, { warnAfterMs: [3_600_000, 86_400_000], disableAfterMs: 432_000_000, slowMs: 2_000, stalledAfterMs: STALLED_AFTER_MS }));
+  await run('dashboard overview', () => overview(onPrimary(sql), { warnAfterMs: [3_600_000, 86_400_000], disableAfterMs: 432_000_000, slowMs: 2_000, stalledAfterMs: STALLED_AFTER_MS }));
   await run('dashboard deliveries, first page', () => listDeliveries(sql, NO_FILTER, pageQuery({}), STALLED_AFTER_MS));
   await run('dashboard deliveries, one agent', () => listDeliveries(sql, deliveryFilter({ agent: searcher.username }), pageQuery({}), STALLED_AFTER_MS));
   await run('dashboard deliveries, failed', () => listDeliveries(sql, deliveryFilter({ state: 'failed' }), pageQuery({}), STALLED_AFTER_MS));

@@ -61,6 +61,14 @@ export const ConfigSchema = T.Object({
     ...server('`debug`, `info`, `warn` or `error`; logs are JSON lines on stderr.'),
   }),
   DATABASE_URL: T.Optional(T.String({ minLength: 1, ...database('PostgreSQL (15 or newer) to use. Unset: the embedded PostgreSQL under `DATA_DIR`, started by the server and shared by `ams`.') })),
+  DATABASE_REPLICA_URL: T.Optional(
+    T.String({
+      minLength: 1,
+      ...database(
+        "A streaming replica of `DATABASE_URL`'s database, for the reads that may be a moment stale: the dashboard's lists and overview, message search and the directory (never the inbox, receipts or idempotent replays, which must see the caller's own writes). While it does not answer, those reads go to `DATABASE_URL` again, and health details and metrics say so. It opens up to `DB_POOL_SIZE` connections of its own.",
+      ),
+    }),
+  ),
   DATA_DIR: T.String({
     default: './data',
     ...database(
@@ -273,6 +281,8 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
   config.DATA_DIR = resolve(CHECKOUT_ROOT ?? process.cwd(), config.DATA_DIR);
   // Otherwise live workers would take each other's jobs between two beats.
   if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
+  // A replica of the embedded server would be a second server this process does not run.
+  if (config.DATABASE_REPLICA_URL && !config.DATABASE_URL) throw new Error('DATABASE_REPLICA_URL needs DATABASE_URL: the replica follows a PostgreSQL of your own, not the embedded one.');
   // Every notice is signed: a receiver that verifies needs the secret, and Slack ignores it.
   if (config.OPERATOR_WEBHOOK_URL && !config.OPERATOR_WEBHOOK_SECRET) {
     throw new Error(`OPERATOR_WEBHOOK_SECRET must be set with OPERATOR_WEBHOOK_URL: ${expected(ConfigSchema.properties.OPERATOR_WEBHOOK_SECRET)}.`);

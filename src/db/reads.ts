@@ -1,0 +1,91 @@
+import type { Logger } from '../log';
+import { connect, type Sql } from './connect';
+import { isDatabaseUnavailable } from './unavailable';
+
+// Where the reads that may be a moment stale run: the dashboard's lists and overview, message
+// search and the directory, each a domain function that takes this handle instead of the pool
+// (every other read and every write takes the primary's pool, so a caller always sees its own
+// write). This module alone decides where such a read goes: on DATABASE_REPLICA_URL while the
+// replica answers, otherwise on the primary.
+export type Reads = {
+  mayLag<T>(read: (sql: Sql) => Promise<T>): Promise<T>;
+};
+
+// Reads that may lag, on the primary: no replica is set up (and tests that call the domain directly).
+export const onPrimary = (sql: Sql): Reads => ({ mayLag: (read) => read(sql) });
+
+// Where reads that may lag go right now: `null` without a replica.
+export type ReplicaState = { serving: boolean; since: string } | null;
+
+export type ReplicaReads = Reads & {
+  state: () => ReplicaState;
+  // Reads that may lag served on each side since the start.
+  served: () => { replica: number; primary: number };
+  stop: () => Promise<void>;
+};
+
+// How often a replica that stopped answering is asked again.
+const PROBE_EVERY_MS = 1_000;
+
+// PostgreSQL's serialization_failure: what a standby answers when replaying the primary's changes
+// had to cancel the read (a recovery conflict). The read is asked of the primary instead.
+const RECOVERY_CONFLICT = '40001';
+
+export function replicaReads(
+  primary: Sql,
+  replicaUrl: string,
+  { poolSize, connectTimeoutS, statementTimeoutMs }: { poolSize: number; connectTimeoutS: number; statementTimeoutMs: number },
+  log: Logger,
+): ReplicaReads {
+  const replica = connect(replicaUrl, poolSize, connectTimeoutS, { statementTimeoutMs });
+  let serving = true;
+  let since = new Date();
+  let probe: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const served = { replica: 0, primary: 0 };
+
+  // Logged once per change, whichever read or probe noticed it first.
+  const fallBack = (error: unknown) => {
+    if (!serving || stopped) return;
+    serving = false;
+    since = new Date();
+    log.warn('replica_unavailable', { error: (error as Error).message, readsOn: 'primary' });
+    probe = setTimeout(askAgain, PROBE_EVERY_MS);
+  };
+  const askAgain = async () => {
+    const answered = await replica`select 1`.then(
+      () => true,
+      () => false,
+    );
+    if (stopped) return;
+    if (!answered) return void (probe = setTimeout(askAgain, PROBE_EVERY_MS));
+    serving = true;
+    since = new Date();
+    log.info('replica_serving', { readsOn: 'replica' });
+  };
+
+  return {
+    async mayLag(read) {
+      if (serving) {
+        try {
+          const answer = await read(replica);
+          served.replica++;
+          return answer;
+        } catch (error) {
+          const conflict = (error as { code?: unknown }).code === RECOVERY_CONFLICT;
+          if (!conflict && !isDatabaseUnavailable(error)) throw error;
+          if (!conflict) fallBack(error);
+        }
+      }
+      served.primary++;
+      return read(primary);
+    },
+    state: () => ({ serving, since: since.toISOString() }),
+    served: () => ({ ...served }),
+    stop: async () => {
+      stopped = true;
+      clearTimeout(probe);
+      await replica.end({ timeout: 5 });
+    },
+  };
+}
