@@ -27,9 +27,11 @@ export type ReplicaReads = Reads & {
 // How often a replica that stopped answering is asked again.
 const PROBE_EVERY_MS = 1_000;
 
-// PostgreSQL's serialization_failure: what a standby answers when replaying the primary's changes
-// had to cancel the read (a recovery conflict). The read is asked of the primary instead.
-const RECOVERY_CONFLICT = '40001';
+// Answers of a replica that is up but cannot serve this read, which the primary then serves:
+// serialization_failure, when replaying the primary's changes had to cancel the read (a recovery
+// conflict); undefined_table and undefined_column, when a new version's read reaches a replica
+// that has not yet replayed the migration the primary ran for it.
+const PRIMARY_INSTEAD = new Set(['40001', '42P01', '42703']);
 
 export function replicaReads(
   primary: Sql,
@@ -72,9 +74,9 @@ export function replicaReads(
           served.replica++;
           return answer;
         } catch (error) {
-          const conflict = (error as { code?: unknown }).code === RECOVERY_CONFLICT;
-          if (!conflict && !isDatabaseUnavailable(error)) throw error;
-          if (!conflict) fallBack(error);
+          const unavailable = isDatabaseUnavailable(error);
+          if (!unavailable && !PRIMARY_INSTEAD.has((error as { code?: unknown }).code as string)) throw error;
+          if (unavailable) fallBack(error);
         }
       }
       served.primary++;
