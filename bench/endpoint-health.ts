@@ -11,7 +11,7 @@
 // /tmp/ams-endpoint-health-plans.txt). BENCH_SAMPLES sets the timed runs per read (default 30).
 import { cpus, totalmem } from 'node:os';
 import postgres from 'postgres';
-import type { Sql } from '../src/db/connect';
+import { onPrimary, type Sql } from '../src/db/connect';
 import { ALL_AGENTS, listAgents } from '../src/domain/agents/agent-overview';
 import { endpointHealthOf } from '../src/domain/agents/endpoint-health';
 import { attention } from '../src/domain/deliveries/attention';
@@ -20,7 +20,6 @@ import { NO_FILTER } from '../src/domain/deliveries/delivery-query';
 import { overview, troublePage } from '../src/domain/deliveries/overview';
 import { freshDatabases } from './fresh-database';
 import { percentile, round } from './stats';
-import { onPrimary } from '../src/db/reads';
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 30);
 const WARM_UP = 5;

@@ -6,9 +6,9 @@
 // primary's CPU per read (its postmaster and every process under it), the figure a replica is
 // there to take off it. BENCH_SAMPLES sets the timed runs per read and side (default 40).
 import { cpus, totalmem } from 'node:os';
-import { connect, type Sql } from '../src/db/connect';
+import { connect, onPrimary, type Reads, type Sql } from '../src/db/connect';
 import { migrate } from '../src/db/migrate';
-import { onPrimary, replicaReads, type Reads } from '../src/db/reads';
+import { replicaReads } from '../src/db/reads';
 import { listAgents, ALL_AGENTS } from '../src/domain/agents/agent-overview';
 import { createAgent } from '../src/domain/agents/agents';
 import type { Actor } from '../src/domain/agents/actors';

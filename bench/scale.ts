@@ -10,7 +10,7 @@
 // ratio near 1. Then, on the largest, what retention costs: one day of messages and of the attempt
 // log deleted the way the hourly sweep deletes them. Results in bench/scale-results.json.
 import postgres from 'postgres';
-import { connect, type Sql } from '../src/db/connect';
+import { connect, onPrimary, type Sql } from '../src/db/connect';
 import { overview } from '../src/domain/deliveries/overview';
 import { deliveryFilter, NO_FILTER } from '../src/domain/deliveries/delivery-query';
 import { listDeliveries } from '../src/domain/deliveries/delivery-progress';
@@ -27,7 +27,6 @@ import type { InboxSignal } from '../src/db/inbox-signal';
 import { silentLogger } from '../src/log';
 import { freshDatabases } from './fresh-database';
 import { latencySummary, round } from './stats';
-import { onPrimary } from '../src/db/reads';
 
 const SIZES = (process.env.SCALE_SIZES ?? '1000000,10000000').split(',').map(Number);
 const SAMPLES = Number(process.env.SCALE_SAMPLES ?? 200);

@@ -53,6 +53,12 @@ test('values that only make sense together are checked together', () => {
     'WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.',
   );
   expect(loadConfig({ WORKER_HEARTBEAT_MS: '1000', WORKER_STALE_MS: '2000' }).WORKER_STALE_MS).toBe(2000);
+  expect(() => loadConfig({ DATABASE_REPLICA_URL: 'postgres://replica.example.internal/ams' })).toThrow(
+    new Error('DATABASE_REPLICA_URL needs DATABASE_URL: the replica follows a PostgreSQL of your own, not the embedded one.'),
+  );
+  expect(loadConfig({ DATABASE_URL: 'postgres://db.example.internal/ams', DATABASE_REPLICA_URL: 'postgres://replica.example.internal/ams' }).DATABASE_REPLICA_URL).toBe(
+    'postgres://replica.example.internal/ams',
+  );
 });
 
 test('from a checkout, settings come from the `.env` at its root, or the file AMS_ENV_FILE names', () => {

@@ -24,7 +24,7 @@ import { eventually } from './support/receiver';
 import { readMail, smtpSink } from './support/smtp';
 import { deliveryRow, post, rewind } from './support/webhooks';
 import { BY_CLI } from '../src/domain/people/audit';
-import { onPrimary } from '../src/db/reads';
+import { onPrimary } from '../src/db/connect';
 
 // Endpoint health (src/domain/agents/endpoint-health.ts) against a known attempt history, the
 // warning stages and the switch-off, switching back on with the failed deliveries resent, and the

@@ -7,7 +7,7 @@ import { heldRequests } from '../src/web/held-requests';
 import { createLogger } from '../src/log';
 import { useHarness } from './support/harness';
 import { eventually } from './support/receiver';
-import { onPrimary } from '../src/db/reads';
+import { onPrimary } from '../src/db/connect';
 
 // Memory stays bounded: an MCP client's GET stream that is no longer read is cut once what waits
 // for it passes the bound, instead of holding every later update of the agent's inbox.

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import { overview } from '../src/domain/deliveries/overview';
 import { useDashboardHarness } from './support/dashboard';
-import { onPrimary } from '../src/db/reads';
+import { onPrimary } from '../src/db/connect';
 
 // The Overview at a glance (src/domain/deliveries/overview.ts) and the lists behind it: headline
 // figures against what the database holds, charts binned as finely as the data there is, every

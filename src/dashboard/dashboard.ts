@@ -1,8 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
-import type { Sql } from '../db/connect';
-import type { Reads } from '../db/reads';
+import type { Reads, Sql } from '../db/connect';
 import type { SearchGate } from '../domain/shared/search-gate';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';

@@ -1,18 +1,9 @@
 import type { Logger } from '../log';
-import { connect, type Sql } from './connect';
+import { connect, type Reads, type Sql } from './connect';
 import { isDatabaseUnavailable } from './unavailable';
 
-// Where the reads that may be a moment stale run: the dashboard's lists and overview, message
-// search and the directory, each a domain function that takes this handle instead of the pool
-// (every other read and every write takes the primary's pool, so a caller always sees its own
-// write). This module alone decides where such a read goes: on DATABASE_REPLICA_URL while the
-// replica answers, otherwise on the primary.
-export type Reads = {
-  mayLag<T>(read: (sql: Sql) => Promise<T>): Promise<T>;
-};
-
-// Reads that may lag, on the primary: no replica is set up (and tests that call the domain directly).
-export const onPrimary = (sql: Sql): Reads => ({ mayLag: (read) => read(sql) });
+// Where the reads that may be a moment stale run (`Reads`, connect.ts): this module alone decides
+// it, on DATABASE_REPLICA_URL while the replica answers, otherwise on the primary.
 
 // Where reads that may lag go right now: `null` without a replica.
 export type ReplicaState = { serving: boolean; since: string } | null;

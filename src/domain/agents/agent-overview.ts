@@ -1,5 +1,4 @@
-import type { Sql } from '../../db/connect';
-import type { Reads } from '../../db/reads';
+import type { Reads, Sql } from '../../db/connect';
 import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { recordDecision, type Decider } from '../people/audit';

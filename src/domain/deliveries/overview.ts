@@ -1,5 +1,4 @@
-import type { Queries } from '../../db/connect';
-import type { Reads } from '../../db/reads';
+import type { Queries, Reads } from '../../db/connect';
 import { countEndpoints, endpointStateSql, switchesOffAt, type HealthReading } from '../agents/endpoint-health';
 import { invalid } from '../shared/errors';
 import { iso } from '../shared/iso-time';

@@ -1,6 +1,5 @@
 import type { PendingQuery, Row } from 'postgres';
-import type { Queries, TransactionSql } from '../../db/connect';
-import type { Reads } from '../../db/reads';
+import type { Queries, Reads, TransactionSql } from '../../db/connect';
 import { isStatementStopped } from '../../db/unavailable';
 import { settlesWithin } from '../../settles-within';
 import { ClientLeft, invalid, rateLimited } from './errors';
