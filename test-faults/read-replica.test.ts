@@ -8,6 +8,7 @@ import { invitePerson } from '../src/domain/people/people';
 import { createLogger } from '../src/log';
 import { createService, type HttpService } from '../src/service';
 import { callApp } from '../test/support/harness';
+import { eventReader } from '../test/support/events';
 import { eventually } from '../test/support/receiver';
 import { replicatedPair, type ReplicatedPair } from '../test/support/replicated-postgres';
 
@@ -126,4 +127,26 @@ test('reads that may lag are served by the replica, reads of your own writes by 
   expect(await metric('ams_lagging_reads_total{on="replica"}')).toBeGreaterThan(replicaBefore);
   expect(lines.filter((l) => l.event === 'replica_serving')).toHaveLength(1);
   expect(lines.filter((l) => l.event === 'replica_unavailable')).toHaveLength(1);
+
+  // An open dashboard is told of a change once the replica has it, so that the list it reads
+  // again shows the change, not the moment before.
+  const leave = new AbortController();
+  const stream = await service.app.handle(new Request('http://localhost/dashboard/api/deliveries/events', { headers: person, signal: leave.signal }));
+  const next = eventReader(stream.body!);
+  expect((await next()).event).toBe('ready');
+  const heard: { event: string; data: any; at: number }[] = [];
+  const listening = (async () => {
+    for (;;) heard.push({ ...(await next()), at: performance.now() });
+  })().catch(() => {});
+  await replay(true);
+  const told = await call('POST', '/api/threads', as(ada.apiKey), { title: 'Told once replayed', participantUsernames: ['bob'] });
+  await Bun.sleep(300);
+  expect(heard.filter((e) => e.event === 'thread')).toEqual([]);
+  const resumedAt = performance.now();
+  await replay(false);
+  const event = await eventually(async () => heard.find((e) => e.event === 'thread' && e.data.ids.includes(told.body.data.id)));
+  expect(event.at).toBeGreaterThanOrEqual(resumedAt);
+  expect(await dashboardThreads()).toEqual(['Told once replayed', 'While paused', 'Before the pause']);
+  leave.abort();
+  await listening;
 }, 60_000);

@@ -33,7 +33,7 @@ export const dashboard = ({ sql, reads, config, log, metrics, searches, agentCac
         searches,
         agentCache,
         sendCode: codeSender(config, log),
-        feed: deliveryFeed(sql, config.STALLED_AFTER_MS, log),
+        feed: deliveryFeed(sql, reads, config.STALLED_AFTER_MS, log),
         streams: sessionStreams(sql, config.SESSION_CHECK_MS, log),
       }),
     );

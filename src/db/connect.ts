@@ -13,10 +13,13 @@ export type Queries = Sql | TransactionSql;
 // reads.ts decides where: a replica's pool or the primary's.
 export type Reads = {
   mayLag<T>(read: (sql: Sql) => Promise<T>): Promise<T>;
+  // Resolves once those reads see every write committed before the call (or a bounded time has
+  // passed): for a page told of a change to read its list again only when the list will show it.
+  caughtUp(): Promise<void>;
 };
 
 // Reads that may lag, on the primary: no replica is set up (and tests that call the domain directly).
-export const onPrimary = (sql: Sql): Reads => ({ mayLag: (read) => read(sql) });
+export const onPrimary = (sql: Sql): Reads => ({ mayLag: (read) => read(sql), caughtUp: async () => {} });
 
 export function connect(
   url: string,

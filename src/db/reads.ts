@@ -17,6 +17,10 @@ export type ReplicaReads = Reads & {
 
 // How often a replica that stopped answering is asked again.
 const PROBE_EVERY_MS = 1_000;
+// How long caughtUp() waits for the replica to replay what the primary has, asking this often: a
+// replica further behind than that is read as it is.
+const CATCH_UP_MS = 1_000;
+const CATCH_UP_EVERY_MS = 10;
 
 // Answers of a replica that is up but cannot serve this read, which the primary then serves:
 // serialization_failure, when replaying the primary's changes had to cancel the read (a recovery
@@ -72,6 +76,20 @@ export function replicaReads(
       }
       served.primary++;
       return read(primary);
+    },
+    async caughtUp() {
+      if (!serving) return;
+      const deadline = performance.now() + CATCH_UP_MS;
+      try {
+        const [{ lsn }] = (await primary`select pg_current_wal_lsn()::text as lsn`) as unknown as [{ lsn: string }];
+        for (;;) {
+          const [row] = await replica<{ replayed: boolean }[]>`select coalesce(pg_last_wal_replay_lsn() >= ${lsn}::pg_lsn, true) as replayed`;
+          if (row!.replayed || performance.now() > deadline) return;
+          await Bun.sleep(CATCH_UP_EVERY_MS);
+        }
+      } catch {
+        // Either server away: the page reads again now, from wherever its reads go.
+      }
     },
     state: () => ({ serving, since: since.toISOString() }),
     served: () => ({ ...served }),
