@@ -110,6 +110,11 @@ test('a failover loses no acknowledged post and no owed doorbell: 503 while ther
   expect(inbox.body.data.map((d: { messageId: string }) => d.messageId)).toEqual([mail.body.data.id]);
   expect(performance.now() - woke).toBeLessThan(2_000);
 
+  // Nothing logged as an error: an outage is warnings (503s, the worker's retries), and each LISTEN
+  // came back once.
+  expect(server.lines.filter((l) => l.level === 'error')).toEqual([]);
+  expect(server.lines.filter((l) => l.event === 'inbox_listener_reconnected')).toHaveLength(1);
+  expect(server.lines.filter((l) => l.event === 'agent_cache_listener_reconnected')).toHaveLength(1);
   console.log(
     `failover: ${acknowledged.length} posts acknowledged (${beforeKill} before the kill), ${unavailable.length} answered 503, ` +
       `${owed.length - acknowledged.length} committed without their answer; 201s again ${Math.round(backAt - killedAt)} ms after the kill ` +
