@@ -56,8 +56,9 @@ export async function createService(
   { log, http, worker: withWorker, onWorkerFailed }: ServiceOptions & { http: boolean },
 ): Promise<HttpService | WorkerService> {
   const db = await openDatabase(config, log);
-  // Opened lazily by postgres.js: a replica that is down at the start only sends its reads to the primary.
-  const replica = config.DATABASE_REPLICA_URL
+  // Only a process that serves HTTP has reads that may lag. Opened lazily by postgres.js: a replica
+  // that is down at the start only sends its reads to the primary.
+  const replica = http && config.DATABASE_REPLICA_URL
     ? replicaReads(
         db.sql,
         config.DATABASE_REPLICA_URL,
