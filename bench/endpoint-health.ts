@@ -11,7 +11,7 @@
 // /tmp/ams-endpoint-health-plans.txt). BENCH_SAMPLES sets the timed runs per read (default 30).
 import { cpus, totalmem } from 'node:os';
 import postgres from 'postgres';
-import type { Sql } from '../src/db/connect';
+import { onPrimary, type Sql } from '../src/db/connect';
 import { ALL_AGENTS, listAgents } from '../src/domain/agents/agent-overview';
 import { endpointHealthOf } from '../src/domain/agents/endpoint-health';
 import { attention } from '../src/domain/deliveries/attention';
@@ -68,24 +68,24 @@ try {
   const reads: [string, () => Promise<unknown>][] = [
     ['attention() — baseline', () => attention(sql, STALLED_AFTER_MS)],
     ['listDeliveries() first page of 50 — baseline', () => listDeliveries(sql, NO_FILTER, page, STALLED_AFTER_MS)],
-    ['overview()', () => overview(sql, RULE)],
+    ['overview()', () => overview(onPrimary(sql), RULE)],
     [`endpointHealthOf() ${webhookIds.length} webhook agents`, () => endpointHealthOf(sql, webhookIds, RULE)],
-    ['listAgents() first page of 50', () => listAgents(sql, ALL_AGENTS, page, RULE)],
-    ['troublePage() all webhooks in trouble, a page of 50', () => troublePage(sql, { limit: '50' }, RULE)],
-    ['listAgents() trouble first, first page of 50', () => listAgents(sql, TROUBLE_FIRST, page, RULE)],
-    ['listAgents() health=failing,disabled', () => listAgents(sql, { ...ALL_AGENTS, health: ['failing', 'disabled'] }, page, RULE)],
+    ['listAgents() first page of 50', () => listAgents(onPrimary(sql), ALL_AGENTS, page, RULE)],
+    ['troublePage() all webhooks in trouble, a page of 50', () => troublePage(onPrimary(sql), { limit: '50' }, RULE)],
+    ['listAgents() trouble first, first page of 50', () => listAgents(onPrimary(sql), TROUBLE_FIRST, page, RULE)],
+    ['listAgents() health=failing,disabled', () => listAgents(onPrimary(sql), { ...ALL_AGENTS, health: ['failing', 'disabled'] }, page, RULE)],
   ];
 
   // A look at what the reads answer, so that the figures are of reads that found something.
-  const o = await overview(sql, RULE);
+  const o = await overview(onPrimary(sql), RULE);
   const h = await endpointHealthOf(sql, webhookIds, RULE);
-  const agentsPage = await listAgents(sql, ALL_AGENTS, page, RULE);
+  const agentsPage = await listAgents(onPrimary(sql), ALL_AGENTS, page, RULE);
   const seen = {
     overviewDeliveries: o.headline.deliveries,
     overviewBins: `${o.bins.length} of ${o.binMinutes} min`,
     trouble: `${o.trouble.length} of ${o.troubleTotal} in ${o.troubleGroups.length} groups`,
-    troublePage: (await troublePage(sql, { limit: '50' }, RULE)).items.length,
-    agentsInTrouble: (await listAgents(sql, TROUBLE_FIRST, page, RULE)).items.slice(0, FAILING).filter((a) => a.health && a.health.state !== 'healthy').length,
+    troublePage: (await troublePage(onPrimary(sql), { limit: '50' }, RULE)).items.length,
+    agentsInTrouble: (await listAgents(onPrimary(sql), TROUBLE_FIRST, page, RULE)).items.slice(0, FAILING).filter((a) => a.health && a.health.state !== 'healthy').length,
     stalledAgents: o.stalledAgents.length,
     closeRequests: o.closeRequests.length,
     healthStates: [...h.values()].reduce<Record<string, number>>((n, x) => ({ ...n, [x.state]: (n[x.state] ?? 0) + 1 }), {}),

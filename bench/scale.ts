@@ -10,7 +10,7 @@
 // ratio near 1. Then, on the largest, what retention costs: one day of messages and of the attempt
 // log deleted the way the hourly sweep deletes them. Results in bench/scale-results.json.
 import postgres from 'postgres';
-import { connect, type Sql } from '../src/db/connect';
+import { connect, onPrimary, type Sql } from '../src/db/connect';
 import { overview } from '../src/domain/deliveries/overview';
 import { deliveryFilter, NO_FILTER } from '../src/domain/deliveries/delivery-query';
 import { listDeliveries } from '../src/domain/deliveries/delivery-progress';
@@ -266,7 +266,7 @@ async function measure(searcher: Actor, ownThread: string, partner: Actor) {
     progress(`  ${label}: p50 ${figures[label]!.p50} ms, p99 ${figures[label]!.p99} ms`);
   };
   // The bounds a deployment runs with, but for time: a slow plan is what this bench looks for.
-  const searches = searchGate(sql, { timeoutMs: 600_000, concurrency: 1 });
+  const searches = searchGate(onPrimary(sql), { timeoutMs: 600_000, concurrency: 1 });
   const searchFor = (q: string) => () => searchMessages(searches, searcher, messageSearch({ q }));
   const texts = Array.from({ length: 64 }, paragraph);
   const posted: string[] = [];
@@ -287,7 +287,7 @@ async function measure(searcher: Actor, ownThread: string, partner: Actor) {
   await run('search, phrase of two common words', searchFor(`"${COMMON} ${VOCABULARY[10]}"`));
   await run('receipts of a message', (i) => messageReceipts(sql, null as unknown as InboxSignal, searcher, posted[i % posted.length]!, { waitFor: null, seconds: 0, stalledAfterMs: STALLED_AFTER_MS }));
   const plans = await receiptPlans(searcher, postedUnindexed);
-  await run('dashboard overview', () => overview(sql, { warnAfterMs: [3_600_000, 86_400_000], disableAfterMs: 432_000_000, slowMs: 2_000, stalledAfterMs: STALLED_AFTER_MS }));
+  await run('dashboard overview', () => overview(onPrimary(sql), { warnAfterMs: [3_600_000, 86_400_000], disableAfterMs: 432_000_000, slowMs: 2_000, stalledAfterMs: STALLED_AFTER_MS }));
   await run('dashboard deliveries, first page', () => listDeliveries(sql, NO_FILTER, pageQuery({}), STALLED_AFTER_MS));
   await run('dashboard deliveries, one agent', () => listDeliveries(sql, deliveryFilter({ agent: searcher.username }), pageQuery({}), STALLED_AFTER_MS));
   await run('dashboard deliveries, failed', () => listDeliveries(sql, deliveryFilter({ state: 'failed' }), pageQuery({}), STALLED_AFTER_MS));

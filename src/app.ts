@@ -3,7 +3,8 @@ import { Elysia } from 'elysia';
 import { searchBounds, type Config } from './config';
 import { searchGate } from './domain/shared/search-gate';
 import type { AgentCache } from './db/agent-cache';
-import type { Sql } from './db/connect';
+import { onPrimary, type Reads, type Sql } from './db/connect';
+import type { ReplicaState } from './db/reads';
 import type { InboxSignal } from './db/inbox-signal';
 import { dashboard } from './dashboard/dashboard';
 import type { Logger } from './log';
@@ -34,6 +35,9 @@ import { presenceSeen } from './web/presence-seen';
 
 export type AppDeps = {
   sql: Sql;
+  // Where reads that may lag run (db/reads.ts): the replica's, or by default the primary's pool.
+  reads?: Reads;
+  replica?: () => ReplicaState;
   config: Config;
   log: Logger;
   inboxSignal: InboxSignal;
@@ -49,9 +53,9 @@ export type AppDeps = {
 };
 
 // The whole HTTP surface, not listening: tests drive it with app.handle(), main.ts serves it.
-export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null, presence = trackPresence(sql, log) }: AppDeps) {
+export function buildApp({ sql, reads = onPrimary(sql), replica, config, log, inboxSignal, agentCache, metrics = createMetrics(), auditor, waitingInboxRequests, oauth = null, presence = trackPresence(sql, log) }: AppDeps) {
   // One per process: the bound on searches holds across every door that searches.
-  const searches = searchGate(sql, searchBounds(config));
+  const searches = searchGate(reads, searchBounds(config));
   // One count for the process, whichever door a request is held open through.
   const held = heldRequests(config.HELD_REQUESTS_PER_AGENT, presence ?? undefined);
   governSends(sql, sendRules(config), metrics.sendWatcher);
@@ -65,7 +69,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(authorizationServer(sql, config, oauth))
     .use(apiDocs(config.PUBLIC_URL))
     .use(welcomePage())
-    .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests }))
+    .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests, replica }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache, held, log))
     .use(threadRoutes(sql, agentCache, log, config))
     .use(agentRoutes(sql, agentCache, log, searches))
@@ -75,7 +79,7 @@ export function buildApp({ sql, config, log, inboxSignal, agentCache, metrics = 
     .use(mcpRoutes(sql, inboxSignal, agentCache, held, log, config, oauth, searches, metrics))
     .use(a2aRoutes(sql, inboxSignal, agentCache, held, log, config))
     .use(consentRoutes(sql, config, log, oauth))
-    .use(dashboard({ sql, config, log, metrics, searches, agentCache }));
+    .use(dashboard({ sql, reads, config, log, metrics, searches, agentCache }));
 }
 
 export type App = ReturnType<typeof buildApp>;

@@ -69,6 +69,14 @@ export const ConfigSchema = T.Object({
       ),
     }),
   ),
+  DATABASE_REPLICA_URL: T.Optional(
+    T.String({
+      minLength: 1,
+      ...database(
+        "A streaming replica of `DATABASE_URL`'s database, for the reads that may be a moment stale: the dashboard's lists and overview, message search and the directory (never the inbox, receipts or idempotent replays, which must see the caller's own writes). While it does not answer, those reads go to `DATABASE_URL` again, and health details and metrics say so. It opens up to `DB_POOL_SIZE` connections of its own.",
+      ),
+    }),
+  ),
   DATA_DIR: T.String({
     default: './data',
     ...database(
@@ -283,6 +291,8 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
   if (config.WORKER_STALE_MS < 2 * config.WORKER_HEARTBEAT_MS) throw new Error('WORKER_STALE_MS must be at least twice WORKER_HEARTBEAT_MS.');
   // Without DATABASE_URL there is no pooler: the embedded server is reached directly.
   if (config.DATABASE_DIRECT_URL && !config.DATABASE_URL) throw new Error('DATABASE_DIRECT_URL is the direct connection beside a pooler named by DATABASE_URL: set DATABASE_URL too, or neither.');
+  // A replica of the embedded server would be a second server this process does not run.
+  if (config.DATABASE_REPLICA_URL && !config.DATABASE_URL) throw new Error('DATABASE_REPLICA_URL needs DATABASE_URL: the replica follows a PostgreSQL of your own, not the embedded one.');
   // Every notice is signed: a receiver that verifies needs the secret, and Slack ignores it.
   if (config.OPERATOR_WEBHOOK_URL && !config.OPERATOR_WEBHOOK_SECRET) {
     throw new Error(`OPERATOR_WEBHOOK_SECRET must be set with OPERATOR_WEBHOOK_URL: ${expected(ConfigSchema.properties.OPERATOR_WEBHOOK_SECRET)}.`);

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Sql } from './db/connect';
+import type { ReplicaReads } from './db/reads';
 import { owedJobs } from './db/job-queue';
 import { countDeliveries } from './domain/deliveries/delivery-counts';
 import type { LossAudit } from './domain/deliveries/loss-audit';
@@ -24,6 +25,8 @@ export type MetricsSources = {
   openEventStreams?: () => number;
   listenerConnects?: () => number;
   lossAudit?: () => LossAudit | null;
+  // Present where DATABASE_REPLICA_URL is set (db/reads.ts).
+  replica?: Pick<ReplicaReads, 'state' | 'served'>;
 };
 
 export type DoorbellOutcome = 'notified' | 'retry' | 'failed';
@@ -229,7 +232,6 @@ export function createMetrics() {
       this.set(sources?.listenerConnects?.() ?? 0);
     },
   });
-
   new Gauge({
     name: 'ams_loss_audit_drift',
     help: "The latest loss audit's counts, each of which should be 0: messages without deliveries, owed doorbells without a job, owed doorbells overdue.",
@@ -244,11 +246,37 @@ export function createMetrics() {
     },
   });
 
+  // Only where DATABASE_REPLICA_URL is set: without a replica there is nothing to say, and a 0 would
+  // read as one that does not answer.
+  const observeReplica = (replica: Pick<ReplicaReads, 'state' | 'served'>) => {
+    new Gauge({
+      name: 'ams_database_replica_serving',
+      help: 'With DATABASE_REPLICA_URL: 1 while reads that may lag (dashboard lists and overview, search, the directory) go to the replica, 0 while it does not answer and they go to the primary.',
+      registers: [registry],
+      collect() {
+        this.set(replica.state()?.serving ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'ams_lagging_reads_total',
+      help: 'Reads that may lag served by this process, by where they ran: on the replica, or on the primary while the replica did not answer (with DATABASE_REPLICA_URL).',
+      labelNames: ['on'] as const,
+      registers: [registry],
+      collect() {
+        const served = replica.served();
+        this.reset();
+        this.inc({ on: 'replica' }, served.replica);
+        this.inc({ on: 'primary' }, served.primary);
+      },
+    });
+  };
+
   return {
     registry,
     // The gauges read from here once the service's parts exist.
     observe(from: MetricsSources) {
       sources = from;
+      if (from.replica) observeReplica(from.replica);
     },
     httpRequest(method: string, route: string, status: number, seconds: number) {
       http.observe({ method, route, status: String(status) }, seconds);

@@ -2,6 +2,8 @@ import { environmentOperatorWebhook, type Config } from './config';
 import { cacheAgents, type AgentCacheListener } from './db/agent-cache';
 import type { Sql } from './db/connect';
 import { openDatabase, waitWhileBusy } from './db/database';
+import { requestPoolOptions } from './db/pooler';
+import { replicaReads } from './db/reads';
 import { listenForInbox, type InboxListener } from './db/inbox-signal';
 import { buildApp, buildWorkerApp, type App, type WorkerApp } from './app';
 import type { Logger } from './log';
@@ -55,6 +57,16 @@ export async function createService(
   { log, http, worker: withWorker, onWorkerFailed }: ServiceOptions & { http: boolean },
 ): Promise<HttpService | WorkerService> {
   const db = await openDatabase(config, log);
+  // Only a process that serves HTTP has reads that may lag. Opened lazily by postgres.js: a replica
+  // that is down at the start only sends its reads to the primary.
+  const replica = http && config.DATABASE_REPLICA_URL
+    ? replicaReads(
+        db.sql,
+        config.DATABASE_REPLICA_URL,
+        { poolSize: config.DB_POOL_SIZE, connectTimeoutS: config.DB_CONNECT_TIMEOUT_S, options: requestPoolOptions(config) },
+        log,
+      )
+    : null;
   const metrics = createMetrics();
   const auditor = lossAuditor(db.sql, log, {
     intervalMs: config.LOSS_AUDIT_INTERVAL_MS,
@@ -86,6 +98,7 @@ export async function createService(
     // After the last request: its agent's last-seen time is written, and this instance's rows go.
     await started.presence?.stop();
     await started.worker?.stop();
+    await replica?.stop();
     await db.close();
   };
   try {
@@ -100,6 +113,8 @@ export async function createService(
       const oauth = (started.oauth = await waitWhileBusy(log, () => createOAuthServer(db.sql, config, log)));
       started.app = buildApp({
         sql: db.sql,
+        reads: replica ?? undefined,
+        replica: replica ? replica.state : undefined,
         config,
         log,
         inboxSignal,
@@ -147,6 +162,7 @@ export async function createService(
       openEventStreams: inboxSignal && (() => inboxSignal.streaming()),
       listenerConnects: inboxSignal && (() => inboxSignal.connects()),
       lossAudit: () => auditor.latest(),
+      replica: replica ?? undefined,
     });
   } catch (error) {
     // A part that failed to start leaves nothing running behind it: no listener, no open pool.

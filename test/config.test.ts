@@ -57,6 +57,12 @@ test('values that only make sense together are checked together', () => {
     new Error('DATABASE_DIRECT_URL is the direct connection beside a pooler named by DATABASE_URL: set DATABASE_URL too, or neither.'),
   );
   expect(loadConfig({ DATABASE_URL: 'postgres://ams@pooler:6432/ams', DATABASE_DIRECT_URL: 'postgres://ams@db:5432/ams' }).DATABASE_DIRECT_URL).toBe('postgres://ams@db:5432/ams');
+  expect(() => loadConfig({ DATABASE_REPLICA_URL: 'postgres://replica.example.internal/ams' })).toThrow(
+    new Error('DATABASE_REPLICA_URL needs DATABASE_URL: the replica follows a PostgreSQL of your own, not the embedded one.'),
+  );
+  expect(loadConfig({ DATABASE_URL: 'postgres://db.example.internal/ams', DATABASE_REPLICA_URL: 'postgres://replica.example.internal/ams' }).DATABASE_REPLICA_URL).toBe(
+    'postgres://replica.example.internal/ams',
+  );
 });
 
 test('from a checkout, settings come from the `.env` at its root, or the file AMS_ENV_FILE names', () => {

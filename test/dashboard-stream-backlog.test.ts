@@ -4,6 +4,7 @@ import { sessionStreams } from '../src/dashboard/session-streams';
 import { createLogger, silentLogger } from '../src/log';
 import { uniqueName, useHarness } from './support/harness';
 import { eventually } from './support/receiver';
+import { onPrimary } from '../src/db/connect';
 
 // Memory stays bounded: a dashboard's event stream that nobody reads is closed once what waits for
 // it passes the bound, instead of holding every later change.
@@ -12,7 +13,7 @@ const h = useHarness();
 test('an event stream left unread is closed once its backlog passes the bound, and what was queued still reads', async () => {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
-  const feed = deliveryFeed(h.db.sql, 60_000, silentLogger, 5);
+  const feed = deliveryFeed(h.db.sql, onPrimary(h.db.sql), 60_000, silentLogger, 5);
   const streams = sessionStreams(h.db.sql, 60_000, silentLogger);
   const sender = await h.agent(uniqueName('sender'));
   const recipient = await h.agent(uniqueName('recipient'));

@@ -261,28 +261,32 @@ describe('deploy/kubernetes/cloudnativepg', () => {
     expect(pooler.spec).toMatchObject({ cluster: { name: cluster.metadata.name }, type: 'rw', pgbouncer: { poolMode: 'transaction' } });
   });
 
-  test('requests go to the Pooler, the session connection to the primary, as the Cluster\'s owner of its database', () => {
+  test('requests go to the Pooler, the session connection to the primary, reads that may lag to the replicas, as the Cluster\'s owner of its database', () => {
     for (const container of containers) {
       const refs = container.env.filter((e) => e.name.startsWith('DATABASE_')).map((e) => [e.name, e.valueFrom?.secretKeyRef.name, e.valueFrom?.secretKeyRef.key]);
       expect(refs).toEqual([
         ['DATABASE_URL', appSecret.metadata.name, 'DATABASE_URL'],
         ['DATABASE_DIRECT_URL', appSecret.metadata.name, 'DATABASE_DIRECT_URL'],
+        ['DATABASE_REPLICA_URL', appSecret.metadata.name, 'DATABASE_REPLICA_URL'],
       ]);
       expect(container.env.map((e) => e.name).filter((name) => !CONFIG_KEYS.includes(name))).toEqual([]);
     }
     const { database, owner } = cluster.spec.bootstrap.initdb;
     const url = (key: string) => new URL(appSecret.stringData![key]!);
     const at = (key: string) => [url(key).username, url(key).hostname, url(key).pathname];
-    expect([at('DATABASE_URL'), at('DATABASE_DIRECT_URL')]).toEqual([
+    expect([at('DATABASE_URL'), at('DATABASE_DIRECT_URL'), at('DATABASE_REPLICA_URL')]).toEqual([
       [owner, pooler.metadata.name, `/${database}`],
       [owner, `${cluster.metadata.name}-rw`, `/${database}`],
+      [owner, `${cluster.metadata.name}-ro`, `/${database}`],
     ]);
     expect(ownerSecret.stringData).toEqual({ username: owner, password: url('DATABASE_URL').password });
     expect(Object.keys(appSecret.stringData!).filter((key) => !CONFIG_KEYS.includes(key))).toEqual([]);
     const config = loadConfig(appSecret.stringData);
-    expect([config.DATABASE_URL, config.DATABASE_DIRECT_URL]).toEqual([appSecret.stringData!.DATABASE_URL, appSecret.stringData!.DATABASE_DIRECT_URL]);
-    // The replicas' Service is named for the read-replica setting, which is offered, not set.
-    expect(read('deploy/kubernetes/cloudnativepg/secret.example.yaml')).toContain(`# DATABASE_REPLICA_URL: postgres://${owner}:change-me@${cluster.metadata.name}-ro:5432/${database}`);
+    expect([config.DATABASE_URL, config.DATABASE_DIRECT_URL, config.DATABASE_REPLICA_URL]).toEqual([
+      appSecret.stringData!.DATABASE_URL,
+      appSecret.stringData!.DATABASE_DIRECT_URL,
+      appSecret.stringData!.DATABASE_REPLICA_URL,
+    ]);
   });
 
   test('the database bounds every statement as STATEMENT_TIMEOUT_MS does, since the pooler cannot pass the bound', () => {

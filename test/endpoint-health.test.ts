@@ -24,6 +24,7 @@ import { eventually } from './support/receiver';
 import { readMail, smtpSink } from './support/smtp';
 import { deliveryRow, post, rewind } from './support/webhooks';
 import { BY_CLI } from '../src/domain/people/audit';
+import { onPrimary } from '../src/db/connect';
 
 // Endpoint health (src/domain/agents/endpoint-health.ts) against a known attempt history, the
 // warning stages and the switch-off, switching back on with the failed deliveries resent, and the
@@ -241,7 +242,7 @@ test('the overview counts the day by hour and outcome, and lists the trouble by 
   await attempt(sender, recipient, 0, 100, http(502), { last: true });
   await attempt(sender, recipient, 0, 100, http(502), { last: true });
   const now = new Date();
-  const seen = await overview(h.db.sql, READING, now);
+  const seen = await overview(onPrimary(h.db.sql), READING, now);
   const binMs = seen.binMinutes * MINUTE;
   expect(new Date(seen.bins.at(-1)!.at).getTime()).toBe(Math.floor(now.getTime() / binMs) * binMs);
   const [counted] = await h.db.sql<{ failed: number; retrying: number }[]>`

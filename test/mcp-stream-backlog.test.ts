@@ -7,6 +7,7 @@ import { heldRequests } from '../src/web/held-requests';
 import { createLogger } from '../src/log';
 import { useHarness } from './support/harness';
 import { eventually } from './support/receiver';
+import { onPrimary } from '../src/db/connect';
 
 // Memory stays bounded: an MCP client's GET stream that is no longer read is cut once what waits
 // for it passes the bound, instead of holding every later update of the agent's inbox.
@@ -19,7 +20,7 @@ async function openStream(backlogBytes: number) {
   const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
   const agent = { id: randomUUID(), username: 'stream-reader' };
   const request = new Request('http://localhost/mcp', { headers: { accept: 'text/event-stream' } });
-  const ctx = { sql: h.db.sql, searches: searchGate(h.db.sql, searchBounds(h.config)), held: heldRequests(h.config.HELD_REQUESTS_PER_AGENT), log, inboxSignal: h.inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: 60_000, stalledAfterMs: 60_000 };
+  const ctx = { sql: h.db.sql, searches: searchGate(onPrimary(h.db.sql), searchBounds(h.config)), held: heldRequests(h.config.HELD_REQUESTS_PER_AGENT), log, inboxSignal: h.inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: 60_000, stalledAfterMs: 60_000 };
   let changed = () => {};
   let end = () => {};
   let unwatched = 0;

@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test';
 import { overview } from '../src/domain/deliveries/overview';
 import { useDashboardHarness } from './support/dashboard';
+import { onPrimary } from '../src/db/connect';
 
 // The Overview at a glance (src/domain/deliveries/overview.ts) and the lists behind it: headline
 // figures against what the database holds, charts binned as finely as the data there is, every
@@ -22,7 +23,7 @@ test('the charts start at the day\'s first delivery, in bins as fine as the data
   await h.invite('olga@example.com', 'olga');
   cookie = await h.signIn('olga@example.com');
   const now = new Date();
-  const empty = await overview(h.db.sql, READING, now);
+  const empty = await overview(onPrimary(h.db.sql), READING, now);
   // Nothing yet: the whole day, by hour.
   expect([empty.binMinutes, empty.bins.length, empty.bins[0]!.at, empty.headline.deliveries]).toEqual([60, 24, empty.since, 0]);
 
@@ -31,7 +32,7 @@ test('the charts start at the day\'s first delivery, in bins as fine as the data
   const threadId = await h.thread(writer, [poller], 'Glance');
   const { id: messageId } = await h.post(writer, threadId, 'a fresh one');
   // A fresh service: six five-minute bins, the last one now's, the delivery in it waiting for a poll.
-  const fresh = await overview(h.db.sql, READING, now);
+  const fresh = await overview(onPrimary(h.db.sql), READING, now);
   expect([fresh.binMinutes, fresh.bins.length]).toEqual([5, 6]);
   expect(Date.parse(fresh.bins.at(-1)!.at)).toBe(floorTo(now.getTime(), 5 * MINUTE));
   expect(fresh.bins.at(-1)).toMatchObject({ waitingForPoll: 1, doorbellOwed: 0, retrying: 0, notified: 0, delivered: 0, fetched: 0, failed: 0 });
@@ -40,7 +41,7 @@ test('the charts start at the day\'s first delivery, in bins as fine as the data
   // Three hours of data: quarter hours from the first; ten hours: hours from the first.
   for (const [agoMs, minutes] of [[3 * HOUR, 15], [10 * HOUR, 60]] as const) {
     await h.db.sql`update deliveries set created_at = ${new Date(now.getTime() - agoMs)} where message_id = ${messageId}`;
-    const seen = await overview(h.db.sql, READING, now);
+    const seen = await overview(onPrimary(h.db.sql), READING, now);
     const step = minutes * MINUTE;
     const first = floorTo(now.getTime() - agoMs, step);
     expect([seen.binMinutes, Date.parse(seen.bins[0]!.at), seen.bins.length]).toEqual([minutes, first, (floorTo(now.getTime(), step) - first) / step + 1]);

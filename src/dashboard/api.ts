@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import { bodyField } from '../web/body';
 import { endpointHealthRule, webhookUrlPolicy, type Config } from '../config';
 import type { AgentCache } from '../db/agent-cache';
-import type { Sql } from '../db/connect';
+import type { Reads, Sql } from '../db/connect';
 import { agentListing, agentPage, listAgents, revealSigningSecret, webhookTroubleOf } from '../domain/agents/agent-overview';
 import { createAgent, removeWebhook, setArchived, setCardListed, setWebhook } from '../domain/agents/agents';
 import { enableWebhook, pauseWebhook, resumeWebhook } from '../domain/agents/webhook-switch';
@@ -42,6 +42,8 @@ import type { SessionStreams } from './session-streams';
 
 export type DashboardDeps = {
   sql: Sql;
+  // Where the lists and the Overview read (they may lag: db/reads.ts).
+  reads: Reads;
   config: Config;
   log: Logger;
   metrics: Metrics;
@@ -55,7 +57,7 @@ export type DashboardDeps = {
 
 // The dashboard's private JSON API: sessions only, unversioned, left out of the public OpenAPI
 // document. Each route is a thin call into the domain, as in every other door.
-export const dashboardApi = ({ sql, config, log, metrics, searches, agentCache, sendCode, feed, streams }: DashboardDeps) => {
+export const dashboardApi = ({ sql, reads, config, log, metrics, searches, agentCache, sendCode, feed, streams }: DashboardDeps) => {
   const policy = webhookUrlPolicy(config);
   const healthRule = endpointHealthRule(config);
   const counted = (decided: Decided) => {
@@ -93,8 +95,8 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, agentCache, 
     )
     .get('/me', ({ person }) => ok({ email: person.email, username: person.username }), { person: true })
     .get('/attention', async () => ok(await attention(sql, config.STALLED_AFTER_MS)), { person: true })
-    .get('/overview', async () => ok(await overview(sql, healthRule)), { person: true })
-    .get('/overview/trouble', async ({ query }) => ok(await troublePage(sql, query, healthRule)), { person: true })
+    .get('/overview', async () => ok(await overview(reads, healthRule)), { person: true })
+    .get('/overview/trouble', async ({ query }) => ok(await troublePage(reads, query, healthRule)), { person: true })
     .get('/holds', async ({ query }) => ok(await waitingPage(sql, query)), { person: true })
     .post(
       '/holds/approve',
@@ -115,7 +117,7 @@ export const dashboardApi = ({ sql, config, log, metrics, searches, agentCache, 
       '/agents',
       async ({ query }) => {
         const listing = agentListing(query, searchText(query.q));
-        return ok(await listAgents(sql, listing, agentPage(query, listing), healthRule));
+        return ok(await listAgents(reads, listing, agentPage(query, listing), healthRule));
       },
       { person: true },
     )

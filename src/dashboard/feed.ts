@@ -1,4 +1,4 @@
-import type { Sql } from '../db/connect';
+import type { Reads, Sql } from '../db/connect';
 import { DELIVERY_CHANNEL } from '../domain/deliveries/delivery-wake-ups';
 import { deliveryProgress, type DeliveryProgress } from '../domain/deliveries/delivery-progress';
 import type { SessionEnd } from '../domain/people/people';
@@ -19,7 +19,8 @@ export const DASHBOARD_CHANNEL = 'ams_dashboard';
 // One LISTEN connection per process, fanned out to every open dashboard. Notifications arrive per
 // changed delivery (a trigger fires on every step change and attempt, whoever made it), thread or
 // agent; they are gathered for a moment so that a burst costs one query and one event of each kind.
-export function deliveryFeed(sql: Sql, stalledAfterMs: number, log: Logger, gatherMs = 50) {
+// `reads` is where the pages' lists are read (db/reads.ts).
+export function deliveryFeed(sql: Sql, reads: Reads, stalledAfterMs: number, log: Logger, gatherMs = 50) {
   const subscribers = new Set<Subscriber>();
   const pending = new Set<string>();
   const threads = new Set<string>();
@@ -40,6 +41,9 @@ export function deliveryFeed(sql: Sql, stalledAfterMs: number, log: Logger, gath
     threads.clear();
     agents = false;
     if (subscribers.size === 0) return;
+    // Pages read their lists and the Overview again when told, and those reads may run on a
+    // replica: told only once it has the changes, a page never reads the moment before them.
+    await reads.caughtUp();
     if (threadIds.length > 0) tell({ kind: 'thread', ids: threadIds });
     if (agentsChanged) tell({ kind: 'agent' });
     if (ids.length === 0) return;

@@ -7,6 +7,19 @@ export type Sql = postgres.Sql<Types>;
 export type TransactionSql = postgres.TransactionSql<Types>;
 // Where a domain function runs its queries: the pool, or the connection of a transaction.
 export type Queries = Sql | TransactionSql;
+// Where a read that may be a moment stale runs: the dashboard's lists and overview, message search
+// and the directory, each a domain function that takes this handle instead of the pool (every other
+// read and every write takes the primary's pool, so that a caller always sees its own writes).
+// reads.ts decides where: a replica's pool or the primary's.
+export type Reads = {
+  mayLag<T>(read: (sql: Sql) => Promise<T>): Promise<T>;
+  // Resolves once those reads see every write committed before the call (or a bounded time has
+  // passed): for a page told of a change to read its list again only when the list will show it.
+  caughtUp(): Promise<void>;
+};
+
+// Reads that may lag, on the primary: no replica is set up (and tests that call the domain directly).
+export const onPrimary = (sql: Sql): Reads => ({ mayLag: (read) => read(sql), caughtUp: async () => {} });
 
 export function connect(
   url: string,

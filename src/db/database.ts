@@ -3,7 +3,7 @@ import type { Logger } from '../log';
 import { connect, type Sql } from './connect';
 import { startEmbedded } from './embedded';
 import { migrate } from './migrate';
-import { behindPooler, checkStatementBound, poolerRefusal } from './pooler';
+import { behindPooler, checkStatementBound, poolerRefusal, requestPoolOptions } from './pooler';
 
 export type Database = { sql: Sql; url: string; close: () => Promise<void> };
 
@@ -18,7 +18,7 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
     : await startEmbedded(config.DATA_DIR, config.EMBEDDED_PG_PORT, log);
   const url = config.DATABASE_URL ?? embedded!.url;
   const pooled = behindPooler(config);
-  const sql = connect(url, config.DB_POOL_SIZE, config.DB_CONNECT_TIMEOUT_S, pooled ? { prepare: false } : { statementTimeoutMs: config.STATEMENT_TIMEOUT_MS });
+  const sql = connect(url, config.DB_POOL_SIZE, config.DB_CONNECT_TIMEOUT_S, requestPoolOptions(config));
   // postgres.js opens its one LISTEN connection with its own settings when first asked; this
   // instance is never queried, so that connection is all it holds. Named in pg_stat_activity.
   const listening = pooled ? connect(config.DATABASE_DIRECT_URL!, 1, config.DB_CONNECT_TIMEOUT_S, { applicationName: 'agent-messaging-service: LISTEN' }) : null;

@@ -23,6 +23,12 @@ import type { Sql } from './connect';
 // DATABASE_DIRECT_URL set says DATABASE_URL is such a pooler.
 export const behindPooler = (config: Pick<Config, 'DATABASE_DIRECT_URL'>) => config.DATABASE_DIRECT_URL !== undefined;
 
+// How the pools that carry requests (the primary's, and a replica's, which a deployment behind a
+// pooler reaches through one as well) open their connections: behind a pooler, unprepared and
+// with the bound left to the database's own setting (replicated to its replicas with the catalog).
+export const requestPoolOptions = (config: Pick<Config, 'DATABASE_DIRECT_URL' | 'STATEMENT_TIMEOUT_MS'>) =>
+  behindPooler(config) ? { prepare: false } : { statementTimeoutMs: config.STATEMENT_TIMEOUT_MS };
+
 // Where what needs a session of its own connects.
 export const sessionUrl = (config: Pick<Config, 'DATABASE_DIRECT_URL'>, databaseUrl: string) => config.DATABASE_DIRECT_URL ?? databaseUrl;
 

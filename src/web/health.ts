@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia';
 import type { Sql } from '../db/connect';
+import type { ReplicaState } from '../db/reads';
 import { DATABASE_UNAVAILABLE } from '../db/unavailable';
 import type { LossAuditor } from '../domain/deliveries/loss-audit';
 import { fail, ok } from './envelope';
@@ -20,6 +21,8 @@ export type HealthSources = {
   auditor?: LossAuditor;
   waitingInboxRequests?: () => number;
   worker?: WorkerPulse;
+  // Where reads that may lag go (db/reads.ts); absent, or null, without a replica.
+  replica?: () => ReplicaState;
 };
 
 // A worker whose heartbeat others already take for dead is not doing its job, whatever the database
@@ -35,8 +38,10 @@ const silentWorker = ({ silentForMs, staleMs }: WorkerPulse) => {
 // work (the database answers; for a worker, its heartbeat is recent too) and 503 with the reason
 // while it cannot. GET /health/live is 200 whenever the process answers at all, for liveness
 // probes, which must not restart every process while the database is away. For operators, with the
-// operator token: the latest loss audit of this process (null until its first run).
-export const healthRoutes = (sql: Sql, { token, auditor, waitingInboxRequests, worker }: HealthSources) =>
+// operator token: the latest loss audit of this process (null until its first run), and whether
+// the replica serves the reads that may lag. A replica that does not answer leaves /health at 200:
+// those reads go to the primary.
+export const healthRoutes = (sql: Sql, { token, auditor, waitingInboxRequests, worker, replica }: HealthSources) =>
   new Elysia({ name: 'health-routes' })
     .get(
       HEALTH_PATH,
@@ -68,7 +73,7 @@ export const healthRoutes = (sql: Sql, { token, auditor, waitingInboxRequests, w
         );
         const lossAudit = auditor?.latest() ?? null;
         if (database !== 'ok') set.status = 503;
-        return ok({ database, lossAudit, waitingInboxRequests: waitingInboxRequests?.() ?? 0 });
+        return ok({ database, lossAudit, waitingInboxRequests: waitingInboxRequests?.() ?? 0, replica: replica?.() ?? null });
       },
       { detail: { hide: true } },
     );

@@ -86,7 +86,7 @@ export async function privateCluster(major: number, { addressSpaceBytes }: { add
   };
 }
 
-function postgresUser(): { uid: number; gid: number } {
+export function postgresUser(): { uid: number; gid: number } {
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((l) => l.startsWith('postgres:'));
@@ -96,7 +96,7 @@ function postgresUser(): { uid: number; gid: number } {
 }
 
 // The server's processes: prlimit and setpriv replace themselves, so the spawned pid is the server's.
-function childrenOf(parent: number): number[] {
+export function childrenOf(parent: number): number[] {
   return readdirSync('/proc')
     .filter((name) => /^\d+$/.test(name))
     .map(Number)

@@ -23,13 +23,13 @@ function flush(socket: Socket<unknown>, queue: Uint8Array[]) {
   }
 }
 
-// A TCP gate in front of the real PostgreSQL. While `full`, each new connection gets the error
+// A TCP gate in front of a real PostgreSQL. While `full`, each new connection gets the error
 // PostgreSQL itself sends when every slot is taken (FATAL 53300 "sorry, too many clients already")
 // and is closed; otherwise bytes pass both ways untouched. Connections already open stay open.
 // `admit(n)` lets the next n connections through and then fills up again, so that a test can run
-// out of connections at a chosen step of a start.
+// out of connections at a chosen step of a start. `point` moves it to another server.
 export function pgGate(target: { host: string; port: number }) {
-  const state = { full: true, admitting: 0 };
+  const state = { full: true, admitting: 0, target };
   const clients = new Set<Socket<Link>>();
   const server = Bun.listen<Link>({
     hostname: '127.0.0.1',
@@ -41,16 +41,22 @@ export function pgGate(target: { host: string; port: number }) {
         if (admitted && --state.admitting === 0) state.full = true;
         const link: Link = (client.data = { upstream: null, pending: [], refused: state.full && !admitted, toClient: [], toUpstream: [] });
         if (link.refused) return;
-        link.upstream = await Bun.connect({
-          hostname: target.host,
-          port: target.port,
-          socket: {
-            data: (_, chunk) => send(client, link.toClient, chunk),
-            drain: (upstream) => flush(upstream, link.toUpstream),
-            close: () => void client.end(),
-            error: () => void client.end(),
-          },
-        });
+        try {
+          link.upstream = await Bun.connect({
+            hostname: state.target.host,
+            port: state.target.port,
+            socket: {
+              data: (_, chunk) => send(client, link.toClient, chunk),
+              drain: (upstream) => flush(upstream, link.toUpstream),
+              close: () => void client.end(),
+              error: () => void client.end(),
+            },
+          });
+        } catch {
+          // Nothing listens where the gate points (a primary that died): the client's connection
+          // ends as a refused one would.
+          return void client.end();
+        }
         for (const chunk of link.pending) send(link.upstream, link.toUpstream, chunk);
       },
       drain(client) {
@@ -88,6 +94,10 @@ export function pgGate(target: { host: string; port: number }) {
     admit: (connections: number) => {
       state.full = true;
       state.admitting = connections;
+    },
+    // New connections go to `next` from now on, as a failover manager moves a service address.
+    point: (next: { host: string; port: number }) => {
+      state.target = next;
     },
     // Cuts every connection that passed through, as a restart or a pooler would.
     cutAll: () => {

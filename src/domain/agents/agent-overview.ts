@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/connect';
+import type { Reads, Sql } from '../../db/connect';
 import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { recordDecision, type Decider } from '../people/audit';
@@ -96,54 +96,56 @@ type AgentRow = {
 // Read in one snapshot: a test event's answer and the health it moved are written together, and
 // the page shows both or neither (read apart, a test event could show answered while its
 // endpoint's health did not yet count it).
-export async function listAgents(sql: Sql, listing: AgentListing, page: AgentPage, reading: HealthReading): Promise<Page<AgentSummary>> {
-  const { search } = listing;
-  const trouble = listing.sort === 'trouble';
-  const [rows, health, tests] = await sql.begin('isolation level repeatable read read only', async (tx) => {
-    const state = tx`case when agents.webhook_url is null then 'none' else ${endpointStateSql(tx, 'agents', 'h', tx`coalesce(s.n, 0)`, reading.slowMs)} end`;
-    const { after, since } = page;
-    const bounds =
-      typeof after === 'string' || typeof since === 'string'
-        ? keyBounds(tx, tx`x.id`, page as PageQuery)
-        : tx`${after ? tx`and (x.rank > ${after.rank} or (x.rank = ${after.rank} and x.id < ${after.id}))` : tx``}
-             ${since ? tx`and (x.rank < ${since.rank} or (x.rank = ${since.rank} and x.id >= ${since.id}))` : tx``}`;
-    const rows = await tx<AgentRow[]>`
-      with stalled as (${stalledByRecipient(tx, reading.stalledAfterMs, null)})
-      select * from (
-        select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
-               webhook_set_at as "webhookSetAt", ${previousSecretUntil(tx, 'agents')} as "previousSecretExpiresAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections,
-               p.display_name as "displayName", p.description, p.tags, ${onlineNow(tx, tx`agents.id`)} as online, ${lastSeenAt(tx, tx`agents.id`)} as "lastSeenAt",
-               ${state} as state,
-               case when agents.archived_at is not null then 6
-                    else case ${state} when 'disabled' then 0 when 'failing' then 1 when 'untried' then 3 when 'healthy' then 4 when 'none' then 5 else 2 end
-               end as rank
-        from agents left join endpoint_health h on h.agent_id = agents.id left join stalled s on s.recipient_id = agents.id
-          left join lateral (select display_name, description, tags from agent_profiles where agent_id = agents.id) p on true
-        where true ${search ? tx`and username ilike ${containing(search)}` : tx``}
-      ) x
-      where true ${listing.health ? tx`and x.state = any(${listing.health}::text[])` : tx``} ${bounds}
-      order by ${trouble ? tx`x.rank, x.id desc` : tx`x.id desc`}
-      limit ${page.limit + 1}`;
-    const ids = rows.map((r) => r.id);
-    return [rows, await endpointHealthOf(tx, ids, reading), await latestTestEvents(tx, ids)] as const;
+export async function listAgents(reads: Reads, listing: AgentListing, page: AgentPage, reading: HealthReading): Promise<Page<AgentSummary>> {
+  return reads.mayLag(async (sql) => {
+    const { search } = listing;
+    const trouble = listing.sort === 'trouble';
+    const [rows, health, tests] = await sql.begin('isolation level repeatable read read only', async (tx) => {
+      const state = tx`case when agents.webhook_url is null then 'none' else ${endpointStateSql(tx, 'agents', 'h', tx`coalesce(s.n, 0)`, reading.slowMs)} end`;
+      const { after, since } = page;
+      const bounds =
+        typeof after === 'string' || typeof since === 'string'
+          ? keyBounds(tx, tx`x.id`, page as PageQuery)
+          : tx`${after ? tx`and (x.rank > ${after.rank} or (x.rank = ${after.rank} and x.id < ${after.id}))` : tx``}
+               ${since ? tx`and (x.rank < ${since.rank} or (x.rank = ${since.rank} and x.id >= ${since.id}))` : tx``}`;
+      const rows = await tx<AgentRow[]>`
+        with stalled as (${stalledByRecipient(tx, reading.stalledAfterMs, null)})
+        select * from (
+          select id, username, archived_at is not null as archived, a2a_card_listed as "cardListed", webhook_url as "webhookUrl",
+                 webhook_set_at as "webhookSetAt", ${previousSecretUntil(tx, 'agents')} as "previousSecretExpiresAt", created_at as "createdAt", ${connectionsOf(tx, tx`agents.id`)} as connections,
+                 p.display_name as "displayName", p.description, p.tags, ${onlineNow(tx, tx`agents.id`)} as online, ${lastSeenAt(tx, tx`agents.id`)} as "lastSeenAt",
+                 ${state} as state,
+                 case when agents.archived_at is not null then 6
+                      else case ${state} when 'disabled' then 0 when 'failing' then 1 when 'untried' then 3 when 'healthy' then 4 when 'none' then 5 else 2 end
+                 end as rank
+          from agents left join endpoint_health h on h.agent_id = agents.id left join stalled s on s.recipient_id = agents.id
+            left join lateral (select display_name, description, tags from agent_profiles where agent_id = agents.id) p on true
+          where true ${search ? tx`and username ilike ${containing(search)}` : tx``}
+        ) x
+        where true ${listing.health ? tx`and x.state = any(${listing.health}::text[])` : tx``} ${bounds}
+        order by ${trouble ? tx`x.rank, x.id desc` : tx`x.id desc`}
+        limit ${page.limit + 1}`;
+      const ids = rows.map((r) => r.id);
+      return [rows, await endpointHealthOf(tx, ids, reading), await latestTestEvents(tx, ids)] as const;
+    });
+    const agents = rows.map((r) => ({
+      id: r.id,
+      username: r.username,
+      archived: r.archived,
+      cardListed: r.cardListed,
+      webhookUrl: r.webhookUrl,
+      webhookSetAt: iso(r.webhookSetAt),
+      previousSecretExpiresAt: iso(r.previousSecretExpiresAt),
+      createdAt: r.createdAt.toISOString(),
+      connections: r.connections.map(connectionFromRow),
+      health: health.get(r.id) ?? null,
+      lastTestEvent: tests.get(r.id) ?? null,
+      profile: { displayName: r.displayName, description: r.description, tags: r.tags ?? [] },
+      presence: presenceRecord(r),
+      cursor: trouble ? `${r.rank}_${r.id}` : r.id,
+    }));
+    return pageOf(agents, page.limit, (a) => a.cursor);
   });
-  const agents = rows.map((r) => ({
-    id: r.id,
-    username: r.username,
-    archived: r.archived,
-    cardListed: r.cardListed,
-    webhookUrl: r.webhookUrl,
-    webhookSetAt: iso(r.webhookSetAt),
-    previousSecretExpiresAt: iso(r.previousSecretExpiresAt),
-    createdAt: r.createdAt.toISOString(),
-    connections: r.connections.map(connectionFromRow),
-    health: health.get(r.id) ?? null,
-    lastTestEvent: tests.get(r.id) ?? null,
-    profile: { displayName: r.displayName, description: r.description, tags: r.tags ?? [] },
-    presence: presenceRecord(r),
-    cursor: trouble ? `${r.rank}_${r.id}` : r.id,
-  }));
-  return pageOf(agents, page.limit, (a) => a.cursor);
 }
 
 export type WebhookTrouble = {

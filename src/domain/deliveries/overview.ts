@@ -1,4 +1,4 @@
-import type { Queries, Sql } from '../../db/connect';
+import type { Queries, Reads } from '../../db/connect';
 import { countEndpoints, endpointStateSql, switchesOffAt, type HealthReading } from '../agents/endpoint-health';
 import { invalid } from '../shared/errors';
 import { iso } from '../shared/iso-time';
@@ -160,17 +160,19 @@ const dayStart = (now: Date) => new Date(Math.floor(now.getTime() / HOUR_MS) * H
 
 // Every webhook in trouble, a page at a time (`after`: the cursor the previous page answered;
 // `limit` as the dashboard's lists read it), counted over the same day as the Overview's.
-export async function troublePage(sql: Sql, raw: Record<string, unknown>, rule: HealthReading, now = new Date()): Promise<Page<EndpointTrouble>> {
-  const { limit } = pageQuery({ limit: raw.limit });
-  let after: TroubleKey | null = null;
-  if (raw.after !== undefined && raw.after !== '') {
-    const match = typeof raw.after === 'string' ? TROUBLE_KEY.exec(raw.after) : null;
-    if (!match) throw invalid('after must be a cursor taken from the list', 'after');
-    after = { failingOnly: match[1] === '1', micros: match[2]!, username: match[3]! };
-  }
-  const rows = await endpointsInTrouble(sql, dayStart(now), rule.stalledAfterMs, after, limit + 1);
-  const items = rows.slice(0, limit);
-  return { items: items.map(troubleOf(rule)), next: rows.length > limit ? items.at(-1)!.cursor : null };
+export async function troublePage(reads: Reads, raw: Record<string, unknown>, rule: HealthReading, now = new Date()): Promise<Page<EndpointTrouble>> {
+  return reads.mayLag(async (sql) => {
+    const { limit } = pageQuery({ limit: raw.limit });
+    let after: TroubleKey | null = null;
+    if (raw.after !== undefined && raw.after !== '') {
+      const match = typeof raw.after === 'string' ? TROUBLE_KEY.exec(raw.after) : null;
+      if (!match) throw invalid('after must be a cursor taken from the list', 'after');
+      after = { failingOnly: match[1] === '1', micros: match[2]!, username: match[3]! };
+    }
+    const rows = await endpointsInTrouble(sql, dayStart(now), rule.stalledAfterMs, after, limit + 1);
+    const items = rows.slice(0, limit);
+    return { items: items.map(troubleOf(rule)), next: rows.length > limit ? items.at(-1)!.cursor : null };
+  });
 }
 
 // The bin for the day's data: the finest that spans from the first delivery to now in MAX_BINS.
@@ -183,106 +185,108 @@ function binsFor(first: Date | null, since: Date, now: Date) {
   return { minutes, start: Math.max(start, since.getTime()), count: Math.floor((last - Math.max(start, since.getTime())) / binMs) + 1 };
 }
 
-export async function overview(sql: Sql, rule: HealthReading, now = new Date()): Promise<Overview> {
-  const { stalledAfterMs } = rule;
-  const since = dayStart(now);
-  const inDay = filterSql(sql, { ...NO_FILTER, from: since }, stalledAfterMs);
-  // Ids sort by the time they were written: the day's first delivery is the first by id.
-  const [firstRow] = await sql<{ at: Date }[]>`select d.created_at as at from deliveries d where true ${inDay} order by d.id limit 1`;
-  const bin = binsFor(firstRow?.at ?? null, since, now);
-  const binStart = new Date(bin.start);
-  const doorbellMs = sql`extract(epoch from d.notified_at - d.created_at) * 1000`;
-  const [bins, trouble, groups, stalledAgents, closeRequests, [holds], [attempts], endpoints] = await Promise.all([
-    // One row per bin, and (at null) one for them all.
-    sql<(Omit<OverviewBin, 'at'> & { at: Date | null })[]>`
-      with day as (
-        select date_bin(${bin.minutes} * interval '1 minute', d.created_at, timestamptz '2000-01-01 00:00+00') as at,
-               d.step, d.next_attempt_at, d.webhook, d.notified_at, d.created_at
-        from deliveries d
-        where true ${inDay}
-      )
-      select d.at,
-             (count(*) filter (where d.step = 'accepted' and not d.webhook and not (${retryingSql(sql)})))::int as "waitingForPoll",
-             (count(*) filter (where d.step = 'accepted' and d.webhook and not (${retryingSql(sql)})))::int as "doorbellOwed",
-             (count(*) filter (where ${retryingSql(sql)}))::int as retrying,
-             (count(*) filter (where d.step = 'notified'))::int as notified,
-             (count(*) filter (where d.step = 'delivered'))::int as delivered,
-             (count(*) filter (where d.step = 'fetched'))::int as fetched,
-             (count(*) filter (where d.step = 'failed'))::int as failed,
-             round(percentile_cont(0.5) within group (order by ${doorbellMs}) filter (where d.webhook and d.notified_at is not null))::int
-               as "doorbellP50Ms",
-             round(percentile_cont(0.95) within group (order by ${doorbellMs}) filter (where d.webhook and d.notified_at is not null))::int
-               as "doorbellP95Ms"
-      from day d
-      group by grouping sets ((d.at), ())
-      order by 1 nulls first`,
-    endpointsInTrouble(sql, since, stalledAfterMs, null, OVERVIEW_LIST_LIMIT),
-    // Every webhook in trouble, by the kind of its last failure (failureKind reads no further than
-    // the error's first colon); from the partial index of failing endpoints.
-    sql<{ status: number | null; error: string | null; endpoints: number; disabled: number }[]>`
-      select h.last_failure_status as status, split_part(h.last_failure_error, ':', 1) as error,
-             count(*)::int as endpoints, (count(*) filter (where a.webhook_disabled_at is not null))::int as disabled
-      from endpoint_health h join agents a on a.id = h.agent_id
-      where h.failing_since is not null and a.webhook_url is not null and a.archived_at is null
-      group by 1, 2`,
-    sql<{ username: string; stalled: number; oldestNotifiedAt: Date; agents: number }[]>`
-      select a.username, count(*)::int as stalled, min(d.notified_at) as "oldestNotifiedAt", (count(*) over ())::int as agents
-      from deliveries d join agents a on a.id = d.recipient_id
-      where ${stalledSql(sql, stalledAfterMs)}
-      group by a.username
-      order by count(*) desc, a.username
-      limit ${OVERVIEW_LIST_LIMIT}`,
-    sql<{ threadId: string; title: string; requestedAt: Date | null }[]>`
-      select id as "threadId", title, close_requested_at as "requestedAt"
-      from threads where state = 'close-pending'
-      order by close_requested_at nulls last, id
-      limit ${OVERVIEW_LIST_LIMIT}`,
-    // Each from its small partial index (sql/025, sql/026).
-    sql<{ waiting: number; paused: { threadId: string; title: string; pausedAt: string }[] }[]>`
-      select (select count(*) from held_messages where state = 'held')::int as waiting,
-             coalesce((select json_agg(json_build_object('threadId', p.id, 'title', p.title, 'pausedAt', p.paused_at) order by p.paused_at, p.id)
-                       from (select id, title, paused_at from threads where paused_at is not null
-                             order by paused_at, id limit ${OVERVIEW_LIST_LIMIT}) p), '[]') as paused`,
-    // The day's windows of every endpoint (a day of 5-minute windows each).
-    sql<{ attempts: number; successes: number }[]>`
-      select coalesce(sum(attempts), 0)::int as attempts, coalesce(sum(successes), 0)::int as successes
-      from endpoint_attempt_windows where window_start >= ${new Date(now.getTime() - OVERVIEW_HOURS * HOUR_MS)}`,
-    countEndpoints(sql, rule),
-  ]);
-  const all = bins.find((b) => b.at === null) ?? { ...EMPTY_BIN, at: null };
-  const byBin = new Map(bins.filter((b) => b.at !== null).map((b) => [b.at!.getTime(), b]));
-  const binMs = bin.minutes * MINUTE_MS;
-  const kinds = new Map<string, { failure: string; endpoints: number; disabled: number }>();
-  for (const g of groups) {
-    const failure = failureKind(g);
-    const seen = kinds.get(failure) ?? { failure, endpoints: 0, disabled: 0 };
-    kinds.set(failure, { failure, endpoints: seen.endpoints + g.endpoints, disabled: seen.disabled + g.disabled });
-  }
-  return {
-    since: since.toISOString(),
-    headline: {
-      deliveries: all.waitingForPoll + all.doorbellOwed + all.retrying + all.notified + all.delivered + all.fetched + all.failed,
-      failed: all.failed,
-      attempts: attempts!.attempts,
-      attemptsFailed: attempts!.attempts - attempts!.successes,
-      endpoints,
-      stalledAgents: stalledAgents[0]?.agents ?? 0,
-    },
-    binMinutes: bin.minutes,
-    bins: Array.from({ length: bin.count }, (_, i) => {
-      const at = binStart.getTime() + i * binMs;
-      const { at: _at, ...figures } = byBin.get(at) ?? EMPTY_BIN;
-      return { at: new Date(at).toISOString(), ...figures };
-    }),
-    doorbellP50Ms: all.doorbellP50Ms,
-    doorbellP95Ms: all.doorbellP95Ms,
-    trouble: trouble.map(troubleOf(rule)),
-    troubleTotal: groups.reduce((n, g) => n + g.endpoints, 0),
-    troubleGroups: [...kinds.values()].sort((a, b) => b.endpoints - a.endpoints || a.failure.localeCompare(b.failure)),
-    stalledAgents: stalledAgents.map(({ agents: _agents, ...s }) => ({ ...s, oldestNotifiedAt: s.oldestNotifiedAt.toISOString() })),
-    closeRequests: closeRequests.map((c) => ({ ...c, requestedAt: iso(c.requestedAt) })),
-    holds: { waiting: holds!.waiting, paused: holds!.paused.map((p) => ({ ...p, pausedAt: new Date(p.pausedAt).toISOString() })) },
-  };
+export async function overview(reads: Reads, rule: HealthReading, now = new Date()): Promise<Overview> {
+  return reads.mayLag(async (sql) => {
+    const { stalledAfterMs } = rule;
+    const since = dayStart(now);
+    const inDay = filterSql(sql, { ...NO_FILTER, from: since }, stalledAfterMs);
+    // Ids sort by the time they were written: the day's first delivery is the first by id.
+    const [firstRow] = await sql<{ at: Date }[]>`select d.created_at as at from deliveries d where true ${inDay} order by d.id limit 1`;
+    const bin = binsFor(firstRow?.at ?? null, since, now);
+    const binStart = new Date(bin.start);
+    const doorbellMs = sql`extract(epoch from d.notified_at - d.created_at) * 1000`;
+    const [bins, trouble, groups, stalledAgents, closeRequests, [holds], [attempts], endpoints] = await Promise.all([
+      // One row per bin, and (at null) one for them all.
+      sql<(Omit<OverviewBin, 'at'> & { at: Date | null })[]>`
+        with day as (
+          select date_bin(${bin.minutes} * interval '1 minute', d.created_at, timestamptz '2000-01-01 00:00+00') as at,
+                 d.step, d.next_attempt_at, d.webhook, d.notified_at, d.created_at
+          from deliveries d
+          where true ${inDay}
+        )
+        select d.at,
+               (count(*) filter (where d.step = 'accepted' and not d.webhook and not (${retryingSql(sql)})))::int as "waitingForPoll",
+               (count(*) filter (where d.step = 'accepted' and d.webhook and not (${retryingSql(sql)})))::int as "doorbellOwed",
+               (count(*) filter (where ${retryingSql(sql)}))::int as retrying,
+               (count(*) filter (where d.step = 'notified'))::int as notified,
+               (count(*) filter (where d.step = 'delivered'))::int as delivered,
+               (count(*) filter (where d.step = 'fetched'))::int as fetched,
+               (count(*) filter (where d.step = 'failed'))::int as failed,
+               round(percentile_cont(0.5) within group (order by ${doorbellMs}) filter (where d.webhook and d.notified_at is not null))::int
+                 as "doorbellP50Ms",
+               round(percentile_cont(0.95) within group (order by ${doorbellMs}) filter (where d.webhook and d.notified_at is not null))::int
+                 as "doorbellP95Ms"
+        from day d
+        group by grouping sets ((d.at), ())
+        order by 1 nulls first`,
+      endpointsInTrouble(sql, since, stalledAfterMs, null, OVERVIEW_LIST_LIMIT),
+      // Every webhook in trouble, by the kind of its last failure (failureKind reads no further than
+      // the error's first colon); from the partial index of failing endpoints.
+      sql<{ status: number | null; error: string | null; endpoints: number; disabled: number }[]>`
+        select h.last_failure_status as status, split_part(h.last_failure_error, ':', 1) as error,
+               count(*)::int as endpoints, (count(*) filter (where a.webhook_disabled_at is not null))::int as disabled
+        from endpoint_health h join agents a on a.id = h.agent_id
+        where h.failing_since is not null and a.webhook_url is not null and a.archived_at is null
+        group by 1, 2`,
+      sql<{ username: string; stalled: number; oldestNotifiedAt: Date; agents: number }[]>`
+        select a.username, count(*)::int as stalled, min(d.notified_at) as "oldestNotifiedAt", (count(*) over ())::int as agents
+        from deliveries d join agents a on a.id = d.recipient_id
+        where ${stalledSql(sql, stalledAfterMs)}
+        group by a.username
+        order by count(*) desc, a.username
+        limit ${OVERVIEW_LIST_LIMIT}`,
+      sql<{ threadId: string; title: string; requestedAt: Date | null }[]>`
+        select id as "threadId", title, close_requested_at as "requestedAt"
+        from threads where state = 'close-pending'
+        order by close_requested_at nulls last, id
+        limit ${OVERVIEW_LIST_LIMIT}`,
+      // Each from its small partial index (sql/025, sql/026).
+      sql<{ waiting: number; paused: { threadId: string; title: string; pausedAt: string }[] }[]>`
+        select (select count(*) from held_messages where state = 'held')::int as waiting,
+               coalesce((select json_agg(json_build_object('threadId', p.id, 'title', p.title, 'pausedAt', p.paused_at) order by p.paused_at, p.id)
+                         from (select id, title, paused_at from threads where paused_at is not null
+                               order by paused_at, id limit ${OVERVIEW_LIST_LIMIT}) p), '[]') as paused`,
+      // The day's windows of every endpoint (a day of 5-minute windows each).
+      sql<{ attempts: number; successes: number }[]>`
+        select coalesce(sum(attempts), 0)::int as attempts, coalesce(sum(successes), 0)::int as successes
+        from endpoint_attempt_windows where window_start >= ${new Date(now.getTime() - OVERVIEW_HOURS * HOUR_MS)}`,
+      countEndpoints(sql, rule),
+    ]);
+    const all = bins.find((b) => b.at === null) ?? { ...EMPTY_BIN, at: null };
+    const byBin = new Map(bins.filter((b) => b.at !== null).map((b) => [b.at!.getTime(), b]));
+    const binMs = bin.minutes * MINUTE_MS;
+    const kinds = new Map<string, { failure: string; endpoints: number; disabled: number }>();
+    for (const g of groups) {
+      const failure = failureKind(g);
+      const seen = kinds.get(failure) ?? { failure, endpoints: 0, disabled: 0 };
+      kinds.set(failure, { failure, endpoints: seen.endpoints + g.endpoints, disabled: seen.disabled + g.disabled });
+    }
+    return {
+      since: since.toISOString(),
+      headline: {
+        deliveries: all.waitingForPoll + all.doorbellOwed + all.retrying + all.notified + all.delivered + all.fetched + all.failed,
+        failed: all.failed,
+        attempts: attempts!.attempts,
+        attemptsFailed: attempts!.attempts - attempts!.successes,
+        endpoints,
+        stalledAgents: stalledAgents[0]?.agents ?? 0,
+      },
+      binMinutes: bin.minutes,
+      bins: Array.from({ length: bin.count }, (_, i) => {
+        const at = binStart.getTime() + i * binMs;
+        const { at: _at, ...figures } = byBin.get(at) ?? EMPTY_BIN;
+        return { at: new Date(at).toISOString(), ...figures };
+      }),
+      doorbellP50Ms: all.doorbellP50Ms,
+      doorbellP95Ms: all.doorbellP95Ms,
+      trouble: trouble.map(troubleOf(rule)),
+      troubleTotal: groups.reduce((n, g) => n + g.endpoints, 0),
+      troubleGroups: [...kinds.values()].sort((a, b) => b.endpoints - a.endpoints || a.failure.localeCompare(b.failure)),
+      stalledAgents: stalledAgents.map(({ agents: _agents, ...s }) => ({ ...s, oldestNotifiedAt: s.oldestNotifiedAt.toISOString() })),
+      closeRequests: closeRequests.map((c) => ({ ...c, requestedAt: iso(c.requestedAt) })),
+      holds: { waiting: holds!.waiting, paused: holds!.paused.map((p) => ({ ...p, pausedAt: new Date(p.pausedAt).toISOString() })) },
+    };
+  });
 }
 
 const EMPTY_BIN = {

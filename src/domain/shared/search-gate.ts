@@ -1,5 +1,5 @@
 import type { PendingQuery, Row } from 'postgres';
-import type { Queries, Sql, TransactionSql } from '../../db/connect';
+import type { Queries, Reads, TransactionSql } from '../../db/connect';
 import { isStatementStopped } from '../../db/unavailable';
 import { settlesWithin } from '../../settles-within';
 import { ClientLeft, invalid, rateLimited } from './errors';
@@ -39,19 +39,19 @@ export type SearchGate = {
   run<T>(caller: string, abort: AbortSignal | undefined, read: (tx: TransactionSql) => Promise<T>): Promise<T>;
   // Searches holding a connection, and waiting for one.
   load(): { running: number; waiting: number };
-  // The pool searches run on, for reads that search only sometimes (searchingIf).
-  sql: Sql;
+  // Where searches run (they may lag: db/reads.ts), for reads that search only sometimes (searchingIf).
+  reads: Reads;
 };
 
 // A list read that searches when it is given words (the dashboard's lists with a search box) runs
 // under the bounds; without words it is a page read through an index and runs as it is.
 export function searchingIf<T>(gate: SearchGate, words: string | null, caller: string, abort: AbortSignal, read: (sql: Queries) => Promise<T>): Promise<T> {
-  return words === null ? read(gate.sql) : gate.run(caller, abort, read);
+  return words === null ? gate.reads.mayLag(read) : gate.run(caller, abort, read);
 }
 
 type Turn = { start: () => void; refuse: (error: Error) => void };
 
-export function searchGate(sql: Sql, bounds: SearchBounds): SearchGate {
+export function searchGate(reads: Reads, bounds: SearchBounds): SearchGate {
   let running = 0;
   const waiting: Turn[] = [];
   const perCaller = new Map<string, number>();
@@ -108,14 +108,14 @@ export function searchGate(sql: Sql, bounds: SearchBounds): SearchGate {
       try {
         await turn(abort);
         try {
-          return (await sql.begin('read only', async (tx) => {
+          return (await reads.mayLag((sql) => sql.begin('read only', async (tx) => {
             // Planned for the words asked each time: a generic plan (after five runs of a prepared
             // statement) would serve a rare word and a common one alike, and for a common word
             // read every match in the table instead of the caller's threads.
             await tx`select set_config('statement_timeout', ${String(bounds.timeoutMs)}, true),
                             set_config('plan_cache_mode', 'force_custom_plan', true)`;
             return cancelledWith(abort, tx, read);
-          })) as T;
+          }))) as T;
         } catch (error) {
           if (isStatementStopped(error)) throw invalid(searchTooSlow(bounds.timeoutMs), 'q');
           throw error;
@@ -127,7 +127,7 @@ export function searchGate(sql: Sql, bounds: SearchBounds): SearchGate {
       }
     },
     load: () => ({ running, waiting: waiting.length }),
-    sql,
+    reads,
   };
 }
 
