@@ -34,6 +34,8 @@ const stored = async (agent: TestAgent) => {
   return row;
 };
 
+const agents = (...names: string[]) => Promise.all(names.map((n) => h.agent(uniqueName(n)))) as Promise<[TestAgent, TestAgent, TestAgent]>;
+
 const get = (agent: TestAgent, path: string, headers: Record<string, string> = {}) =>
   h.app.handle(new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${agent.key}`, ...headers } }));
 
@@ -72,7 +74,7 @@ test('an upload streams into chunks, answers its hash, and downloads whole or by
 });
 
 test('a file is seen by its uploader until attached, then by exactly the threads that carry it; a stranger gets 404', async () => {
-  const [alice, bob, carol] = await Promise.all(['alice', 'bob', 'carol'].map((n) => h.agent(uniqueName(n))));
+  const [alice, bob, carol] = await agents('alice', 'bob', 'carol');
   const file = (await upload(alice, Buffer.from('a,b\n1,2\n'), { name: 'table.csv', type: 'text/csv' })).body.data;
   const noSuchFile = {
     success: false,
@@ -106,7 +108,7 @@ test('a file is seen by its uploader until attached, then by exactly the threads
 });
 
 test('a post names at most FILES_PER_MESSAGE files, each once', async () => {
-  const [alice, bob] = await Promise.all(['alice', 'bob'].map((n) => h.agent(uniqueName(n))));
+  const [alice, bob] = await agents('alice', 'bob');
   const threadId = await h.thread(alice, [bob]);
   const ids = [];
   for (let i = 0; i < 4; i++) ids.push((await upload(alice, Buffer.from(`file ${i}`), { name: `f${i}.txt`, type: 'text/plain' })).body.data.id);
@@ -169,7 +171,7 @@ test('an upload cut off by its client leaves nothing behind', async () => {
 });
 
 test('files go with the last message carrying them, and unattached ones after FILE_UNATTACHED_HOURS', async () => {
-  const [alice, bob] = await Promise.all(['alice', 'bob'].map((n) => h.agent(uniqueName(n))));
+  const [alice, bob] = await agents('alice', 'bob');
   const threadId = await h.thread(alice, [bob]);
   const kept = (await upload(alice, Buffer.from('kept'), { name: 'kept.txt' })).body.data.id;
   const attached = (await upload(alice, Buffer.from('attached'), { name: 'attached.txt' })).body.data.id;

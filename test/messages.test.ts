@@ -250,6 +250,7 @@ describe('list messages', () => {
       content: 'm3',
       summary: null,
       createdAt: expect.stringMatching(/Z$/),
+      files: [],
     });
   });
 

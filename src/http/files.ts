@@ -46,7 +46,7 @@ export const fileRoutes = (sql: Sql, agentCache: AgentCache) =>
             documentedAs({ type: 'string', maxLength: 255, description: "The file's name: no / or \\, no control characters, at most 255 characters.", examples: ['report.pdf'] }),
           ),
         }),
-        response: responses('post', 201, FileRecord, {
+        response: responses('upload', 201, FileRecord, {
           400: {
             nameMissing: "name is required: the file's name, such as report.pdf (?name=report.pdf)",
             nameWithFolders: 'name must be a file name without / or \\ (no folders): send report.pdf, not docs/report.pdf',

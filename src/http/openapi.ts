@@ -173,7 +173,10 @@ function describeBinaryDownloads(paths: Json) {
     'Content-Disposition': text('`attachment; filename="<the name in ASCII>"; filename*=UTF-8\'\'<the name, percent-encoded>`'),
     'X-Content-Type-Options': text('`nosniff`'),
     'Content-Security-Policy': text("`default-src 'none'; sandbox`: nothing in the file runs or loads, should a browser show it"),
+    'Cross-Origin-Resource-Policy': text('`same-origin`'),
+    'Cache-Control': text('`private, no-cache`'),
     ETag: text('The SHA-256 of the whole file, in hex, quoted'),
+    'Accept-Ranges': text('`bytes`'),
     'Content-Length': text('Bytes in this answer'),
   };
   for (const operation of Object.values(paths).flatMap((item) => Object.values(item as Json)) as Json[]) {

@@ -74,13 +74,14 @@ const everyPost = {
 // shape at run time; the document publishes them all.
 // `held`: the route may also answer 202 with the same shape, when what was sent waits for a person.
 export function responses<S extends TSchema>(
-  method: 'get' | 'post' | 'put' | 'delete',
+  // 'upload': a POST whose body is a file's bytes, never JSON.
+  method: 'get' | 'post' | 'put' | 'delete' | 'upload',
   status: 200 | 201,
   data: S,
   own: Partial<Record<400 | 403 | 404 | 409 | 410 | 413 | 429 | 503, Examples>> = {},
   held?: string,
 ) {
-  const post = method !== 'get' ? everyPost : { 400: {}, 413: undefined };
+  const post = method === 'get' ? { 400: {}, 413: undefined } : method === 'upload' ? { 400: {}, 413: everyPost[413] } : everyPost;
   const failures: Partial<Record<FailureStatus, Examples>> = {
     400: { ...own[400], ...post[400], ...everyRoute[400] },
     401: everyRoute[401],

@@ -36,6 +36,8 @@ export function byteRange(header: string | null, size: number): Range {
 }
 
 export function fileResponse(sql: Sql, file: FileRecord, request: Request, disposition: 'attachment' | 'inline' = 'attachment'): Response {
+  const range = byteRange(request.headers.get('range'), file.size);
+  if (range === 'unsatisfiable') return new Response(null, { status: 416, headers: { 'content-range': `bytes */${file.size}` } });
   const headers = new Headers({
     'content-type': file.contentType,
     'content-disposition': contentDisposition(file.name, disposition),
@@ -46,12 +48,6 @@ export function fileResponse(sql: Sql, file: FileRecord, request: Request, dispo
     etag: `"${file.sha256}"`,
     'accept-ranges': 'bytes',
   });
-  const range = byteRange(request.headers.get('range'), file.size);
-  if (range === 'unsatisfiable') {
-    headers.set('content-range', `bytes */${file.size}`);
-    headers.delete('content-type');
-    return new Response(null, { status: 416, headers });
-  }
   const { start, end } = range ?? { start: 0, end: file.size };
   headers.set('content-length', String(end - start));
   if (range) headers.set('content-range', `bytes ${start}-${end - 1}/${file.size}`);
