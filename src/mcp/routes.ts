@@ -64,6 +64,7 @@ export const mcpRoutes = (
       { detail: { hide: true } },
     );
   }
+  const baseUrl = (request: Request) => config.PUBLIC_URL?.replace(/\/+$/, '') ?? new URL(request.url).origin;
   const challenge = oauth ? { resource: oauth.resource, resourceMetadataUrl: oauth.resourceMetadataUrl, scope: MCP_SCOPE } : undefined;
   return app
     .use(agentAuth(sql, agentCache, challenge))
@@ -73,7 +74,7 @@ export const mcpRoutes = (
         holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
         const requestLogger = requestLog(log, request);
         return untilCredentialRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, oauth?.resource, (abort) => {
-          const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+          const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS, baseUrl: baseUrl(request) };
           return answerMcp(request, body as string, ctx, requestLogger);
         });
       },
@@ -85,7 +86,7 @@ export const mcpRoutes = (
         // Silent between updates, longer than Bun's idle limit allows by default.
         server?.timeout(request, 0);
         const requestLogger = requestLog(log, request);
-        const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS };
+        const ctx = { sql, searches, held, log: requestLogger, inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS, stalledAfterMs: config.STALLED_AFTER_MS, baseUrl: baseUrl(request) };
         const release = held.take(agent.id);
         // Whether the stream was opened: the transport may refuse the request first (406 to a
         // client that does not accept text/event-stream), and then holds nothing.

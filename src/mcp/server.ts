@@ -8,7 +8,9 @@ import {
   ReadResourceRequestSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
+  ListResourceTemplatesRequestSchema,
   type CallToolResult,
+  type ResourceLink,
 } from '@modelcontextprotocol/sdk/types.js';
 import { failureOf, type FailureAnswer } from '../web/failure';
 import { isGovernanceCode } from '../web/envelope';
@@ -16,7 +18,7 @@ import { requestIdOf } from '../web/request-id';
 import type { Logger } from '../log';
 import { protocolError } from './protocol-error';
 import { byteQueuing, queuedBytes } from '../web/event-stream';
-import { inboxResource, INBOX_URI, readResource, resourceList } from './resources';
+import { fileTemplates, inboxResource, INBOX_URI, readResource, resourceList } from './resources';
 import { toolList, tools, type ToolContext } from './tools';
 
 const INSTRUCTIONS =
@@ -24,8 +26,8 @@ const INSTRUCTIONS =
 
 // A success carries its result twice, as MCP asks: structured, and as that JSON in a text block
 // for hosts that read only text.
-const success = (structured: Record<string, unknown>): CallToolResult => ({
-  content: [{ type: 'text', text: JSON.stringify(structured) }],
+const success = (structured: Record<string, unknown>, links: ResourceLink[] = []): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(structured) }, ...links],
   structuredContent: structured,
 });
 // A refusal is a tool result, so the model can read it and correct itself: the sentence as text,
@@ -48,7 +50,8 @@ async function callTool(ctx: ToolContext, log: Logger, request: Request, name: s
   if (!tool) throw protocolError(ErrorCode.InvalidParams, `There is no tool named ${name}; tools/list names them all.`);
   try {
     const input = args && typeof args === 'object' ? (args as Record<string, unknown>) : {};
-    return success(await tool.run(ctx, input));
+    const result = await tool.run(ctx, input);
+    return success(result, tool.links?.(result));
   } catch (error) {
     const failure = failureOf(error, requestIdOf(request));
     if (failure.log && failure.log !== 'fault') log.warn(failure.log, { door: 'mcp', tool: name, error: (error as Error).message });
@@ -85,6 +88,7 @@ function mcpServer(ctx: ToolContext, log: Logger, request: Request) {
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolList }));
   server.setRequestHandler(CallToolRequestSchema, (call) => callTool(ctx, log, request, call.params.name, call.params.arguments));
   server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: resourceList }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: fileTemplates }));
   server.setRequestHandler(ReadResourceRequestSchema, (read) => readResource(ctx, read.params.uri));
   server.setRequestHandler(SubscribeRequestSchema, (subscribe) => (inboxResource(subscribe.params.uri), {}));
   server.setRequestHandler(UnsubscribeRequestSchema, (unsubscribe) => (inboxResource(unsubscribe.params.uri), {}));
