@@ -31,7 +31,6 @@ export function inboxResource(uri: string): void {
 // Small text comes inline as text, other small files as a blob (base64); anything larger is
 // named with its HTTP address, so that no model's context is filled with a file's bytes.
 export const INLINE_TEXT_BYTES = 64 * 1024;
-export const INLINE_BLOB_BYTES = 256 * 1024;
 // MCP's "resource not found".
 const RESOURCE_NOT_FOUND = -32002;
 
@@ -40,7 +39,7 @@ export const fileTemplates: ResourceTemplate[] = [
     uriTemplate: `${FILE_URI}{fileId}`,
     name: 'file',
     title: 'A file a message carries',
-    description: `A file attached to a message you can read (read_message links to each). Text up to ${INLINE_TEXT_BYTES} bytes comes inline, other files up to ${INLINE_BLOB_BYTES} bytes as a blob; larger ones are named with their HTTP address.`,
+    description: `A file attached to a message you can read (read_message links to each). Text up to ${INLINE_TEXT_BYTES} bytes comes inline, other files up to ${LIMITS.inlineFileBytes} bytes as a blob; larger ones are named with their HTTP address.`,
   },
 ];
 
@@ -53,7 +52,7 @@ async function readFile(ctx: ToolContext, uri: string): Promise<ReadResourceResu
     throw error;
   }
   const textual = isTextual(file.contentType);
-  const bytes = await smallFileBytes(ctx.sql, file, textual ? INLINE_TEXT_BYTES : INLINE_BLOB_BYTES);
+  const bytes = await smallFileBytes(ctx.sql, file, textual ? INLINE_TEXT_BYTES : LIMITS.inlineFileBytes);
   const meta = { name: file.name, size: file.size, sha256: file.sha256 };
   if (bytes && textual) return { contents: [{ uri, mimeType: file.contentType, text: bytes.toString('utf8'), _meta: meta }] };
   if (bytes) return { contents: [{ uri, mimeType: file.contentType, blob: bytes.toString('base64'), _meta: meta }] };

@@ -37,7 +37,7 @@ export type Upload = {
   contentType: string | null;
   // The Content-Length header, when one was sent: the body must be exactly that long.
   declaredLength: number | null;
-  body: AsyncIterable<Uint8Array> | null;
+  body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> | null;
   // Aborted when the client leaves.
   signal?: AbortSignal;
 };
@@ -174,6 +174,15 @@ export async function lockForAttaching(tx: Queries, rulesOf: Sql, agentId: strin
   const found = new Set(rows.map((r) => r.id));
   const absent = fileIds.find((id) => !found.has(id));
   if (absent !== undefined) throw notFound(`${NO_SUCH_FILE} (${absent})`);
+}
+
+// What a request's files are, for its idempotency fingerprint: each one's SHA-256 where it is a
+// file, so that a retry whose bytes were uploaded again (A2A's raw parts) is the same request.
+export async function filesFingerprint(sql: Sql, fileIds: string[]): Promise<string[]> {
+  const ids = fileIds.filter(isId);
+  const rows = ids.length === 0 ? [] : await sql<{ id: string; sha: string }[]>`select id, encode(sha256, 'hex') as sha from files where id = any(${ids}::uuid[])`;
+  const hashes = new Map(rows.map((r) => [r.id, r.sha]));
+  return fileIds.map((id) => hashes.get(id) ?? id);
 }
 
 // The files each message carries, as a JSON array in order, for a statement that reads messages.

@@ -19,7 +19,7 @@ import { agentSeesThread, threadNotFound } from '../threads/visibility';
 import { createThread } from '../threads/threads';
 import { sendRulesFor } from './send-rules';
 import { countTowardsLoop } from '../threads/loop-breaker';
-import { attachFiles, filesOf, lockForAttaching } from '../files/files';
+import { attachFiles, filesFingerprint, filesOf, lockForAttaching } from '../files/files';
 
 const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
 
@@ -161,7 +161,8 @@ export async function postToAgent(
   const title = oneLine(summary, body.content, LIMITS.title) || `${sender.username} to ${recipient.username}`;
   let written: PostOutcome | undefined;
   const fileIds = body.files ?? [];
-  const request = { recipient: recipient.username, threadId, content: body.content, summary: body.summary, ...(fileIds.length > 0 && { files: fileIds }) };
+  const files = fileIds.length > 0 ? { files: await filesFingerprint(sql, fileIds) } : {};
+  const request = { recipient: recipient.username, threadId, content: body.content, summary: body.summary, ...files };
   const answer = await once(sql, sender.id, idempotency, 'post_to_agent', request, async (tx) => {
     await lockForAttaching(tx, sql, sender.id, fileIds);
     const into = threadId ?? (await createThread(tx, actor, { title, participantUsernames: [recipient.username] }, sendRulesFor(sql))).id;
