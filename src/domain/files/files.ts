@@ -134,6 +134,15 @@ export async function fileInfo(sql: Sql, agent: Agent, fileId: string): Promise<
   return record(row);
 }
 
+// A file as people see it on the dashboard: any a message carries, as they see every thread.
+export async function fileForPeople(sql: Sql, fileId: string): Promise<FileRecord> {
+  if (!isId(fileId)) throw notFound('No such file.');
+  const [row] = await sql<FileRow[]>`
+    select ${columns(sql)} from files f where f.id = ${fileId} and f.state = 'ready' and exists (select 1 from message_files mf where mf.file_id = f.id)`;
+  if (!row) throw notFound('No such file.');
+  return record(row);
+}
+
 // The bytes from `start` up to `end` (exclusive) of a file the caller has been shown, read one
 // chunk at a time as the consumer asks for more. A file deleted meanwhile ends the read with an
 // error rather than with fewer bytes.
