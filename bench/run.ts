@@ -17,10 +17,10 @@ const root = new URL('..', import.meta.url).pathname;
 const started = performance.now();
 const step = (line: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
 
-// The ten-drain check, the growth check, the cost of people's rules, of keys and of presence run
-// alone, each on a fresh database of its own (bench/drains.ts, bench/scale.ts, bench/governance.ts,
-// bench/keys.ts, bench/presence.ts).
-const alone: Record<string, string> = { drains: 'bench/drains.ts', scale: 'bench/scale.ts', governance: 'bench/governance.ts', keys: 'bench/keys.ts', presence: 'bench/presence.ts' };
+// The ten-drain check, the growth check, the cost of people's rules, of keys and of presence, and
+// files in and out, run alone, each on a fresh database of its own (bench/drains.ts,
+// bench/scale.ts, bench/governance.ts, bench/keys.ts, bench/presence.ts, bench/files.ts).
+const alone: Record<string, string> = { drains: 'bench/drains.ts', scale: 'bench/scale.ts', governance: 'bench/governance.ts', keys: 'bench/keys.ts', presence: 'bench/presence.ts', files: 'bench/files.ts' };
 if (process.env.BENCH_ONLY && alone[process.env.BENCH_ONLY]) {
   process.exit(Bun.spawnSync(['bun', alone[process.env.BENCH_ONLY]!], { cwd: root, stdout: 'inherit', stderr: 'inherit' }).exitCode);
 }
