@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { pruneHistory } from '../src/domain/messages/retention';
 import { sweepFiles } from '../src/domain/files/files';
 import { eventually } from './support/receiver';
+import { eventReader } from './support/events';
 import { uniqueName, useHarness, useListening, type TestAgent } from './support/harness';
 
 // Files through the HTTP API: uploaded (streamed, chunked), attached, seen only by whom the rule
@@ -187,4 +188,25 @@ test('files go with the last message carrying them, and unattached ones after FI
   expect(left.map((f) => f.id)).toEqual([kept]);
   expect(await h.db.sql`select 1 from file_chunks where file_id in (${attached}, ${forgotten})`).toHaveLength(0);
   expect((await stored(alice))!.used).toBe(before - 'attached'.length - 'forgotten'.length);
+});
+
+test('the doorbell and the event stream say how many files a message carries, and only then', async () => {
+  const sender = await h.agent(uniqueName('sender'));
+  const hooked = await h.agent(uniqueName('hooked'), { webhookUrl: 'http://127.0.0.1:9/hook' });
+  const threadId = await h.thread(sender, [hooked]);
+  const stream = await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${hooked.key}` } }));
+  const next = eventReader(stream.body!);
+  const ids = [(await upload(sender, Buffer.from('one'))).body.data.id, (await upload(sender, Buffer.from('two'))).body.data.id];
+  const withFiles = await h.call('POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content: 'two files', files: ids } });
+  const plain = await h.post(sender, threadId, 'no files');
+  const events = [await next(), await next()];
+  expect(events.map((e) => [e.data.messageId, e.data.files])).toEqual([
+    [withFiles.body.data.id, 2],
+    [plain.id, undefined],
+  ]);
+  await stream.body!.cancel();
+  const jobs = await h.db.sql`
+    select j.payload -> 'doorbell' ->> 'files' as files from graphile_worker._private_jobs j join deliveries d on j.key = 'notify:' || d.id
+    where d.message_id in (${withFiles.body.data.id}, ${plain.id}) order by d.message_id`;
+  expect(jobs.map((j) => j.files)).toEqual(['2', '0']);
 });

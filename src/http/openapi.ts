@@ -73,6 +73,7 @@ const messageCreated = {
                     maxLength: LIMITS.webhookSummary,
                     description: "One line: the sender's summary, or the first line of the body if there is none",
                   },
+                  files: { type: 'integer' as const, minimum: 1, description: 'How many files the message carries; absent when it carries none' },
                 },
               },
             },

@@ -290,7 +290,7 @@ export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRu
       select d.id, d.webhook, i.ring_window_ms, json_build_object(
                'messageId', d.message_id, 'threadId', i.thread_id, 'threadTitle', thread.title, 'sender', i.sender,
                'summary', i.doorbell_summary, 'recipientId', r.id, 'url', r.webhook_url, 'webhookVersion', r.webhook_version,
-               'secretVersion', r.secret_version
+               'secretVersion', r.secret_version, 'files', cardinality(string_to_array(i.file_ids, ','))
              ) as doorbell
       from delivery d join input i on i.message_id = d.message_id join thread on thread.n = i.n
       join recipients r on r.n = i.n and r.id = d.recipient_id
