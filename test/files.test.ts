@@ -194,7 +194,8 @@ test('the doorbell and the event stream say how many files a message carries, an
   const sender = await h.agent(uniqueName('sender'));
   const hooked = await h.agent(uniqueName('hooked'), { webhookUrl: 'http://127.0.0.1:9/hook' });
   const threadId = await h.thread(sender, [hooked]);
-  const stream = await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${hooked.key}` } }));
+  const leaving = new AbortController();
+  const stream = await h.app.handle(new Request('http://localhost/api/events', { headers: { authorization: `Bearer ${hooked.key}` }, signal: leaving.signal }));
   const next = eventReader(stream.body!);
   const ids = [(await upload(sender, Buffer.from('one'))).body.data.id, (await upload(sender, Buffer.from('two'))).body.data.id];
   const withFiles = await h.call('POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content: 'two files', files: ids } });
@@ -204,7 +205,7 @@ test('the doorbell and the event stream say how many files a message carries, an
     [withFiles.body.data.id, 2],
     [plain.id, undefined],
   ]);
-  await stream.body!.cancel();
+  leaving.abort();
   const jobs = await h.db.sql`
     select j.payload -> 'doorbell' ->> 'files' as files from graphile_worker._private_jobs j join deliveries d on j.key = 'notify:' || d.id
     where d.message_id in (${withFiles.body.data.id}, ${plain.id}) order by d.message_id`;
