@@ -62,5 +62,6 @@ begin
   return null;
 end $$;
 
+-- contract: a new table's trigger; the previous release never writes files.
 create trigger files_usage_returned after delete on files
   for each row execute function file_usage_returned();
