@@ -4,6 +4,9 @@ import { pruneHistory } from '../src/domain/messages/retention';
 import { sweepFiles } from '../src/domain/files/files';
 import { eventually } from './support/receiver';
 import { eventReader } from './support/events';
+import { approveHeld } from '../src/domain/messages/holds';
+import { BY_CLI } from '../src/domain/people/audit';
+import { silentLogger } from '../src/log';
 import { uniqueName, useHarness, useListening, type TestAgent } from './support/harness';
 
 // Files through the HTTP API: uploaded (streamed, chunked), attached, seen only by whom the rule
@@ -210,4 +213,22 @@ test('the doorbell and the event stream say how many files a message carries, an
     select j.payload -> 'doorbell' ->> 'files' as files from graphile_worker._private_jobs j join deliveries d on j.key = 'notify:' || d.id
     where d.message_id in (${withFiles.body.data.id}, ${plain.id}) order by d.message_id`;
   expect(jobs.map((j) => j.files)).toEqual(['2', '0']);
+});
+
+test('a held message carries its files once a person approves it, and not before', async () => {
+  const [alice, bob] = await agents('alice', 'bob');
+  const threadId = await h.thread(alice, [bob]);
+  const file = (await upload(alice, Buffer.from('for approval'), { name: 'draft.txt' })).body.data;
+  await h.db.sql`update agents set holds_messages = true where username = ${alice.username}`;
+  const held = await h.call('POST', `/api/threads/${threadId}/messages`, { key: alice.key, body: { content: 'the draft', files: [file.id] } });
+  expect(held.status).toBe(202);
+  expect((await h.call('GET', `/api/files/${file.id}`, { key: bob.key })).status).toBe(404);
+  expect((await h.call('GET', `/api/files/${file.id}`, { key: alice.key })).status).toBe(200);
+  // Waiting longer than FILE_UNATTACHED_HOURS, it is not swept: its message will carry it.
+  await h.db.sql`update files set created_at = now() - interval '25 hours' where id = ${file.id}`;
+  await sweepFiles(h.db.sql, 24);
+  expect(await approveHeld(h.db.sql, silentLogger, BY_CLI, [held.body.data.id])).toMatchObject({ approved: [held.body.data.id] });
+  const [message] = (await h.call('GET', `/api/threads/${threadId}/messages`, { key: bob.key })).body.data;
+  expect(message.files).toEqual([file]);
+  expect((await h.call('GET', `/api/files/${file.id}`, { key: bob.key })).status).toBe(200);
 });
