@@ -175,6 +175,7 @@ describe('OpenAPI', () => {
         'DirectoryPage',
         'Presence',
         'Error',
+        'File',
         'Hold',
         'HoldStatus',
         'InboxEntry',
