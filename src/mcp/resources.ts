@@ -30,7 +30,7 @@ export function inboxResource(uri: string): void {
 // Each file a message carries is a resource: read_message links to it, resources/read serves it.
 // Small text comes inline as text, other small files as a blob (base64); anything larger is
 // named with its HTTP address, so that no model's context is filled with a file's bytes.
-export const INLINE_TEXT_BYTES = 64 * 1024;
+const INLINE_TEXT_BYTES = 64 * 1024;
 // MCP's "resource not found".
 const RESOURCE_NOT_FOUND = -32002;
 

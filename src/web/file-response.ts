@@ -7,11 +7,11 @@ import type { FileRecord } from '../domain/shared/schemas';
 // never to guess its type, and, should it show it anyway, to run no script and load nothing, in a
 // sandbox with an origin of its own. Served in chunks as the client reads them; a single byte range
 // is honoured (206), one past the end is 416.
-export const FILE_CSP = "default-src 'none'; sandbox";
+const FILE_CSP = "default-src 'none'; sandbox";
 
 // An ASCII name for old clients (anything else, and quotes, replaced) beside the exact UTF-8 one
 // (RFC 6266, RFC 8187).
-export function contentDisposition(name: string, disposition: 'attachment' | 'inline' = 'attachment'): string {
+function contentDisposition(name: string, disposition: 'attachment' | 'inline' = 'attachment'): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
   return `${disposition}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }
@@ -20,7 +20,7 @@ type Range = { start: number; end: number } | 'unsatisfiable' | null;
 
 // One `bytes=` range of a file `size` long, or null to send the whole file (no header, several
 // ranges, or one that does not parse: RFC 9110 lets a server ignore those).
-export function byteRange(header: string | null, size: number): Range {
+function byteRange(header: string | null, size: number): Range {
   const match = header?.match(/^bytes=(\d*)-(\d*)$/);
   if (!match || (match[1] === '' && match[2] === '')) return null;
   if (match[1] === '') {

@@ -1,7 +1,7 @@
 import { invalid } from '../shared/errors';
 import { codePoints } from '../shared/validate';
 
-export const NAME_MAX = 255;
+const NAME_MAX = 255;
 
 // A file's name is a name, never a path: no separators, no control characters (which would let a
 // name rewrite a log line or a header), not `.` or `..`, at most NAME_MAX characters. Refused

@@ -213,9 +213,6 @@ export const attachFiles = (sql: Queries, carrying: PendingQuery<Row[]>) => sql`
     update files set attached_at = now() where id in (select file_id from carried) and attached_at is null
   )`;
 
-// How many files are in a comma-joined list of ids, in SQL.
-export const fileCount = (sql: Queries, list: PendingQuery<Row[]>) => sql`cardinality(string_to_array(${list}, ','))`;
-
 const SWEEP_BATCH = 20;
 
 // The hourly sweep (sweeps.ts): files no message carries any more (their last one was deleted by
