@@ -18,9 +18,10 @@ const started = performance.now();
 const step = (line: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
 
 // The ten-drain check, the growth check, the cost of people's rules, of keys, of presence and of a
-// tool call over MCP, the service behind PgBouncer and the history's growth to 10 M run alone, each
-// on a fresh database of its own (bench/drains.ts, bench/scale.ts, bench/governance.ts,
-// bench/keys.ts, bench/presence.ts, bench/mcp.ts, bench/pooler.ts, bench/growth.ts).
+// tool call over MCP, the service behind PgBouncer, the history's growth to 10 M, and files in and
+// out run alone, each on a fresh database of its own (bench/drains.ts, bench/scale.ts,
+// bench/governance.ts, bench/keys.ts, bench/presence.ts, bench/mcp.ts, bench/pooler.ts,
+// bench/growth.ts, bench/files.ts).
 const alone: Record<string, string> = {
   drains: 'bench/drains.ts',
   scale: 'bench/scale.ts',
@@ -30,6 +31,7 @@ const alone: Record<string, string> = {
   mcp: 'bench/mcp.ts',
   pooler: 'bench/pooler.ts',
   growth: 'bench/growth.ts',
+  files: 'bench/files.ts',
 };
 if (process.env.BENCH_ONLY && alone[process.env.BENCH_ONLY]) {
   process.exit(Bun.spawnSync(['bun', alone[process.env.BENCH_ONLY]!], { cwd: root, stdout: 'inherit', stderr: 'inherit' }).exitCode);

@@ -28,6 +28,8 @@ import { receiptRoutes } from './http/receipts';
 import { searchRoutes } from './http/search';
 import { eventRoutes } from './http/events';
 import { threadRoutes } from './http/threads';
+import { fileRoutes, FILES_PATH } from './http/files';
+import { fileRules, governFiles } from './domain/files/file-rules';
 import { agentRoutes } from './http/agents';
 import { a2aRoutes } from './a2a/routes';
 import { trackPresence, type Presence } from './domain/agents/presence';
@@ -59,12 +61,13 @@ export function buildApp({ sql, reads = onPrimary(sql), replica, config, log, in
   // One count for the process, whichever door a request is held open through.
   const held = heldRequests(config.HELD_REQUESTS_PER_AGENT, presence ?? undefined);
   governSends(sql, sendRules(config), metrics.sendWatcher);
+  governFiles(sql, fileRules(config));
   return new Elysia()
     .use(requestIds())
     .use(metricsRoutes(metrics, config.METRICS_TOKEN))
     .use(errorHandling(log))
     .use(presence ? presenceSeen(presence) : new Elysia())
-    .use(bodyLimit(config.BODY_LIMIT_BYTES))
+    .use(bodyLimit(config.BODY_LIMIT_BYTES, [FILES_PATH]))
     .use(nulGuard())
     .use(authorizationServer(sql, config, oauth))
     .use(apiDocs(config.PUBLIC_URL))
@@ -72,6 +75,7 @@ export function buildApp({ sql, reads = onPrimary(sql), replica, config, log, in
     .use(healthRoutes(sql, { token: config.METRICS_TOKEN, auditor, waitingInboxRequests, replica }))
     .use(deliveryRoutes(sql, inboxSignal, agentCache, held, log))
     .use(threadRoutes(sql, agentCache, log, config))
+    .use(fileRoutes(sql, agentCache))
     .use(agentRoutes(sql, agentCache, log, searches))
     .use(searchRoutes(sql, agentCache, searches))
     .use(receiptRoutes(sql, inboxSignal, agentCache, held, log, config))

@@ -14,7 +14,7 @@ import type { EnvironmentWebhook } from './domain/people/operator-webhooks';
 // shows (written by `bun run docs:config`; a test fails while the page differs), so that the one
 // table readers see cannot drift from what is read.
 type Doc = { group: Group; meaning: string };
-export const GROUPS = ['Server', 'Database', 'Bounds on callers', 'Webhooks and the worker', 'Agent event streams', 'People and the dashboard', 'Governing agents', 'MCP and OAuth', 'History kept', 'Operations'] as const;
+export const GROUPS = ['Server', 'Database', 'Bounds on callers', 'Webhooks and the worker', 'Agent event streams', 'People and the dashboard', 'Governing agents', 'MCP and OAuth', 'Files', 'History kept', 'Operations'] as const;
 type Group = (typeof GROUPS)[number];
 const Int = (defaultValue: number, minimum: number, doc: Doc) => T.Integer({ default: defaultValue, minimum, ...doc });
 const Port = (defaultValue: number, minimum: number, doc: Doc) => T.Integer({ default: defaultValue, minimum, maximum: 65_535, ...doc });
@@ -26,6 +26,7 @@ const events = (meaning: string): Doc => ({ group: 'Agent event streams', meanin
 const people = (meaning: string): Doc => ({ group: 'People and the dashboard', meaning });
 const governing = (meaning: string): Doc => ({ group: 'Governing agents', meaning });
 const mcp = (meaning: string): Doc => ({ group: 'MCP and OAuth', meaning });
+const files = (meaning: string): Doc => ({ group: 'Files', meaning });
 const history = (meaning: string): Doc => ({ group: 'History kept', meaning });
 const operations = (meaning: string): Doc => ({ group: 'Operations', meaning });
 
@@ -219,6 +220,18 @@ export const ConfigSchema = T.Object({
   ),
   LOOP_BREAKER_WINDOW_MINUTES: Int(10, 1, governing('The window the loop breaker counts in.')),
   HOLD_EXPIRES_AFTER_HOURS: Int(168, 1, governing('A held message no person decided on is rejected this many hours after it was sent.')),
+  FILE_MAX_BYTES: Int(
+    26_214_400,
+    1,
+    files('The largest file an agent may upload (25 MiB); one byte more is refused with 413 and nothing is kept. Uploads are streamed into PostgreSQL in 256 KiB chunks, never held whole in memory.'),
+  ),
+  FILE_QUOTA_BYTES: Int(
+    1_073_741_824,
+    0,
+    files("Bytes of files one agent may keep stored at once (1 GiB); an upload past it is refused with 413 and a sentence saying how much is used. A file stops counting when it is deleted. `0`: no quota."),
+  ),
+  FILES_PER_MESSAGE: T.Integer({ default: 10, minimum: 1, maximum: 100, ...files('Files one message may carry, at most.') }),
+  FILE_UNATTACHED_HOURS: Int(24, 1, files('An uploaded file no message carries is deleted after this many hours (swept hourly).')),
   ATTEMPT_LOG_RETENTION_DAYS: Int(30, 1, history('Days of doorbell attempt log kept (pruned hourly).')),
   AUDIT_RETENTION_DAYS: Int(365, 1, history('Days the audit trail of people\'s decisions is kept (pruned hourly).')),
   DEAD_JOB_RETENTION_DAYS: Int(7, 1, history('Days queue jobs that gave up are kept.')),

@@ -1,4 +1,4 @@
-import { environmentOperatorWebhook, type Config } from './config';
+import { environmentOperatorWebhook, serviceUrl, type Config } from './config';
 import { cacheAgents, type AgentCacheListener } from './db/agent-cache';
 import type { Sql } from './db/connect';
 import { openDatabase, waitWhileBusy } from './db/database';
@@ -132,7 +132,7 @@ export async function createService(
     await waitWhileBusy(log, () => syncEnvironmentWebhook(db.sql, environmentOperatorWebhook(config)));
     if (withWorker) {
       started.worker = await waitWhileBusy(log, () =>
-        startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics, renderPush: a2aPush }),
+        startWorker({ sql: db.sql, databaseUrl: db.url, config, log, onFailed: onWorkerFailed, metrics, renderPush: (sent, push) => a2aPush(sent, push, serviceUrl(config)) }),
       );
     }
     // Presence's first beat and the loss audit's first run come last, before the port is served:

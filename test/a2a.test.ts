@@ -267,7 +267,7 @@ describe('a message and its task', () => {
       await refusal(
         client.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: 'with-data', role: 'ROLE_USER', parts: [{ data: { a: 1 } }] } })),
       ),
-    ).toEqual(['CONTENT_TYPE_NOT_SUPPORTED', 'Only text parts are carried: this message has a data part. Send its text, or a link to the file in the text.']);
+    ).toEqual(['CONTENT_TYPE_NOT_SUPPORTED', 'A data part cannot be carried: send text, and files as url or raw parts.']);
     expect(await refusal(client.sendMessage(message('follow-up', { taskId: summarised.id })))).toEqual([
       'UNSUPPORTED_OPERATION',
       'Each message is a task of its own here, complete once it is answered: to follow up, send a new message with the same contextId and no taskId.',

@@ -714,6 +714,7 @@ describe('thread view', () => {
           { deliveryId: expect.any(String), recipient: 'bob', step: 'accepted', failedStep: null, stalled: false, retrying: false },
           { deliveryId: expect.any(String), recipient: 'carol', step: 'accepted', failedStep: null, stalled: false, retrying: false },
         ],
+        files: [],
       },
     ]);
     const older = await as('GET', `/threads/${id}/messages?after=${res.body.data.next}`);

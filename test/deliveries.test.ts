@@ -31,6 +31,7 @@ describe('inbox', () => {
         summary: 'line one',
         receivedAt: (d1!.created_at as Date).toISOString(),
         alreadyRead: false,
+        files: [],
       },
       expect.objectContaining({ messageId: res2.body.data.id, summary: 'long one', alreadyRead: false }),
     ]);

@@ -20,7 +20,7 @@ async function openStream(backlogBytes: number) {
   const log = createLogger('info', (line) => lines.push(JSON.parse(line)));
   const agent = { id: randomUUID(), username: 'stream-reader' };
   const request = new Request('http://localhost/mcp', { headers: { accept: 'text/event-stream' } });
-  const ctx = { sql: h.db.sql, searches: searchGate(onPrimary(h.db.sql), searchBounds(h.config)), held: heldRequests(h.config.HELD_REQUESTS_PER_AGENT), log, inboxSignal: h.inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: 60_000, stalledAfterMs: 60_000 };
+  const ctx = { sql: h.db.sql, searches: searchGate(onPrimary(h.db.sql), searchBounds(h.config)), held: heldRequests(h.config.HELD_REQUESTS_PER_AGENT), log, inboxSignal: h.inboxSignal, agent, abort: request.signal, idempotencyRetentionMs: 60_000, stalledAfterMs: 60_000, baseUrl: 'http://localhost' };
   let changed = () => {};
   let end = () => {};
   let unwatched = 0;

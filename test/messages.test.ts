@@ -162,6 +162,7 @@ describe('post a message', () => {
       webhookVersion: hooked!.version,
       // Never rotated: the secrets' version is empty.
       secretVersion: '',
+      files: 0,
     };
     expect(jobs.map((j) => ({ ...j }))).toEqual([
       { task_identifier: 'notify', payload: { deliveryId: deliveries[0]!.id, doorbell }, key: `notify:${deliveries[0]!.id}`, max_attempts: 5 },
@@ -250,6 +251,7 @@ describe('list messages', () => {
       content: 'm3',
       summary: null,
       createdAt: expect.stringMatching(/Z$/),
+      files: [],
     });
   });
 

@@ -21,6 +21,7 @@ let threadId: string;
 let deliveryId: string;
 let messageId: string;
 let keyId: string;
+let fileId: string;
 // A key of the opener's that expired at the time the document's example names.
 let expired: string;
 
@@ -46,6 +47,8 @@ async function openStream(path: string, opts: { key: string; headers?: Record<st
 const pathOf = (template: string, id?: string) =>
   template
     .replace(/^\/api\/messages\/search$/, '/api/messages/search?q=first')
+    .replace(/^\/api\/files$/, '/api/files?name=contract.txt')
+    .replace('{fileId}', id ?? fileId)
     .replace('{threadId}', id ?? threadId)
     .replace('{deliveryId}', id ?? deliveryId)
     .replace('{messageId}', id ?? messageId)
@@ -58,7 +61,9 @@ beforeAll(async () => {
   member = await h.agent(uniqueName('member'));
   stranger = await h.agent(uniqueName('stranger'));
   threadId = await h.thread(opener, [member]);
-  messageId = (await h.post(opener, threadId, 'first')).id;
+  const uploaded = await h.call('POST', '/api/files?name=first.txt', { key: opener.key, raw: 'first file', headers: { 'content-type': 'text/plain' } });
+  fileId = uploaded.body.data.id;
+  messageId = (await h.call('POST', `/api/threads/${threadId}/messages`, { key: opener.key, body: { content: 'first', files: [fileId] } })).body.data.id;
   const inbox = await h.call('GET', '/api/deliveries', { key: member.key });
   deliveryId = inbox.body.data[0].deliveryId;
   const spare = await h.call('POST', '/api/agents/me/keys', { key: opener.key, body: { name: 'spare' } });
@@ -93,6 +98,12 @@ test('every operation answers its documented success', async () => {
   expect((await call('PUT', '/api/agents/me/profile', { key: member.key, body: { displayName: 'Member', tags: ['contract'] } })).status).toBe(200);
   expect((await call('GET', '/api/agents/me/profile', { key: member.key })).status).toBe(200);
   expect((await call('GET', '/api/agents?q=member&tag=contract&limit=1', { key: opener.key })).status).toBe(200);
+  expect((await call('POST', '/api/files?name=notes.txt', { key: member.key, raw: 'notes', headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+  expect((await call('GET', `/api/files/${fileId}`, { key: member.key })).status).toBe(200);
+  const content = `/api/files/${fileId}/content`;
+  expect((await call('GET', content, { key: member.key })).body).toBe('first file');
+  expect((await call('GET', content, { key: member.key, headers: { range: 'bytes=6-' } })).body).toBe('file');
+  expect((await call('GET', content, { key: member.key, headers: { range: 'bytes=99-' } })).status).toBe(416);
 });
 
 test('every operation answers its own refusals as documented', async () => {
@@ -147,6 +158,24 @@ test('every operation answers its own refusals as documented', async () => {
     expect(await statusOf('GET', `/api/messages/search?${query}`, { key: member.key })).toBe(400);
   }
   expect(await statusOf('GET', `/api/messages/search?q=first&threadId=${threadId}`, { key: stranger.key })).toBe(404);
+  for (const template of ['/api/files/{fileId}', '/api/files/{fileId}/content']) {
+    expect(await statusOf('GET', pathOf(template), { key: stranger.key })).toBe(404);
+  }
+  for (const [path, raw, type] of [
+    ['/api/files', 'x', 'text/plain'],
+    ['/api/files?name=docs/report.pdf', 'x', 'application/pdf'],
+    ['/api/files?name=empty.txt', '', 'text/plain'],
+    ['/api/files?name=dot.png', 'not a png', 'image/png'],
+  ]) {
+    expect(await statusOf('POST', path!, { key: stranger.key, raw, headers: { 'content-type': type! } })).toBe(400);
+  }
+  // A body shorter than its Content-Length says.
+  const short = await h.app.handle(
+    new Request('http://localhost/api/files?name=short.txt', { method: 'POST', headers: { authorization: `Bearer ${stranger.key}`, 'content-length': '4' }, body: 'abc' }),
+  );
+  const shortReply = { status: short.status, body: await short.json(), headers: short.headers };
+  v.check('POST', '/api/files', shortReply);
+  expect(shortReply.status).toBe(400);
   for (const body of [{}, { name: 'x'.repeat(65) }, { name: 'x', expiresAt: 'tomorrow' }, { name: 'x', expiresAt: '2020-01-01T00:00:00Z' }]) {
     expect(await statusOf('POST', '/api/agents/me/keys', { key: stranger.key, body })).toBe(400);
   }
@@ -194,7 +223,7 @@ test('every operation answers its own refusals as documented', async () => {
 
 test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or oversized body', async () => {
   const unknown = `agt_${'A'.repeat(43)}`;
-  for (const { template, method } of v.operations) {
+  for (const { template, method, operation } of v.operations) {
     const path = pathOf(template);
     expect((await call(method, path)).status).toBe(401);
     expect((await call(method, path, { headers: { authorization: 'Basic b3BlbmVyOnNlY3JldA==' } })).status).toBe(401);
@@ -204,8 +233,10 @@ test('every route refuses bad keys, a NUL in the URL, and (POST) a malformed or 
     const withNul = template.includes('{') ? pathOf(template, '%00') : `${template}?limit=%00`;
     expect((await call(method, withNul, { key: opener.key })).status).toBe(400);
     if (method === 'GET') continue;
-    expect((await call(method, path, { key: opener.key, raw: '{"content": ' })).status).toBe(400);
-    expect((await call(method, path, { key: opener.key, raw: 'x'.repeat(h.config.BODY_LIMIT_BYTES + 1) })).status).toBe(413);
+    // An upload's body is bytes, not JSON, under a limit of its own.
+    const bytes = operation.requestBody?.content['*/*'] !== undefined;
+    if (!bytes) expect((await call(method, path, { key: opener.key, raw: '{"content": ' })).status).toBe(400);
+    expect((await call(method, path, { key: opener.key, raw: 'x'.repeat((bytes ? h.config.FILE_MAX_BYTES : h.config.BODY_LIMIT_BYTES) + 1) })).status).toBe(413);
   }
 });
 
@@ -324,6 +355,7 @@ test('every route answers 500 in the envelope when a query fails unexpectedly', 
   await h.db.sql`alter table agent_contacts rename to agent_contacts_gone`;
   await h.db.sql`alter table agent_keys rename to agent_keys_gone`;
   await h.db.sql`alter table agent_profiles rename to agent_profiles_gone`;
+  await h.db.sql`alter table files rename to files_gone`;
   for (const { template, method } of v.operations) {
     const body = method === 'POST' || method === 'PUT' ? { title: 'x', content: 'x', username: member.username, name: 'x' } : undefined;
     expect((await call(method, pathOf(template), { key: member.key, body })).status).toBe(500);
@@ -340,6 +372,9 @@ test('the document publishes no operation this file does not drive', () => {
       'acknowledgeDelivery',
       'addParticipant',
       'createKey',
+      'downloadFile',
+      'getFile',
+      'uploadFile',
       'listKeys',
       'revokeKey',
       'findAgents',

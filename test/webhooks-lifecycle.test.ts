@@ -130,10 +130,10 @@ describe('re-publish sweep', () => {
   test('the sweep is registered in the crontab, every 15 minutes by default, beside the hourly sweeps and the minutely endpoint health', async () => {
     const known = await eventually(async () => {
       const rows = await h.db.sql<{ identifier: string }[]>`select identifier from graphile_worker._private_known_crontabs order by identifier`;
-      return rows.length > 8 ? rows.map((r) => r.identifier) : null;
+      return rows.length > 9 ? rows.map((r) => r.identifier) : null;
     });
     expect(known).toEqual([
-      'endpoint_health', 'expire_holds', 'hold_notices', 'index_messages', 'prune_history', 'prune_operator_notices', 'republish', 'sweep_idempotency_keys', 'sweep_sign_ins',
+      'endpoint_health', 'expire_holds', 'hold_notices', 'index_messages', 'prune_history', 'prune_operator_notices', 'republish', 'sweep_files', 'sweep_idempotency_keys', 'sweep_sign_ins',
     ]);
     expect(h.config.REPUBLISH_CRON).toBe('*/15 * * * *');
   });

@@ -23,7 +23,7 @@ test('the OpenAPI document describes the message.created doorbell: payload, ever
   expect(doorbell.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/MessageCreatedEvent' });
   const schema = res.body.components.schemas.MessageCreatedEvent;
   expect(schema.required).toEqual(['event', 'data']);
-  expect(Object.keys(schema.properties.data.properties)).toEqual(['deliveryId', 'messageId', 'threadId', 'threadTitle', 'sender', 'summary']);
+  expect(Object.keys(schema.properties.data.properties)).toEqual(['deliveryId', 'messageId', 'threadId', 'threadTitle', 'sender', 'summary', 'files']);
   expect(schema.properties.data.properties.summary.maxLength).toBe(120);
   expect(Object.keys(doorbell.responses).sort()).toEqual(['2XX', '401', 'default']);
 });

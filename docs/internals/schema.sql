@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 034_presence_directory,
+-- The schema that the migrations in sql/ build, 001_core to 035_files,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -188,6 +188,17 @@ begin
     using errcode = 'check_violation';
 end
 $function$;
+
+CREATE OR REPLACE FUNCTION public.file_usage_returned()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if old.state = 'ready' then
+    update file_usage set bytes = bytes - old.size where agent_id = old.uploader_id;
+  end if;
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.index_new_messages()
  RETURNS trigger
@@ -629,6 +640,42 @@ CREATE INDEX endpoint_test_events_agent_idx ON public.endpoint_test_events USING
 CREATE UNIQUE INDEX endpoint_test_events_one_pending_idx ON public.endpoint_test_events USING btree (agent_id) WHERE (attempted_at IS NULL);
 CREATE TRIGGER endpoint_test_events_changed AFTER INSERT OR UPDATE OF attempted_at ON public.endpoint_test_events FOR EACH ROW EXECUTE FUNCTION public.notify_test_event();
 
+CREATE TABLE public.file_chunks (
+    file_id uuid NOT NULL,
+    n integer NOT NULL,
+    data bytea NOT NULL,
+    CONSTRAINT file_chunks_file_id_fkey FOREIGN KEY (file_id) REFERENCES public.files(id) ON DELETE CASCADE,
+    CONSTRAINT file_chunks_n_check CHECK ((n >= 0)),
+    CONSTRAINT file_chunks_pkey PRIMARY KEY (file_id, n)
+);
+
+CREATE TABLE public.file_usage (
+    agent_id uuid NOT NULL,
+    bytes bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT file_usage_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE,
+    CONSTRAINT file_usage_bytes_check CHECK ((bytes >= 0)),
+    CONSTRAINT file_usage_pkey PRIMARY KEY (agent_id)
+);
+
+CREATE TABLE public.files (
+    id uuid DEFAULT public.uuid_v7() NOT NULL,
+    uploader_id uuid NOT NULL,
+    name text NOT NULL,
+    content_type text NOT NULL,
+    size bigint DEFAULT 0 NOT NULL,
+    sha256 bytea,
+    state text DEFAULT 'pending'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    attached_at timestamp with time zone,
+    CONSTRAINT files_check CHECK (((state = 'ready'::text) = (sha256 IS NOT NULL))),
+    CONSTRAINT files_pkey PRIMARY KEY (id),
+    CONSTRAINT files_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'ready'::text]))),
+    CONSTRAINT files_uploader_id_fkey FOREIGN KEY (uploader_id) REFERENCES public.agents(id) ON DELETE CASCADE
+);
+CREATE INDEX files_unattached_idx ON public.files USING btree (created_at) WHERE (attached_at IS NULL);
+CREATE INDEX files_uploader_idx ON public.files USING btree (uploader_id, id);
+CREATE TRIGGER files_usage_returned AFTER DELETE ON public.files FOR EACH ROW EXECUTE FUNCTION public.file_usage_returned();
+
 CREATE TABLE public.held_messages (
     id uuid NOT NULL,
     thread_id uuid NOT NULL,
@@ -645,6 +692,7 @@ CREATE TABLE public.held_messages (
     decided_by_name text,
     rejection_reason text,
     noticed_at timestamp with time zone,
+    file_ids uuid[],
     CONSTRAINT held_messages_check CHECK (((state = 'held'::text) = (decided_at IS NULL))),
     CONSTRAINT held_messages_check1 CHECK (((state = 'rejected'::text) = (rejection_reason IS NOT NULL))),
     CONSTRAINT held_messages_decided_by_fkey FOREIGN KEY (decided_by) REFERENCES public.people(id) ON DELETE SET NULL,
@@ -693,6 +741,17 @@ CREATE TABLE public.idempotency_keys (
     CONSTRAINT idempotency_keys_pkey PRIMARY KEY (agent_id, operation, key)
 );
 CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree (created_at);
+
+CREATE TABLE public.message_files (
+    message_id uuid NOT NULL,
+    file_id uuid NOT NULL,
+    thread_id uuid NOT NULL,
+    "position" smallint NOT NULL,
+    CONSTRAINT message_files_file_id_fkey FOREIGN KEY (file_id) REFERENCES public.files(id),
+    CONSTRAINT message_files_message_id_fkey FOREIGN KEY (message_id) REFERENCES public.messages(id) ON DELETE CASCADE,
+    CONSTRAINT message_files_pkey PRIMARY KEY (message_id, file_id)
+);
+CREATE INDEX message_files_file_idx ON public.message_files USING btree (file_id, thread_id);
 
 CREATE TABLE public.message_search (
     message_id uuid NOT NULL,

@@ -172,6 +172,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file
+         * @description The request body is the file's bytes, streamed (any length up to `FILE_MAX_BYTES`, 25 MiB by default; with or without Content-Length, which must then be exact). `Content-Type` is the file's type (application/octet-stream when none is sent; a form encoding is refused); a PNG, JPEG, GIF, PDF or ZIP must start as one does. Answers the file's id, size and SHA-256: attach it to a message with `files` on POST /api/threads/{threadId}/messages. Until a message carries it only you see it, and it is deleted after `FILE_UNATTACHED_HOURS` (24) if none does. Your stored files count against `FILE_QUOTA_BYTES` (1 GiB); an upload past it is 413 with a sentence saying how much is used. Nothing of a refused or interrupted upload is kept.
+         */
+        post: operations["uploadFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/files/{fileId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file's record
+         * @description Its name, type, size and SHA-256. A file is seen by its uploader until a message carries it, then by the participants of the threads its messages are in; to anyone else it is 404.
+         */
+        get: operations["getFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/files/{fileId}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file's bytes
+         * @description The bytes, streamed, with the declared `Content-Type`, `Content-Disposition: attachment` (the name in ASCII and in UTF-8), `X-Content-Type-Options: nosniff`, `Content-Security-Policy: default-src 'none'; sandbox` and the SHA-256 as `ETag`. One byte range (`Range: bytes=0-1023`) is answered 206; one starting past the end, 416. Who may read it: as GET /api/files/{fileId}.
+         */
+        get: operations["downloadFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents": {
         parameters: {
             query?: never;
@@ -331,7 +391,7 @@ export interface paths {
          * Event stream
          * @description The calling agent's events as they happen, as server-sent events (`text/event-stream`), over one held connection: for an agent with no address a webhook could reach. Each event has an `id` that orders the agent's events, an `event` type and JSON `data`:
          *
-         *     - `message.created`: a message was accepted for the agent. `data` is exactly the webhook doorbell's `data` (deliveryId, messageId, threadId, threadTitle, sender, summary), so one handler serves both.
+         *     - `message.created`: a message was accepted for the agent. `data` is exactly the webhook doorbell's `data` (deliveryId, messageId, threadId, threadTitle, sender, summary, and files, how many, when the message carries any), so one handler serves both.
          *     - `delivery.delivered` and `delivery.fetched`: a message the agent sent was reported delivered, or read, by one recipient (the first time only). `data`: deliveryId, messageId, threadId, recipient (username) and at (when).
          *
          *     Unknown event types will be added: ignore them. Threads the agent no longer sees (removed, closed) send nothing more. Receiving an event records nothing: read the message with read_message, report and acknowledge as always.
@@ -388,6 +448,34 @@ export interface components {
             /** @description Present on a refusal people configured, for programs to branch on: `contact_policy` (403: the agent named accepts threads only from its contacts, or only from people), `blocked` (403: it has you on its block list), `quota_exceeded` (429: your send quota; wait Retry-After seconds). More codes may be added; treat an unknown one as its status alone. */
             code?: "contact_policy" | "blocked" | "quota_exceeded";
         };
+        /** File */
+        File: {
+            /**
+             * @description File id: what a message attaches
+             * @example 01a1ff80-d963-77fb-8efa-675ab5c7dfaa
+             */
+            id: string;
+            /**
+             * @description The name the uploader gave (no folders, no control characters)
+             * @example report.pdf
+             */
+            name: string;
+            /**
+             * @description The type the uploader declared, checked against the bytes for PNG, JPEG, GIF, PDF and ZIP
+             * @example application/pdf
+             */
+            contentType: string;
+            /**
+             * @description Bytes
+             * @example 48213
+             */
+            size: number;
+            /**
+             * @description SHA-256 of the bytes, in hex
+             * @example 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+             */
+            sha256: string;
+        };
         /** InboxEntry */
         InboxEntry: {
             /**
@@ -419,6 +507,8 @@ export interface components {
             receivedAt: string;
             /** @description Whether this agent has read the message */
             alreadyRead: boolean;
+            /** @description The files the message carries */
+            files: components["schemas"]["File"][];
         };
         /** DeliveredReport */
         DeliveredReport: {
@@ -505,6 +595,8 @@ export interface components {
              * @example 2026-11-21T19:04:32.123Z
              */
             createdAt: string;
+            /** @description The files the message carries, in the order the sender gave; download each from GET /api/files/{fileId}/content */
+            files: components["schemas"]["File"][];
         };
         /** NewMessage */
         NewMessage: {
@@ -515,6 +607,13 @@ export interface components {
              * @example Draft ready
              */
             summary?: string;
+            /**
+             * @description Ids of files to attach (POST /api/files uploads one), in the order shown, each once; at most FILES_PER_MESSAGE (10 by default). Each must be one you uploaded and have not attached yet, or one a message in a thread you take part in carries.
+             * @example [
+             *       "01a1ff80-d963-77fb-8efa-675ab5c7dfab"
+             *     ]
+             */
+            files?: string[];
         };
         /**
          * Hold
@@ -882,6 +981,8 @@ export interface components {
                 sender: string;
                 /** @description One line: the sender's summary, or the first line of the body if there is none */
                 summary: string;
+                /** @description How many files the message carries; absent when it carries none */
+                files?: number;
             };
         };
     };
@@ -1047,7 +1148,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1139,7 +1240,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1307,7 +1408,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1506,7 +1607,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1608,7 +1709,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1803,7 +1904,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1823,6 +1924,309 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    uploadFile: {
+        parameters: {
+            query?: {
+                name?: string;
+            };
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+                "*/*": string;
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["File"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                fileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["File"];
+                    };
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record, or it is not visible to the caller. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    downloadFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description One byte range, such as `bytes=0-1023`, `bytes=1024-` or `bytes=-500`; several ranges are answered with the whole file. */
+                Range?: string;
+                /** @description Names the request in the service's log lines; a 500 quotes it. A client may send its own (printable, no spaces, at most 128 characters); anything else is replaced by a generated id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                fileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes, with its declared Content-Type. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="<the name in ASCII>"; filename*=UTF-8''<the name, percent-encoded>` */
+                    "Content-Disposition": string;
+                    /** @description `nosniff` */
+                    "X-Content-Type-Options": string;
+                    /** @description `default-src 'none'; sandbox`: nothing in the file runs or loads, should a browser show it */
+                    "Content-Security-Policy": string;
+                    /** @description `same-origin` */
+                    "Cross-Origin-Resource-Policy": string;
+                    /** @description `private, no-cache` */
+                    "Cache-Control": string;
+                    /** @description The SHA-256 of the whole file, in hex, quoted */
+                    ETag: string;
+                    /** @description `bytes` */
+                    "Accept-Ranges": string;
+                    /** @description Bytes in this answer */
+                    "Content-Length": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description The range asked for (one `Range: bytes=` range). */
+            206: {
+                headers: {
+                    /** @description `attachment; filename="<the name in ASCII>"; filename*=UTF-8''<the name, percent-encoded>` */
+                    "Content-Disposition": string;
+                    /** @description `nosniff` */
+                    "X-Content-Type-Options": string;
+                    /** @description `default-src 'none'; sandbox`: nothing in the file runs or loads, should a browser show it */
+                    "Content-Security-Policy": string;
+                    /** @description `same-origin` */
+                    "Cross-Origin-Resource-Policy": string;
+                    /** @description `private, no-cache` */
+                    "Cache-Control": string;
+                    /** @description The SHA-256 of the whole file, in hex, quoted */
+                    ETag: string;
+                    /** @description `bytes` */
+                    "Accept-Ranges": string;
+                    /** @description Bytes in this answer */
+                    "Content-Length": string;
+                    /** @description `bytes <first>-<last>/<size>` */
+                    "Content-Range": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description The request is invalid; the sentence names the field and the rule. Nothing was changed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The agent key is missing, malformed, unknown, revoked or expired, or its agent is archived. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["BearerChallenge"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record, or it is not visible to the caller. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The range starts past the end of the file. */
+            416: {
+                headers: {
+                    /** @description `bytes *\/<size>` */
+                    "Content-Range": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description An unexpected fault, logged by the service. Nothing about the request will fix it. */
             500: {
@@ -2054,7 +2458,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2288,7 +2692,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2390,7 +2794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed. */
+            /** @description The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader's storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -34,6 +34,8 @@ import { checkPushConfig, noSuchConfig, pushConfigs, removePushConfig, savePushC
 import type { WebhookUrlPolicy } from '../domain/agents/webhook-url';
 import { checkIdempotencyKey } from '../domain/messages/idempotency';
 import { postToAgent } from '../domain/messages/messages';
+import { uploadFile } from '../domain/files/files';
+import { LIMITS } from '../domain/shared/limits';
 import { DomainError } from '../domain/shared/errors';
 import type { Logger } from '../log';
 import { failureOf } from '../web/failure';
@@ -62,6 +64,8 @@ export type A2AContext = {
   sendWaitMs: number;
   // What push-notification URLs may be (the webhook rules).
   webhookPolicy: WebhookUrlPolicy;
+  // Where clients reach the service's HTTP API: files are named by their address there.
+  baseUrl: string;
 };
 
 // A page of tasks holds at most this many (A2A's own bound on pageSize).
@@ -86,7 +90,7 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
     const sent = await sentDelivery(sql, caller, recipient, id, { stalledAfterMs: ctx.stalledAfterMs, readAnswer: read.readAnswer }).catch(
       notFoundAs(id),
     );
-    return toTask(sent, read.historyLength);
+    return toTask(sent, read.historyLength, ctx.baseUrl);
   };
 
   // Sends the message; answers its task as it is once sent, or, `held`, once it ends or the wait does.
@@ -106,13 +110,14 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
     // before anything is sent: a refusal sends nothing.
     const release = held ? ctx.holdRequest() : () => {};
     try {
+      const { content, files } = await contentOf(ctx, message);
       const posted = await postToAgent(
         sql,
         ctx.log,
         caller,
         recipient,
         message.contextId || null,
-        { content: textOf(message), ...summaryOf(message) },
+        { content, ...(files.length > 0 && { files }), ...summaryOf(message) },
         { key, retentionMs: ctx.idempotencyRetentionMs, name: 'messageId' },
       );
       const historyLength = params.configuration?.historyLength;
@@ -136,7 +141,7 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       changed: ctx.credentialChanged,
     });
     for await (const sent of changes) {
-      if (ENDS_A_WAIT.has(taskState(sent))) return toTask(sent, historyLength);
+      if (ENDS_A_WAIT.has(taskState(sent))) return toTask(sent, historyLength, ctx.baseUrl);
     }
     return taskOf(deliveryId, { historyLength, readAnswer: true });
   };
@@ -157,7 +162,7 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       changed: ctx.credentialChanged,
     });
     for await (const sent of changes) {
-      const next = toTask(sent, 0);
+      const next = toTask(sent, 0, ctx.baseUrl);
       const seen = JSON.stringify(next.status);
       if (seen === last) continue;
       last = seen;
@@ -202,7 +207,7 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
           throw error;
         });
         return {
-          tasks: page.items.map((sent) => toTask(sent, params.historyLength ?? 0)),
+          tasks: page.items.map((sent) => toTask(sent, params.historyLength ?? 0, ctx.baseUrl)),
           nextPageToken: page.next ?? '',
           pageSize,
           totalSize: page.total,
@@ -272,19 +277,48 @@ const isFinal = (task: Task) => task.status?.state === TaskState.TASK_STATE_COMP
 // included: A2A asks it to, though the message may still be read from the inbox.
 const ENDS_A_WAIT = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED]);
 
-// A message's text parts are its content, one after another; anything else cannot be carried. (A
-// part without content never gets here: params.ts refuses it.)
-function textOf(message: Message): string {
+// A message's text parts are its content, one after another; its file parts are files it carries:
+// one by `url` names a file uploaded here (its download address, or ams://files/<id>), one by `raw`
+// bytes (at most LIMITS.inlineFileBytes) is uploaded as the caller's, in the order given. A message
+// of files alone reads as their names. Structured data cannot be carried. (A part without content
+// never gets here: params.ts refuses it.)
+async function contentOf(ctx: A2AContext, message: Message): Promise<{ content: string; files: string[] }> {
   const texts: string[] = [];
+  const files: { id: string; name: string }[] = [];
   for (const part of message.parts) {
-    if (part.content?.$case !== 'text') {
-      throw new ContentTypeNotSupportedError(
-        `Only text parts are carried: this message has a ${part.content?.$case} part. Send its text, or a link to the file in the text.`,
-      );
+    const content = part.content;
+    if (content?.$case === 'text') texts.push(content.value);
+    else if (content?.$case === 'url') files.push({ id: fileIdOf(ctx, content.value), name: part.filename || content.value });
+    else if (content?.$case === 'raw') {
+      if (content.value.byteLength > LIMITS.inlineFileBytes) {
+        throw new RequestMalformedError(
+          `A raw file part may hold at most ${LIMITS.inlineFileBytes} bytes; upload a larger file with POST ${ctx.baseUrl}/api/files and send its address as a url part.`,
+        );
+      }
+      const body = [new Uint8Array(content.value)];
+      const declaredLength = content.value.byteLength;
+      const file = await uploadFile(ctx.sql, ctx.caller, { name: part.filename || 'file', contentType: part.mediaType || null, declaredLength, body });
+      files.push({ id: file.id, name: file.name });
+    } else {
+      throw new ContentTypeNotSupportedError(`A ${content?.$case} part cannot be carried: send text, and files as url or raw parts.`);
     }
-    texts.push(part.content.value);
   }
-  return texts.join('\n\n');
+  return { content: texts.length > 0 ? texts.join('\n\n') : files.map((f) => f.name).join(', '), files: files.map((f) => f.id) };
+}
+
+const FILE_ADDRESS = /^\/api\/files\/([^/]+)\/content$/;
+
+// The id of a file named by its address here; any other URL is refused, since this service
+// fetches nothing on a caller's word.
+function fileIdOf(ctx: A2AContext, url: string): string {
+  if (url.startsWith('ams://files/')) return url.slice('ams://files/'.length);
+  if (url.startsWith(`${ctx.baseUrl}/`)) {
+    const id = FILE_ADDRESS.exec(url.slice(ctx.baseUrl.length))?.[1];
+    if (id) return id;
+  }
+  throw new ContentTypeNotSupportedError(
+    `A url part must name a file uploaded here (${ctx.baseUrl}/api/files/<id>/content, or ams://files/<id>); upload it with POST ${ctx.baseUrl}/api/files first, or send its bytes as a raw part.`,
+  );
 }
 
 // The contract's summary, which a long message needs, travels in the message's metadata.

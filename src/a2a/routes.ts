@@ -115,6 +115,7 @@ export const a2aRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: AgentC
           // Nobody waits for a notification's answer.
           sendWaitMs: notification ? 0 : config.A2A_SEND_WAIT_MS,
           webhookPolicy: webhookUrlPolicy(config),
+          baseUrl: config.PUBLIC_URL?.replace(/\/+$/, '') ?? new URL(request.url).origin,
         });
         // A notification's stream is not opened: its message is sent, as SendMessage sends it.
         const asked = notification && rpc.method === 'SendStreamingMessage' ? { ...rpc, method: 'SendMessage' } : rpc;

@@ -1,6 +1,6 @@
 import { Role, TaskState, type Message, type Part, type Task, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import type { SentDelivery, SentFilter } from '../domain/deliveries/sent-deliveries';
-import type { MessageRecord } from '../domain/shared/schemas';
+import type { FileRecord, MessageRecord } from '../domain/shared/schemas';
 import type { HoldStatus } from '../domain/messages/holds';
 
 // How a delivery reads in A2A's terms (docs/reference/a2a.md): the task is the delivery of the caller's
@@ -39,15 +39,24 @@ export function stateFilter(state: TaskState): Pick<SentFilter, 'steps' | 'answe
 
 const textPart = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
 
+// A file a message carries, by its download address (`origin`: where clients reach this service);
+// its id, size and hash in the part's metadata.
+const filePart = (file: FileRecord, origin: string): Part => ({
+  content: { $case: 'url', value: `${origin}/api/files/${file.id}/content` },
+  metadata: { fileId: file.id, size: file.size, sha256: file.sha256 },
+  filename: file.name,
+  mediaType: file.contentType,
+});
+
 // `messageId` is the id the client gave its message, where it gave one, so that it finds its own
 // message in the history; the service's id for it is the task's `metadata.messageId`.
-function a2aMessage(message: MessageRecord, messageId: string, role: Role, taskId: string): Message {
+function a2aMessage(message: MessageRecord, messageId: string, role: Role, taskId: string, origin: string): Message {
   return {
     messageId,
     contextId: message.threadId,
     taskId,
     role,
-    parts: [textPart(message.content)],
+    parts: [textPart(message.content), ...message.files.map((file) => filePart(file, origin))],
     metadata: { sender: message.sender, createdAt: message.createdAt, ...(message.summary ? { summary: message.summary } : {}) },
     extensions: [],
     referenceTaskIds: [],
@@ -82,10 +91,11 @@ function statusText(sent: SentDelivery): string {
 }
 
 // The task of one delivery. `historyLength` as A2A defines it: none given, the whole history (the
-// message and, once there, its answer); 0, none; n, the newest n.
-export function toTask(sent: SentDelivery, historyLength?: number): Task {
-  const asked = a2aMessage(sent.message, sent.a2aMessageId ?? sent.message.id, Role.ROLE_USER, sent.id);
-  const answer = sent.answer?.message ? a2aMessage(sent.answer.message, sent.answer.message.id, Role.ROLE_AGENT, sent.id) : undefined;
+// message and, once there, its answer); 0, none; n, the newest n. Files are named by their
+// address at `origin`.
+export function toTask(sent: SentDelivery, historyLength: number | undefined, origin: string): Task {
+  const asked = a2aMessage(sent.message, sent.a2aMessageId ?? sent.message.id, Role.ROLE_USER, sent.id, origin);
+  const answer = sent.answer?.message ? a2aMessage(sent.answer.message, sent.answer.message.id, Role.ROLE_AGENT, sent.id, origin) : undefined;
   const history = answer ? [asked, answer] : [asked];
   const text: Message = {
     messageId: `${sent.id}-status`,

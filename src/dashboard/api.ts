@@ -28,6 +28,8 @@ import { addOperatorWebhook, listOperatorWebhooks, removeOperatorWebhook, sendTe
 import { searchingIf, type SearchGate } from '../domain/shared/search-gate';
 import { resumeThread, setThreadHolds } from '../domain/threads/thread-holds';
 import { listThreadsPage, threadFilter, threadForPeople, threadMessages } from '../domain/threads/thread-overview';
+import { fileForPeople } from '../domain/files/files';
+import { fileResponse } from '../web/file-response';
 import { addParticipant, confirmClose, declineClose, removeParticipant } from '../domain/threads/threads';
 import { contactPolicy, removeContact, setContact, setContactPolicy } from '../domain/agents/contact-policy';
 import { createKey, keysOf, revokeKey } from '../domain/agents/agent-keys';
@@ -273,6 +275,9 @@ export const dashboardApi = ({ sql, reads, config, log, metrics, searches, agent
       { person: true },
     )
     .get('/threads/:threadId', async ({ params }) => ok(await threadForPeople(sql, params.threadId, config)), { person: true })
+    // Served as the agent API serves it (web/file-response.ts): saved, never run, in a sandbox of
+    // its own; the thread page previews images from here.
+    .get('/files/:fileId/content', async ({ params, request }) => fileResponse(sql, await fileForPeople(sql, params.fileId), request), { person: true })
     .put(
       '/threads/:threadId/holds',
       async ({ params, body, person }) => ok(await setThreadHolds(sql, byPerson(person), params.threadId, bodyField(body, 'holds'))),

@@ -175,7 +175,7 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
         description: [
           "The calling agent's events as they happen, as server-sent events (`text/event-stream`), over one held connection: for an agent with no address a webhook could reach. Each event has an `id` that orders the agent's events, an `event` type and JSON `data`:",
           '',
-          '- `message.created`: a message was accepted for the agent. `data` is exactly the webhook doorbell\'s `data` (deliveryId, messageId, threadId, threadTitle, sender, summary), so one handler serves both.',
+          '- `message.created`: a message was accepted for the agent. `data` is exactly the webhook doorbell\'s `data` (deliveryId, messageId, threadId, threadTitle, sender, summary, and files, how many, when the message carries any), so one handler serves both.',
           '- `delivery.delivered` and `delivery.fetched`: a message the agent sent was reported delivered, or read, by one recipient (the first time only). `data`: deliveryId, messageId, threadId, recipient (username) and at (when).',
           '',
           'Unknown event types will be added: ignore them. Threads the agent no longer sees (removed, closed) send nothing more. Receiving an event records nothing: read the message with read_message, report and acknowledge as always.',

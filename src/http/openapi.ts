@@ -5,6 +5,7 @@ import { USER_AGENT } from '../domain/deliveries/doorbell-signature';
 import { EXAMPLE_REQUEST_ID, fail, failWithCode } from '../web/envelope';
 import { EXAMPLES, Failure, type Examples } from './responses';
 import { referencePage } from './reference-page';
+import { BINARY_DOWNLOAD } from './files';
 
 const id = (description: string) => ({ type: 'string' as const, description });
 const header = (name: string, pattern: string, description: string) => ({
@@ -72,6 +73,7 @@ const messageCreated = {
                     maxLength: LIMITS.webhookSummary,
                     description: "One line: the sender's summary, or the first line of the body if there is none",
                   },
+                  files: { type: 'integer' as const, minimum: 1, description: 'How many files the message carries; absent when it carries none' },
                 },
               },
             },
@@ -112,6 +114,7 @@ const tags = [
   { name: 'Messages', description: "A sender's delivery receipts" },
   { name: 'Events', description: "An agent's events as they happen, over one held connection" },
   { name: 'Agents', description: 'What people have set about the calling agent' },
+  { name: 'Files', description: 'Files uploaded once and attached to messages by id' },
   { name: 'Webhooks', description: "What the service posts to an agent's registered webhook URL" },
 ];
 
@@ -158,6 +161,40 @@ function describeEventStreams(paths: Json) {
       headers: { 'Cache-Control': { required: true, description: 'The stream is never cached.', schema: { type: 'string', enum: ['no-store'] } } },
     };
     operation.parameters = [stream.header, ...((operation.parameters as unknown[] | undefined) ?? [])];
+  }
+}
+
+// An operation that answers with a file's bytes (http/files.ts BINARY_DOWNLOAD): its success is
+// the bytes, whole (200) or one range (206), with the headers that keep them from running, and a
+// range past the end is 416.
+function describeBinaryDownloads(paths: Json) {
+  const bytes = { '*/*': { schema: { type: 'string', format: 'binary' } } };
+  const text = (description: string) => ({ required: true, description, schema: { type: 'string' } });
+  const headers = {
+    'Content-Disposition': text('`attachment; filename="<the name in ASCII>"; filename*=UTF-8\'\'<the name, percent-encoded>`'),
+    'X-Content-Type-Options': text('`nosniff`'),
+    'Content-Security-Policy': text("`default-src 'none'; sandbox`: nothing in the file runs or loads, should a browser show it"),
+    'Cross-Origin-Resource-Policy': text('`same-origin`'),
+    'Cache-Control': text('`private, no-cache`'),
+    ETag: text('The SHA-256 of the whole file, in hex, quoted'),
+    'Accept-Ranges': text('`bytes`'),
+    'Content-Length': text('Bytes in this answer'),
+  };
+  for (const operation of Object.values(paths).flatMap((item) => Object.values(item as Json)) as Json[]) {
+    if (!operation[BINARY_DOWNLOAD]) continue;
+    delete operation[BINARY_DOWNLOAD];
+    const responses = operation.responses as Json;
+    responses['200'] = { description: "The file's bytes, with its declared Content-Type.", content: bytes, headers };
+    responses['206'] = {
+      description: 'The range asked for (one `Range: bytes=` range).',
+      content: bytes,
+      headers: { ...headers, 'Content-Range': text('`bytes <first>-<last>/<size>`') },
+    };
+    responses['416'] = { description: 'The range starts past the end of the file.', headers: { 'Content-Range': text('`bytes */<size>`') } };
+    operation.parameters = [
+      { name: 'Range', in: 'header', required: false, description: 'One byte range, such as `bytes=0-1023`, `bytes=1024-` or `bytes=-500`; several ranges are answered with the whole file.', schema: { type: 'string', pattern: '^bytes=\\d*-\\d*$' } },
+      ...((operation.parameters as unknown[] | undefined) ?? []),
+    ];
   }
 }
 
@@ -210,6 +247,7 @@ function buildDocument(app: AnyElysia, publicUrl: string | undefined) {
   const paths = JSON.parse(JSON.stringify(generated.paths)) as Json;
   liftFailureExamples(paths);
   describeEventStreams(paths);
+  describeBinaryDownloads(paths);
   addRequestIds(paths);
   const schemas: Json = { Error: JSON.parse(JSON.stringify(Failure)) };
   return {

@@ -41,7 +41,7 @@ const meaning = {
   404: 'No such record, or it is not visible to the caller.',
   409: 'What the request asks conflicts with what is stored (the sentence says what, and what to do first). Nothing was changed.',
   410: 'What the request names existed and is no longer kept.',
-  413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES). Nothing was read or changed.',
+  413: 'The request body is larger than the configured limit (BODY_LIMIT_BYTES; for an upload, FILE_MAX_BYTES), or an upload would pass its uploader\'s storage quota (FILE_QUOTA_BYTES). Nothing was kept or changed.',
   429: 'The caller already has as many of these under way or open as it may (wait for one to end, then retry), or its send quota is used up (code quota_exceeded; retry after the seconds Retry-After gives).',
   500: 'An unexpected fault, logged by the service. Nothing about the request will fix it.',
   503: 'The database is unavailable or busy for a moment, or the request ran past the time the service allows one statement (STATEMENT_TIMEOUT_MS); retry with backoff. Nothing was changed.',
@@ -74,13 +74,14 @@ const everyPost = {
 // shape at run time; the document publishes them all.
 // `held`: the route may also answer 202 with the same shape, when what was sent waits for a person.
 export function responses<S extends TSchema>(
-  method: 'get' | 'post' | 'put' | 'delete',
+  // 'upload': a POST whose body is a file's bytes, never JSON.
+  method: 'get' | 'post' | 'put' | 'delete' | 'upload',
   status: 200 | 201,
   data: S,
-  own: Partial<Record<400 | 403 | 404 | 409 | 410 | 429 | 503, Examples>> = {},
+  own: Partial<Record<400 | 403 | 404 | 409 | 410 | 413 | 429 | 503, Examples>> = {},
   held?: string,
 ) {
-  const post = method !== 'get' ? everyPost : { 400: {}, 413: undefined };
+  const post = method === 'get' ? { 400: {}, 413: undefined } : method === 'upload' ? { 400: {}, 413: everyPost[413] } : everyPost;
   const failures: Partial<Record<FailureStatus, Examples>> = {
     400: { ...own[400], ...post[400], ...everyRoute[400] },
     401: everyRoute[401],
@@ -88,7 +89,7 @@ export function responses<S extends TSchema>(
     404: own[404],
     409: own[409],
     410: own[410],
-    413: post[413],
+    413: own[413] ?? post[413],
     429: own[429],
     500: everyRoute[500],
     503: { ...own[503], ...everyRoute[503] },

@@ -1,10 +1,10 @@
-import { ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type CallToolResult, type ResourceLink } from '@modelcontextprotocol/sdk/types.js';
 import { failureOf, type FailureAnswer } from '../web/failure';
 import { isGovernanceCode } from '../web/envelope';
 import { requestIdOf } from '../web/request-id';
 import type { Logger } from '../log';
 import { protocolError } from './protocol-error';
-import { inboxResource, readResource, resourceList } from './resources';
+import { fileTemplates, inboxResource, readResource, resourceList } from './resources';
 import { toolList, tools, type ToolContext } from './tools';
 
 // What both protocol versions answer, whichever SDK speaks them (server.ts for 2025-11-25,
@@ -19,9 +19,9 @@ export const INSTRUCTIONS =
   'Agents exchange messages in threads. Loop: check_inbox with wait, read_message, act, acknowledge.';
 
 // A success carries its result twice, as MCP asks: structured, and as that JSON in a text block
-// for hosts that read only text.
-const success = (structured: Record<string, unknown>): CallToolResult => ({
-  content: [{ type: 'text', text: JSON.stringify(structured) }],
+// for hosts that read only text; then a link per resource it names (a message's files).
+const success = (structured: Record<string, unknown>, links: ResourceLink[] = []): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(structured) }, ...links],
   structuredContent: structured,
 });
 // A refusal is a tool result, so the model can read it and correct itself: the sentence as text,
@@ -43,7 +43,8 @@ async function callTool(ctx: ToolContext, log: Logger, request: Request, name: s
   if (!tool) throw protocolError(ErrorCode.InvalidParams, `There is no tool named ${name}; tools/list names them all.`);
   try {
     const input = args && typeof args === 'object' ? (args as Record<string, unknown>) : {};
-    return success(await tool.run(ctx, input));
+    const result = await tool.run(ctx, input);
+    return success(result, tool.links?.(result));
   } catch (error) {
     const failure = failureOf(error, requestIdOf(request));
     if (failure.log && failure.log !== 'fault') log.warn(failure.log, { door: 'mcp', tool: name, error: (error as Error).message });
@@ -62,6 +63,7 @@ export function mcpHandlers(ctx: ToolContext, log: Logger, request: Request) {
     'tools/list': () => ({ tools: toolList }),
     'tools/call': ({ params }: { params?: Params }) => callTool(ctx, log, request, String(params?.name), params?.arguments),
     'resources/list': () => ({ resources: resourceList }),
+    'resources/templates/list': () => ({ resourceTemplates: fileTemplates }),
     'resources/read': ({ params }: { params?: Params }) => readResource(ctx, String(params?.uri)),
     'resources/subscribe': ({ params }: { params?: Params }) => (inboxResource(String(params?.uri)), {}),
     'resources/unsubscribe': ({ params }: { params?: Params }) => (inboxResource(String(params?.uri)), {}),

@@ -18,6 +18,7 @@ const METHODS = new Set([
   'tools/list',
   'tools/call',
   'resources/list',
+  'resources/templates/list',
   'resources/read',
   'resources/subscribe',
   'resources/unsubscribe',

@@ -77,7 +77,9 @@ export const mcpRoutes = (
       { detail: { hide: true } },
     );
   }
-  const toolContext = (agent: Agent, requestLogger: Logger, abort: AbortSignal): ToolContext => ({
+  // Where this request reached us, for the download addresses of files that MCP names.
+  const baseUrl = (request: Request) => config.PUBLIC_URL?.replace(/\/+$/, '') ?? new URL(request.url).origin;
+  const toolContext = (request: Request, agent: Agent, requestLogger: Logger, abort: AbortSignal): ToolContext => ({
     sql,
     searches,
     held,
@@ -87,6 +89,7 @@ export const mcpRoutes = (
     abort,
     idempotencyRetentionMs: config.IDEMPOTENCY_RETENTION_MS,
     stalledAfterMs: config.STALLED_AFTER_MS,
+    baseUrl: baseUrl(request),
   });
   const streamLimits = { heartbeatMs: config.EVENT_HEARTBEAT_MS, backlogBytes: MCP_STREAM_BACKLOG_BYTES };
   // A stream that tells an agent its inbox changed (2025-11-25's GET stream, 2026-07-28's
@@ -154,12 +157,12 @@ export const mcpRoutes = (
         // A line per call is for looking into who speaks what: at debug. The metric counts always.
         requestLogger.debug('mcp_request', { protocolVersion, method, tool: toolOf(message), agent: agent.username });
         if (per2026 && method === 'subscriptions/listen') {
-          const ctx = toolContext(agent, requestLogger, request.signal);
+          const ctx = toolContext(request, agent, requestLogger, request.signal);
           return holdInboxStream(server, request, agent, requestLogger, (watch) => listen2026(request, message, ctx, requestLogger, streamLimits, watch));
         }
         holdOpen(server, request, LIMITS.toolInboxWaitSeconds);
         return untilCredentialRevoked({ sql, inboxSignal, log: requestLogger }, agent, request, oauth?.resource, (abort) => {
-          const ctx = toolContext(agent, requestLogger, abort);
+          const ctx = toolContext(request, agent, requestLogger, abort);
           return per2026 ? answerMcp2026(request, message, ctx, requestLogger) : answerMcp(request, message, ctx, requestLogger);
         });
       },
@@ -169,7 +172,7 @@ export const mcpRoutes = (
       '/mcp',
       ({ agent, request, server }) => {
         const requestLogger = requestLog(log, request);
-        const ctx = toolContext(agent, requestLogger, request.signal);
+        const ctx = toolContext(request, agent, requestLogger, request.signal);
         return holdInboxStream(server, request, agent, requestLogger, (watch) => streamMcp(request, ctx, requestLogger, streamLimits, watch));
       },
       { agent: true, detail: { hide: true } },

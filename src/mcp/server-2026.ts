@@ -15,6 +15,7 @@ function mcpServer(ctx: ToolContext, log: Logger, request: Request) {
   server.setRequestHandler('tools/list', answer['tools/list']);
   server.setRequestHandler('tools/call', answer['tools/call']);
   server.setRequestHandler('resources/list', answer['resources/list']);
+  server.setRequestHandler('resources/templates/list', answer['resources/templates/list']);
   server.setRequestHandler('resources/read', answer['resources/read']);
   return server;
 }

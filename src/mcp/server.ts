@@ -5,6 +5,7 @@ import {
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
+  ListResourceTemplatesRequestSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -23,6 +24,7 @@ function mcpServer(ctx: ToolContext, log: Logger, request: Request) {
   server.setRequestHandler(ListToolsRequestSchema, answer['tools/list']);
   server.setRequestHandler(CallToolRequestSchema, answer['tools/call']);
   server.setRequestHandler(ListResourcesRequestSchema, answer['resources/list']);
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, answer['resources/templates/list']);
   server.setRequestHandler(ReadResourceRequestSchema, answer['resources/read']);
   server.setRequestHandler(SubscribeRequestSchema, answer['resources/subscribe']);
   server.setRequestHandler(UnsubscribeRequestSchema, answer['resources/unsubscribe']);

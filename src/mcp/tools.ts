@@ -25,12 +25,14 @@ import {
   NewThread,
   PostedMessage,
   ThreadRecord,
+  type FileRecord,
 } from '../domain/shared/schemas';
 import { addParticipant, getThread, listThreads, openThread, requestClose, threadListPage } from '../domain/threads/threads';
 import { validate } from '../domain/shared/validate';
 import type { Logger } from '../log';
 import type { SearchGate } from '../domain/shared/search-gate';
 import type { HeldRequests } from '../web/held-requests';
+import type { ResourceLink } from '@modelcontextprotocol/sdk/types.js';
 
 export type ToolContext = {
   sql: Sql;
@@ -42,6 +44,8 @@ export type ToolContext = {
   abort: AbortSignal;
   idempotencyRetentionMs: number;
   stalledAfterMs: number;
+  // Where clients reach the service's HTTP API (PUBLIC_URL, or the request's own origin).
+  baseUrl: string;
 };
 
 // What a host may assume of a tool (MCP's tool annotations), stated for each one below.
@@ -59,7 +63,20 @@ type Tool = {
   output: TSchema;
   hints: Hints;
   run: (ctx: ToolContext, args: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  // Resources the result names, linked beside its text (a message's files).
+  links?: (result: Record<string, unknown>) => ResourceLink[];
 };
+
+// A file a message carries, as the resource resources/read serves (resources.ts).
+export const FILE_URI = 'ams://files/';
+const fileLink = (file: FileRecord): ResourceLink => ({
+  type: 'resource_link',
+  uri: `${FILE_URI}${file.id}`,
+  name: file.name,
+  mimeType: file.contentType,
+  size: file.size,
+  description: `${file.size} bytes, SHA-256 ${file.sha256}`,
+});
 
 const ThreadRef = T.Object({ threadId: T.String({ description: 'Thread id' }) });
 const MessageRef = T.Object({ messageId: T.String({ description: 'messageId from check_inbox' }) });
@@ -115,11 +132,12 @@ export const tools: Record<string, Tool> = {
   },
   read_message: {
     title: 'Read a message',
-    description: 'Read one message with its body; records that you read it.',
+    description: 'Read one message with its body; records that you read it. Its files are resource links: read each with resources/read.',
     input: MessageRef,
     output: MessageRecord,
     hints: records,
     run: (ctx, args) => readMessage(ctx.sql, asActor(ctx.agent), messageId(args)),
+    links: (message) => (message as MessageRecord).files.map(fileLink),
   },
   acknowledge: {
     title: 'Acknowledge a message',
@@ -131,7 +149,7 @@ export const tools: Record<string, Tool> = {
   },
   send_message: {
     title: 'Send a message',
-    description: 'Post a message to a thread. Refused while a close is pending. Check recipients in the result. Pass idempotencyKey to retry safely.',
+    description: 'Post a message to a thread. Refused while a close is pending. Check recipients in the result. Pass idempotencyKey to retry safely. files: ids of uploaded files (POST /api/files) to attach.',
     input: T.Composite([ThreadRef, NewMessage, IdempotencyKey]),
     output: PostedMessage,
     // Every call posts anew, and the message reaches other agents and their webhooks.

@@ -44,6 +44,7 @@ function caller(sql: Sql, cache: AgentCache, request: Request, set: Set, oauth?:
 // caller without a valid key always gets 401 and never learns what a valid request looks like.
 // `agentWithRawBody: true` does the same but hands the route the body as text, for a route that
 // answers a malformed body in its own protocol (MCP's JSON-RPC parse error).
+// `agentWithStreamedBody: true` leaves the body unread, for a route that streams it (an upload).
 // With `oauth` (the MCP door only), OAuth access tokens for its resource are accepted too.
 export const agentAuth = (sql: Sql, cache: AgentCache, oauth?: OAuthChallenge) => {
   const checked = {
@@ -61,6 +62,14 @@ export const agentAuth = (sql: Sql, cache: AgentCache, oauth?: OAuthChallenge) =
       async parse({ request, set }) {
         await caller(sql, cache, request, set, oauth);
         return readJsonBody(request);
+      },
+      ...checked,
+    },
+    agentWithStreamedBody: {
+      detail: { security: [{ agentKey: [] }] },
+      async parse({ request, set }) {
+        await caller(sql, cache, request, set, oauth);
+        return null;
       },
       ...checked,
     },

@@ -43,9 +43,11 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
 const declaredOver = (request: Request, maxBytes: number) => Number(request.headers.get('content-length') ?? 0) > maxBytes;
 
 // Refuses an oversized body from its declared length, before anything reads it; a body sent
-// without a length is cut off by readJsonBody at the same figure.
-export const bodyLimit = (maxBytes: number) =>
+// without a length is cut off by readJsonBody at the same figure. POSTs to `streamed` paths (file
+// uploads) are left to their route, which streams the body under a bound of its own.
+export const bodyLimit = (maxBytes: number, streamed: string[] = []) =>
   new Elysia({ name: 'body-limit' }).onRequest(({ request, set }) => {
+    if (request.method === 'POST' && streamed.includes(new URL(request.url).pathname)) return;
     limits.set(request, maxBytes);
     if (declaredOver(request, maxBytes)) {
       set.status = 413;

@@ -43,5 +43,6 @@ export const statusOf: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   gone: 410,
+  too_large: 413,
   rate_limited: 429,
 };

@@ -77,8 +77,8 @@ async function ringable(deps: NotifyDeps, payload: NotifyPayload, owedAtCommit: 
       : await owedPreparedAttempt(deps.doorbellStatements.owed, payload.deliveryId, prepared.webhookVersion);
     if (!owed) return null;
     if (owed.secretVersion === known.secretVersion) {
-      const { messageId, threadId, threadTitle, sender, summary } = prepared;
-      const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '' };
+      const { messageId, threadId, threadTitle, sender, summary, files } = prepared;
+      const fields = { deliveryId: payload.deliveryId, messageId, threadId, threadTitle, sender, summary, content: '', files };
       const endpoint = { agentId: prepared.recipientId, webhookVersion: prepared.webhookVersion, url: known.url };
       const { publish, attempt, resend } = owed;
       return { fields, url: known.url, secrets: known.secrets, endpoint, publish, attempt, resend, prepared: true };

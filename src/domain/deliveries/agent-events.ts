@@ -105,6 +105,7 @@ type EventRow = {
   sender: string | null;
   summary: string | null;
   content: string | null;
+  files: number;
   recipient: string | null;
   delivered_at: string | null;
   fetched_at: string | null;
@@ -138,6 +139,7 @@ export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, l
     ), rows as (
       select p.xid, p.seq, p.type, p.delivery_id, d.message_id, d.thread_id, t.title, m.sender, m.summary,
              case when m.summary is null then m.content end as content, r.username as recipient,
+             (select count(*)::int from message_files mf where mf.message_id = d.message_id) as files,
              d.delivered_at, d.fetched_at,
              case when held.id is not null then json_build_object(
                'id', held.id, 'thread_id', held.thread_id, 'state', held.state, 'reason', held.reason, 'expires_at', held.expires_at,
@@ -152,7 +154,7 @@ export async function eventsAfter(sql: Sql, agent: Agent, cursor: EventCursor, l
     select coalesce((select json_agg(json_build_object(
                'xid', r.xid::text, 'seq', r.seq::text, 'type', r.type, 'delivery_id', r.delivery_id, 'message_id', r.message_id,
                'thread_id', r.thread_id, 'title', r.title, 'sender', r.sender, 'summary', r.summary, 'content', r.content,
-               'recipient', r.recipient, 'delivered_at', r.delivered_at, 'fetched_at', r.fetched_at, 'hold', r.hold) order by r.xid, r.seq)
+               'recipient', r.recipient, 'delivered_at', r.delivered_at, 'fetched_at', r.fetched_at, 'hold', r.hold, 'files', r.files) order by r.xid, r.seq)
              from rows r), '[]') as rows,
            -- One lower bound on xid, so that the scan starts there: given beside the row comparison,
            -- PostgreSQL starts at the cursor and reads every event up to the horizon, on every page.
@@ -191,6 +193,7 @@ function toEvent(r: EventRow): AgentEvent {
       sender: r.sender!,
       summary: r.summary,
       content: r.content ?? '',
+      files: r.files,
     });
     return { id, type: r.type, data };
   }

@@ -76,6 +76,7 @@ type ProgressRow = {
   sender: string;
   summary: string | null;
   content: string;
+  files: number;
   messageCreatedAt: Date;
   recipient: string;
   step: DeliveryStep;
@@ -96,7 +97,7 @@ type ProgressRow = {
 // The select of ProgressRow, for a where clause to follow.
 const selectProgress = (sql: Queries) => sql`
   select d.id, d.message_id as "messageId", d.thread_id as "threadId", t.title as thread, m.sender, m.summary,
-         m.content, m.created_at as "messageCreatedAt", a.username as recipient, d.step, d.failed_step as "failedStep",
+         m.content, (select count(*)::int from message_files mf where mf.message_id = m.id) as files, m.created_at as "messageCreatedAt", a.username as recipient, d.step, d.failed_step as "failedStep",
          d.error, d.webhook, d.created_at as "createdAt", d.next_attempt_at as "nextAttemptAt", d.notified_at as "notifiedAt",
          d.delivered_at as "deliveredAt", d.fetched_at as "fetchedAt", d.acknowledged_at as "acknowledgedAt",
          d.step = 'accepted' and d.webhook and ${hasParkedNotifyJob(sql)} as "waitingForSlot",
@@ -139,7 +140,7 @@ function toProgress(r: ProgressRow, stalledAfterMs: number): DeliveryProgress {
   const last = attempts.at(-1);
   const lastError = last && !answeredOk(last.status) ? describeOutcome(last) : null;
   const payload = delivery.webhook
-    ? doorbellBody({ deliveryId: r.id, messageId: r.messageId, threadId: r.threadId, threadTitle: r.thread, sender: r.sender, summary: r.summary, content: r.content })
+    ? doorbellBody({ deliveryId: r.id, messageId: r.messageId, threadId: r.threadId, threadTitle: r.thread, sender: r.sender, summary: r.summary, content: r.content, files: r.files })
     : null;
   return {
     ...delivery,

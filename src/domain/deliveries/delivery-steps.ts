@@ -67,7 +67,8 @@ export async function owedDoorbell(sql: Sql, deliveryId: string): Promise<OwedDo
     select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as "threadTitle",
            m.sender, m.summary, m.content, a.webhook_url as url, ${signingSecretColumns(sql, 'a')},
            a.id as "recipientId", ${webhookVersion(sql, 'a')} as "webhookVersion", ${secretVersion(sql, 'a')} as "secretVersion",
-           d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend
+           d.publish_attempts as publish, d.send_attempts + 1 as attempt, d.resends as resend,
+           (select count(*)::int from message_files mf where mf.message_id = d.message_id) as files
     from d
     join agents a on a.id = d.recipient_id
     join messages m on m.id = d.message_id

@@ -10,6 +10,9 @@ export type DoorbellFields = {
   sender: string;
   summary: string | null;
   content: string;
+  // How many files the message carries; a message without files says nothing of them, so that
+  // its body is what it always was.
+  files?: number;
 };
 
 export const DOORBELL_EVENT = 'message.created';
@@ -30,6 +33,7 @@ export const doorbellData = (f: DoorbellFields) => ({
   threadTitle: f.threadTitle,
   sender: f.sender,
   summary: oneLine(f.summary, f.content, LIMITS.webhookSummary),
+  ...(f.files ? { files: f.files } : {}),
 });
 
 export type DoorbellData = ReturnType<typeof doorbellData>;

@@ -3,7 +3,8 @@ import type { Agent } from '../agents/actors';
 import { notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { toDelivered } from './delivery-steps';
-import { LIMITS, type InboxEntry } from '../shared/schemas';
+import { LIMITS, type FileRecord, type InboxEntry } from '../shared/schemas';
+import { filesOf } from '../files/files';
 import { oneLine } from '../messages/summary-line';
 import { agentSeesThread } from '../threads/visibility';
 
@@ -34,6 +35,7 @@ type InboxRow = {
   sender: string;
   receivedAt: Date;
   alreadyRead: boolean;
+  files: FileRecord[];
   // The body is read only when there is no summary to show instead.
 } & ({ summary: string; content: null } | { summary: null; content: string });
 
@@ -41,7 +43,7 @@ export async function inbox(sql: Sql, agent: Agent, limit: number, after?: strin
   const rows = await sql<InboxRow[]>`
     select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread,
            m.sender, m.summary, case when m.summary is null then m.content end as content,
-           d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead"
+           d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead", ${filesOf(sql, sql`d.message_id`)} as files
     from (
       select d.id, d.message_id, d.thread_id, d.created_at, d.fetched_at
       from deliveries d
@@ -63,6 +65,7 @@ export async function inbox(sql: Sql, agent: Agent, limit: number, after?: strin
     summary: r.summary === null ? oneLine(null, r.content, LIMITS.summary) : r.summary,
     receivedAt: r.receivedAt.toISOString(),
     alreadyRead: r.alreadyRead,
+    files: r.files,
   }));
 }
 

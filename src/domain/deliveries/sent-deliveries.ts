@@ -6,6 +6,8 @@ import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { keyBounds, pageOf, type PageQuery } from '../shared/keyset';
 import { readMessage, toMessage } from '../messages/messages';
+import { filesOf } from '../files/files';
+import type { FileRecord } from '../shared/schemas';
 import type { DeliveryStep, MessageRecord, RecipientStatus } from '../shared/schemas';
 import { agentSeesThread } from '../threads/visibility';
 import { settlesWithin } from './inbox-wait';
@@ -48,11 +50,13 @@ type SentRow = ReceiptColumns & {
   answer_id: string | null;
   answered_at: Date | null;
   a2a_message_id: string | null;
+  files: FileRecord[];
 };
 
 const selectSent = (sql: Queries, sender: Agent, recipient: Agent, also: PendingQuery<Row[]>) => sql`
   select d.id, d.message_id, d.thread_id, m.sender, m.content, m.summary, m.created_at as sent_at,
-         answer.id as answer_id, answer.created_at as answered_at, a2a.a2a_message_id, ${receiptColumns(sql)}
+         answer.id as answer_id, answer.created_at as answered_at, a2a.a2a_message_id, ${filesOf(sql, sql`d.message_id`)} as files,
+         ${receiptColumns(sql)}
   from deliveries d
   join messages m on m.id = d.message_id
   left join a2a_message_ids a2a on a2a.message_id = d.message_id
@@ -66,7 +70,7 @@ const selectSent = (sql: Queries, sender: Agent, recipient: Agent, also: Pending
 
 const toSent = (r: SentRow, stalledAfterMs: number): SentDelivery => ({
   id: r.id,
-  message: toMessage({ id: r.message_id, threadId: r.thread_id, sender: r.sender, content: r.content, summary: r.summary, createdAt: r.sent_at }),
+  message: toMessage({ id: r.message_id, threadId: r.thread_id, sender: r.sender, content: r.content, summary: r.summary, createdAt: r.sent_at, files: r.files }),
   a2aMessageId: r.a2a_message_id,
   status: recipientStatus(r, stalledAfterMs),
   answer: r.answer_id ? { id: r.answer_id, createdAt: r.answered_at!.toISOString(), message: null } : null,

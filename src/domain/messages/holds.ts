@@ -166,10 +166,14 @@ export async function approveHeld(sql: Sql, log: Logger, decider: Decider, messa
   let outcomes: PostOutcome[] = [];
   let threadIds: string[] = [];
   const decided = await sql.begin(async (tx) => {
-    const rows = await tx<{ id: string; thread_id: string; sender_agent_id: string; sender: string; content: string; summary: string | null }[]>`
-      select id, thread_id, sender_agent_id, sender, content, summary from held_messages
+    const rows = await tx<{ id: string; thread_id: string; sender_agent_id: string; sender: string; content: string; summary: string | null; file_ids: string[] | null }[]>`
+      select id, thread_id, sender_agent_id, sender, content, summary, file_ids from held_messages
       where id = any(${ids}::uuid[]) and state = 'held' order by id for update`;
     if (rows.length === 0) return { approved: [], rejected: [] };
+    // The files its sender attached, those still kept, locked until the approval commits.
+    const kept = new Set(
+      (await tx<{ id: string }[]>`select id from files where id = any(${rows.flatMap((r) => r.file_ids ?? [])}::uuid[]) for key share`).map((f) => f.id),
+    );
     const ringWindowMs = ringWindowFor(sql);
     threadIds = rows.map((r) => r.thread_id);
     outcomes = await insertPosts(
@@ -183,6 +187,7 @@ export async function approveHeld(sql: Sql, log: Logger, decider: Decider, messa
         doorbellSummary: oneLine(r.summary, r.content, LIMITS.webhookSummary),
         ringWindowMs,
         approvedId: r.id,
+        fileIds: (r.file_ids ?? []).filter((id) => kept.has(id)),
       })),
       sendRulesFor(sql),
     );

@@ -19,6 +19,7 @@ import { agentSeesThread, threadNotFound } from '../threads/visibility';
 import { createThread } from '../threads/threads';
 import { sendRulesFor } from './send-rules';
 import { countTowardsLoop } from '../threads/loop-breaker';
+import { attachFiles, filesFingerprint, filesOf, lockForAttaching } from '../files/files';
 
 const messageNotFound = () => notFound('No such message, or you are not a participant of its thread.');
 
@@ -34,6 +35,8 @@ export type NewPost = {
   ringWindowMs: number | null;
   // A held message a person approved (holds.ts): written under its id, neither held nor counted again.
   approvedId: string | null;
+  // The files it carries, checked and locked by the caller's transaction (files.ts lockForAttaching).
+  fileIds: string[];
 };
 // Why a message waits for a person, when it does: its sender is held, its thread is, or the loop
 // breaker paused its thread.
@@ -76,14 +79,24 @@ export async function postMessage(
   if (!isId(threadId)) throw threadNotFound();
   const post = into(threadId, ringWindowFor(sql));
   if (!idempotency) {
-    const row = await posts(sql, post);
+    // A post with files checks and locks them in its own transaction; one without keeps to the
+    // shared statement.
+    const row =
+      post.fileIds.length === 0
+        ? await posts(sql, post)
+        : await sql.begin(async (tx) => {
+            await lockForAttaching(tx, sql, actor.id, post.fileIds);
+            return (await insertPosts(tx, [post], sendRulesFor(sql)))[0]!;
+          });
     afterCommit(sql, log, row, threadId, actor.kind === 'agent');
     return accepted(sql, row, actor, threadId);
   }
   // Written in the key's own transaction rather than a shared statement, so that the message and
   // the stored answer commit together; the wake-ups follow the commit, as for any post.
   let written: PostOutcome | undefined;
-  const answer = await once(sql, actor.id, idempotency, 'send_message', { threadId, content: body.content, summary: body.summary }, async (tx) => {
+  const request = { threadId, content: body.content, summary: body.summary, ...(post.fileIds.length > 0 && { files: post.fileIds }) };
+  const answer = await once(sql, actor.id, idempotency, 'send_message', request, async (tx) => {
+    await lockForAttaching(tx, sql, actor.id, post.fileIds);
     [written] = await insertPosts(tx, [post], sendRulesFor(sql));
     return accepted(sql, written!, actor, threadId);
   });
@@ -103,6 +116,8 @@ export function afterCommit(sql: Sql, log: Logger, row: PostOutcome, threadId: s
 function draft(actor: Actor, input: unknown) {
   const body = validate(NewMessage, input);
   const summary = body.summary?.trim() ? body.summary : null;
+  const fileIds = body.files ?? [];
+  if (fileIds.length > 0 && actor.kind !== 'agent') throw invalid('Only agents attach files; send the message without files.', 'files');
   if (codePoints(body.content) > LIMITS.summaryRequiredAbove && summary === null) {
     throw invalid(
       `summary is required when content is longer than ${LIMITS.summaryRequiredAbove} characters; add one and resend`,
@@ -118,6 +133,7 @@ function draft(actor: Actor, input: unknown) {
     doorbellSummary: oneLine(summary, body.content, LIMITS.webhookSummary),
     ringWindowMs,
     approvedId: null,
+    fileIds,
   });
   return { body, summary, into };
 }
@@ -144,8 +160,11 @@ export async function postToAgent(
   // A message of blanks has no line to title a thread with.
   const title = oneLine(summary, body.content, LIMITS.title) || `${sender.username} to ${recipient.username}`;
   let written: PostOutcome | undefined;
-  const request = { recipient: recipient.username, threadId, content: body.content, summary: body.summary };
+  const fileIds = body.files ?? [];
+  const files = fileIds.length > 0 ? { files: await filesFingerprint(sql, fileIds) } : {};
+  const request = { recipient: recipient.username, threadId, content: body.content, summary: body.summary, ...files };
   const answer = await once(sql, sender.id, idempotency, 'post_to_agent', request, async (tx) => {
+    await lockForAttaching(tx, sql, sender.id, fileIds);
     const into = threadId ?? (await createThread(tx, actor, { title, participantUsernames: [recipient.username] }, sendRulesFor(sql))).id;
     [written] = await insertPosts(tx, [post(into, ringWindowFor(sql))], sendRulesFor(sql));
     const posted = accepted(sql, written!, actor, into);
@@ -206,11 +225,11 @@ export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRu
   return sql<PostOutcome[]>`
     with input as (
       select i.n, coalesce(i.approved_id, uuid_v7()) as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary,
-             i.doorbell_summary, i.ring_window_ms, i.approved_id is not null as approved
+             i.doorbell_summary, i.ring_window_ms, i.approved_id is not null as approved, i.file_ids
       from unnest(${column('threadId')}::uuid[], ${column('senderAgentId')}::uuid[], ${column('sender')}::text[],
                   ${column('content')}::text[], ${column('summary')}::text[], ${column('doorbellSummary')}::text[],
-                  ${column('ringWindowMs')}::int[], ${column('approvedId')}::uuid[])
-           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, ring_window_ms, approved_id, n)
+                  ${column('ringWindowMs')}::int[], ${column('approvedId')}::uuid[], ${posts.map((p) => p.fileIds.join(','))}::text[])
+           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, ring_window_ms, approved_id, file_ids, n)
     ), thread as (
       select i.n, t.state, t.title,
              i.sender_agent_id is null or exists (
@@ -254,14 +273,14 @@ export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRu
       order by i.n
       returning id, created_at
     ), held as (
-      insert into held_messages (id, thread_id, sender_agent_id, sender, content, summary, reason, expires_at)
+      insert into held_messages (id, thread_id, sender_agent_id, sender, content, summary, reason, expires_at, file_ids)
       select i.message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary, admitted.held,
-             now() + ${rules.holdHours} * interval '1 hour'
+             now() + ${rules.holdHours} * interval '1 hour', nullif(string_to_array(i.file_ids, ','), '{}')::uuid[]
       from input i join admitted on admitted.n = i.n
       where admitted.held is not null
       order by i.n
       returning id, created_at, reason, expires_at
-    ), delivery as (
+    ), ${attachFiles(sql, sql`select i.message_id, i.thread_id, i.file_ids from message join input i on i.message_id = message.id`)}, delivery as (
       insert into deliveries (message_id, thread_id, recipient_id, webhook, publish_attempts)
       select i.message_id, i.thread_id, r.id, r.webhook, case when r.webhook then 1 else 0 end
       from message join input i on i.message_id = message.id join recipients r on r.n = i.n
@@ -271,7 +290,7 @@ export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRu
       select d.id, d.webhook, i.ring_window_ms, json_build_object(
                'messageId', d.message_id, 'threadId', i.thread_id, 'threadTitle', thread.title, 'sender', i.sender,
                'summary', i.doorbell_summary, 'recipientId', r.id, 'url', r.webhook_url, 'webhookVersion', r.webhook_version,
-               'secretVersion', r.secret_version
+               'secretVersion', r.secret_version, 'files', cardinality(string_to_array(i.file_ids, ','))
              ) as doorbell
       from delivery d join input i on i.message_id = d.message_id join thread on thread.n = i.n
       join recipients r on r.n = i.n and r.id = d.recipient_id
@@ -319,6 +338,7 @@ export const toMessage = (r: MessageRow): MessageRecord => ({
   content: r.content,
   summary: r.summary,
   createdAt: r.createdAt.toISOString(),
+  files: r.files,
 });
 
 export type MessagePage = { messages: MessageRecord[]; omittedMessageIds: string[] };
@@ -341,6 +361,7 @@ export async function listMessagesWithin(
       select 1 where ${agentSeesThread(sql, sql`${threadId}::uuid`, actor.id)}
     ), page as (
       select m.id, m.thread_id as "threadId", m.sender, m.content, m.summary, m.created_at as "createdAt",
+             ${filesOf(sql, sql`m.id`)} as files,
              sum(length(m.content) + coalesce(length(m.summary), 0)) over (order by m.id desc) as running
       from messages m
       where m.thread_id = ${threadId} and exists (select 1 from visible)
@@ -371,7 +392,8 @@ export async function readMessage(sql: Sql, actor: Actor, messageId: string): Pr
   if (!isId(messageId)) throw messageNotFound();
   const [row] = await sql<MessageRow[]>`
     with message as (
-      select m.id, m.thread_id as "threadId", m.sender, m.content, m.summary, m.created_at as "createdAt"
+      select m.id, m.thread_id as "threadId", m.sender, m.content, m.summary, m.created_at as "createdAt",
+             ${filesOf(sql, sql`m.id`)} as files
       from messages m
       where m.id = ${messageId} and ${agentSeesThread(sql, sql`m.thread_id`, actor.id)}
     ), fetched as (

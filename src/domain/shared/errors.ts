@@ -1,6 +1,6 @@
 // What went wrong, in the domain's words. Each door maps a kind to its own signal (an HTTP status,
 // an MCP tool error, a CLI exit code); the sentence travels unchanged.
-export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'gone' | 'rate_limited';
+export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'gone' | 'too_large' | 'rate_limited';
 
 // `field` names the input a refusal is about, when it is one, so that a form can show the sentence
 // beside it without reading the sentence. `code`, where a kind alone does not tell a program what
@@ -26,6 +26,8 @@ export const notFound = (message: string) => new DomainError('not_found', messag
 export const conflict = (message: string) => new DomainError('conflict', message);
 // What the caller asked for existed and no longer does (an event stream's cursor past retention).
 export const gone = (message: string) => new DomainError('gone', message);
+// What was sent is more than may be kept: a file over the size limit, or past its uploader's quota.
+export const tooLarge = (message: string) => new DomainError('too_large', message);
 export const rateLimited = (message: string) => new DomainError('rate_limited', message);
 
 // Refusals people configured: the recipient's contact policy or block list, or a send quota.

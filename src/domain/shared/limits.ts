@@ -11,6 +11,11 @@ export const LIMITS = {
   listDefault: 50,
   listCap: 200,
   participantsPerRequest: 100,
+  // The most FILES_PER_MESSAGE may be set to: what the schema of a post allows at all.
+  filesPerMessageCap: 100,
+  // A file's bytes handed over inside a protocol message rather than by address (MCP's
+  // resources/read blob, A2A's raw parts), at most: base64 makes them a third larger.
+  inlineFileBytes: 256 * 1024,
   inboxWaitSeconds: 60,
   // MCP clients give up on a request after 60 s by default (the official SDKs do), so a tool waits
   // at most this long, leaving room for the answer.

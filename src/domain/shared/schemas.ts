@@ -43,6 +43,14 @@ export const NewMessage = T.Object({
       examples: ['Draft ready'],
     }),
   ),
+  files: T.Optional(
+    T.Array(T.String({ minLength: 1, maxLength: 64 }), {
+      maxItems: LIMITS.filesPerMessageCap,
+      description:
+        'Ids of files to attach (POST /api/files uploads one), in the order shown, each once; at most FILES_PER_MESSAGE (10 by default). Each must be one you uploaded and have not attached yet, or one a message in a thread you take part in carries.',
+      examples: [['01a1ff80-d963-77fb-8efa-675ab5c7dfab']],
+    }),
+  ),
 }, { title: 'NewMessage' });
 export type NewMessage = Static<typeof NewMessage>;
 
@@ -67,6 +75,15 @@ export const ThreadRecord = T.Object({
 }, { title: 'Thread' });
 export type ThreadRecord = Static<typeof ThreadRecord>;
 
+export const FileRecord = T.Object({
+  id: Id('File id: what a message attaches'),
+  name: T.String({ description: 'The name the uploader gave (no folders, no control characters)', examples: ['report.pdf'] }),
+  contentType: T.String({ description: 'The type the uploader declared, checked against the bytes for PNG, JPEG, GIF, PDF and ZIP', examples: ['application/pdf'] }),
+  size: T.Integer({ description: 'Bytes', examples: [48213] }),
+  sha256: T.String({ description: 'SHA-256 of the bytes, in hex', examples: ['9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'] }),
+}, { title: 'File' });
+export type FileRecord = Static<typeof FileRecord>;
+
 export const MessageRecord = T.Object({
   id: Id('Message id'),
   threadId: Id('Thread id'),
@@ -74,6 +91,7 @@ export const MessageRecord = T.Object({
   content: T.String(),
   summary: T.Union([T.String(), T.Null()]),
   createdAt: Timestamp('When the message was accepted'),
+  files: T.Array(FileRecord, { description: 'The files the message carries, in the order the sender gave; download each from GET /api/files/{fileId}/content' }),
 }, { title: 'Message' });
 export type MessageRecord = Static<typeof MessageRecord>;
 
@@ -109,6 +127,7 @@ export const InboxEntry = T.Object({
   summary: T.String({ description: "The sender's summary, or the first line of a short message that has none" }),
   receivedAt: Timestamp('When the message was accepted for this agent (UTC, milliseconds)'),
   alreadyRead: T.Boolean({ description: 'Whether this agent has read the message' }),
+  files: T.Array(FileRecord, { description: 'The files the message carries' }),
 }, { title: 'InboxEntry' });
 export type InboxEntry = Static<typeof InboxEntry>;
 

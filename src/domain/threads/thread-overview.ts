@@ -8,6 +8,8 @@ import type { DeliveryStep, Page, ThreadRecord } from '../shared/schemas';
 import { containing, searchText } from '../shared/search';
 import { THREAD_STATES, type ThreadState } from '../shared/state-names';
 import { selectThreads, toRecord, type ThreadRow } from './threads';
+import { filesOf } from '../files/files';
+import type { FileRecord } from '../shared/schemas';
 
 // The threads as the people who run the service see them: every thread, closed ones included, a
 // page at a time; and one thread's messages with how far each got to each recipient.
@@ -96,6 +98,7 @@ export type ThreadMessage = {
   summary: string | null;
   createdAt: string;
   deliveries: RecipientProgress[];
+  files: FileRecord[];
 };
 
 // Built as json: its times are PostgreSQL's text.
@@ -116,6 +119,7 @@ type MessageRow = {
   summary: string | null;
   createdAt: Date;
   deliveries: DeliveryRow[];
+  files: FileRecord[];
 };
 
 // A thread's messages, newest first, each with its deliveries by recipient name.
@@ -129,7 +133,8 @@ export async function threadMessages(sql: Sql, threadId: string, page: PageQuery
                                                        'failedStep', d.failed_step, 'notifiedAt', d.notified_at,
                                                        'deliveredAt', d.delivered_at, 'nextAttemptAt', d.next_attempt_at)
                                      order by a.username)
-                     from deliveries d join agents a on a.id = d.recipient_id where d.message_id = m.id), '[]') as deliveries
+                     from deliveries d join agents a on a.id = d.recipient_id where d.message_id = m.id), '[]') as deliveries,
+           ${filesOf(sql, sql`m.id`)} as files
     from messages m
     where m.thread_id = ${threadId} ${keyBounds(sql, sql`m.id`, page)}
     order by m.id desc
@@ -148,6 +153,7 @@ export async function threadMessages(sql: Sql, threadId: string, page: PageQuery
       stalled: isStalled(d, stalledAfterMs),
       retrying: isRetrying(d),
     })),
+    files: r.files,
   }));
   return pageOf(messages, page.limit, (m) => m.id);
 }

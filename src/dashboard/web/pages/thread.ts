@@ -6,7 +6,7 @@ import { html } from '../shared/html.ts';
 import { ListState, MoreButton, usePagedList } from '../shared/lists.ts';
 import { useLive } from '../shared/live.ts';
 import { PostForm, THREAD_STATE_LABELS, ThreadBody } from '../shared/thread-parts.ts';
-import type { PeoplesThread, ThreadHolds, ThreadMessage } from '../shared/types.ts';
+import type { MessageFile, PeoplesThread, ThreadHolds, ThreadMessage } from '../shared/types.ts';
 import { Time } from '../shared/ui.ts';
 import { WebhookBanners, useWebhookTrouble } from '../shared/webhook-trouble.ts';
 import { PausedBanner, ThreadHoldSwitch, WaitingHere } from './thread-holds.ts';
@@ -17,6 +17,28 @@ function RecipientBadges({ message }: { message: ThreadMessage }) {
       <a href=${`/dashboard/deliveries?q=${d.deliveryId}`}>${d.recipient}</a>
       ${' '}<span class=${stateClass(d)}>${stateOf(d)}</span>
     </li>`)}
+  </ul>`;
+}
+
+// Images a browser shows without running anything; any other type (SVG among them) is a link only.
+const PREVIEWED = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+const sizeOf = (bytes: number) =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+// A message's files: each a download with its size and type, images previewed. Both come from the
+// dashboard API's download route, which serves every file as an attachment in a sandbox of its
+// own (web/file-response.ts), so a file never runs in the dashboard's origin.
+function Attachments({ files }: { files: MessageFile[] }) {
+  if (files.length === 0) return null;
+  return html`<ul class="attachments" aria-label="Files">
+    ${files.map((f) => {
+      const href = `/dashboard/api/files/${f.id}/content`;
+      return html`<li key=${f.id}>
+        ${PREVIEWED.has(f.contentType) ? html`<a href=${href} download=${f.name}><img src=${href} alt=${f.name} loading="lazy" /></a>` : null}
+        <a href=${href} download=${f.name}>${f.name}</a>${' '}<span class="hint">${sizeOf(f.size)} · ${f.contentType}</span>
+      </li>`;
+    })}
   </ul>`;
 }
 
@@ -89,6 +111,7 @@ export function ThreadPage() {
         </div>
         ${m.summary ? html`<p class="hint">Summary: ${m.summary}</p>` : null}
         <p class="content">${m.content}</p>
+        <${Attachments} files=${m.files} />
         <${RecipientBadges} message=${m} />
       </li>`)}
     </ol>

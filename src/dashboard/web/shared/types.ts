@@ -95,7 +95,11 @@ export type ThreadMessage = {
   summary: string | null;
   createdAt: string;
   deliveries: (Progress & { deliveryId: string; recipient: string })[];
+  files: MessageFile[];
 };
+
+// A file a message carries (src/domain/shared/schemas.ts FileRecord).
+export type MessageFile = { id: string; name: string; contentType: string; size: number; sha256: string };
 
 // One of an agent's keys (src/domain/agents/agent-keys.ts); `apiKey` only in the answer that made it.
 export type AgentKey = {
