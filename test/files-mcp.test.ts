@@ -2,10 +2,11 @@ import { expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import { uniqueName, useHarness, useListening, type TestAgent } from './support/harness';
 import { mcpClient } from './support/mcp-client';
+import { mcpClient2026 } from './support/mcp-client-2026';
 
 // Files over MCP, through the official SDK client over real HTTP: attached by send_message, linked
 // by read_message, served by resources/read (text inline, small files as a blob, large ones named
-// with their HTTP address), and not found by a stranger.
+// with their HTTP address), and not found by a stranger; the same over both protocol versions.
 const h = useHarness({ FILE_MAX_BYTES: '400000' });
 const server = useListening(h);
 
@@ -70,4 +71,27 @@ test('send_message attaches files; read_message links them and resources/read se
     `No such file, or you cannot see it: a file is seen by its uploader until a message carries it, then by the participants of the threads its messages are in. (${files[0].id})`,
   );
   await nosy.close();
+});
+
+test('over MCP 2026-07-28 the same: send_message attaches, read_message links, resources/read serves, the templates are listed', async () => {
+  const [sender, reader] = [await h.agent(uniqueName('sender')), await h.agent(uniqueName('reader'))];
+  const threadId = await h.thread(sender, [reader]);
+  const file = await upload(sender, Buffer.from('first line\n'), 'notes.txt', 'text/plain');
+
+  const sending = await mcpClient2026(server.base, sender.key);
+  const sent = await sending.call('send_message', { threadId, content: 'A note', files: [file.id] });
+  expect(sent.data.recipients).toBe(1);
+  await sending.close();
+
+  const reading = await mcpClient2026(server.base, reader.key);
+  const read = (await reading.client.callTool({ name: 'read_message', arguments: { messageId: sent.data.id } })) as any;
+  expect(read.structuredContent.files).toEqual([file]);
+  expect(read.content.slice(1)).toEqual([
+    { type: 'resource_link', uri: `ams://files/${file.id}`, name: 'notes.txt', mimeType: 'text/plain', size: 11, description: `11 bytes, SHA-256 ${file.sha256}` },
+  ]);
+  const served = await reading.client.readResource({ uri: `ams://files/${file.id}` });
+  expect(served.contents).toEqual([{ uri: `ams://files/${file.id}`, mimeType: 'text/plain', text: 'first line\n', _meta: { name: 'notes.txt', size: 11, sha256: file.sha256 } }]);
+  const { resourceTemplates } = await reading.client.listResourceTemplates();
+  expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(['ams://files/{fileId}']);
+  await reading.close();
 });
