@@ -34,12 +34,12 @@ import { checkPushConfig, noSuchConfig, pushConfigs, removePushConfig, savePushC
 import type { WebhookUrlPolicy } from '../domain/agents/webhook-url';
 import { checkIdempotencyKey } from '../domain/messages/idempotency';
 import { postToAgent } from '../domain/messages/messages';
-import { uploadFile } from '../domain/files/files';
+import { smallFilesBytes, uploadFile } from '../domain/files/files';
 import { LIMITS } from '../domain/shared/limits';
 import { DomainError } from '../domain/shared/errors';
 import type { Logger } from '../log';
 import { failureOf } from '../web/failure';
-import { heldTask, stateFilter, statusUpdate, taskState, toTask } from './tasks';
+import { heldTask, smallFilesOf, stateFilter, statusUpdate, taskState, toTask, withFileBytes } from './tasks';
 import { approvedDelivery, holdOf } from '../domain/messages/holds';
 
 export type A2AContext = {
@@ -77,6 +77,13 @@ const PAGE_DEFAULT = 50;
 // process, where here a task is a delivery whose state PostgreSQL holds and any process changes.
 export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
   const { sql, caller, recipient } = ctx;
+  // An answer about one task hands its small files over as bytes, read in one statement for the
+  // files the caller sees; at most 2 × FILES_PER_MESSAGE × LIMITS.answerFileBytes. Lists of tasks
+  // (and pushes, push-body.ts) name every file by address only.
+  const withSmallFiles = async (task: Task): Promise<Task> => {
+    const small = smallFilesOf(task, LIMITS.answerFileBytes);
+    return small.length === 0 ? task : withFileBytes(task, await smallFilesBytes(sql, caller, small, LIMITS.answerFileBytes));
+  };
   const taskOf = async (id: string, read: { historyLength?: number; readAnswer: boolean }): Promise<Task> => {
     if (!id.trim()) throw new RequestMalformedError('id is required: the task to read.');
     // A task named by a message the caller sent that was held for a person: its delivery's once
@@ -90,7 +97,7 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
     const sent = await sentDelivery(sql, caller, recipient, id, { stalledAfterMs: ctx.stalledAfterMs, readAnswer: read.readAnswer }).catch(
       notFoundAs(id),
     );
-    return toTask(sent, read.historyLength, ctx.baseUrl);
+    return withSmallFiles(toTask(sent, read.historyLength, ctx.baseUrl));
   };
 
   // Sends the message; answers its task as it is once sent, or, `held`, once it ends or the wait does.
@@ -141,7 +148,7 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       changed: ctx.credentialChanged,
     });
     for await (const sent of changes) {
-      if (ENDS_A_WAIT.has(taskState(sent))) return toTask(sent, historyLength, ctx.baseUrl);
+      if (ENDS_A_WAIT.has(taskState(sent))) return withSmallFiles(toTask(sent, historyLength, ctx.baseUrl));
     }
     return taskOf(deliveryId, { historyLength, readAnswer: true });
   };
@@ -166,7 +173,7 @@ export function a2aRequestHandler(ctx: A2AContext): A2ARequestHandler {
       const seen = JSON.stringify(next.status);
       if (seen === last) continue;
       last = seen;
-      yield { payload: { $case: 'statusUpdate', value: statusUpdate(next) } };
+      yield { payload: { $case: 'statusUpdate', value: statusUpdate(await withSmallFiles(next)) } };
       if (isFinal(next)) return;
     }
   }

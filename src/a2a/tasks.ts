@@ -48,6 +48,32 @@ const filePart = (file: FileRecord, origin: string): Part => ({
   mediaType: file.contentType,
 });
 
+// The same file as its bytes (`raw`), its address moved to the metadata's `url`.
+const bytesPart = (part: Part, url: string, bytes: Buffer): Part => ({ ...part, content: { $case: 'raw', value: bytes }, metadata: { ...part.metadata, url } });
+
+const messagesOf = (task: Task): Message[] => [...task.history, ...(task.status?.message ? [task.status.message] : [])];
+
+// The files a task's messages name by address that are at most `limit` bytes.
+export function smallFilesOf(task: Task, limit: number): string[] {
+  const ids = messagesOf(task).flatMap((m) =>
+    m.parts.filter((p) => p.content?.$case === 'url' && p.metadata?.fileId && p.metadata.size <= limit).map((p) => p.metadata!.fileId as string),
+  );
+  return [...new Set(ids)];
+}
+
+// The task with each file `bytes` holds (by id) handed over as its bytes rather than by address.
+export function withFileBytes(task: Task, bytes: Map<string, Buffer>): Task {
+  if (bytes.size === 0) return task;
+  const inline = (message: Message): Message => ({
+    ...message,
+    parts: message.parts.map((part) => {
+      const data = bytes.get(part.metadata?.fileId);
+      return data && part.content?.$case === 'url' ? bytesPart(part, part.content.value, data) : part;
+    }),
+  });
+  return { ...task, history: task.history.map(inline), status: task.status && { ...task.status, message: task.status.message && inline(task.status.message) } };
+}
+
 // `messageId` is the id the client gave its message, where it gave one, so that it finds its own
 // message in the history; the service's id for it is the task's `metadata.messageId`.
 function a2aMessage(message: MessageRecord, messageId: string, role: Role, taskId: string, origin: string): Message {

@@ -1,3 +1,4 @@
+import type { PendingQuery, Row } from 'postgres';
 import type { Queries } from '../../db/connect';
 
 // Where a file's bytes are kept, apart from its record (files.ts keeps the record, the quota and
@@ -10,6 +11,9 @@ export type FileStore = {
   writeChunk(fileId: string, n: number, data: Uint8Array): Promise<void>;
   // `length` bytes of chunk `n` from `offset`, or null when the file is gone meanwhile.
   readChunk(fileId: string, n: number, offset: number, length: number): Promise<Uint8Array | null>;
+  // The first chunk of each file `ids` selects (a statement selecting `id`), read together: whole
+  // files, for ones no larger than a chunk.
+  firstChunks(ids: PendingQuery<Row[]>): Promise<{ id: string; data: Buffer }[]>;
 };
 
 export const CHUNK_BYTES = 256 * 1024;
@@ -23,5 +27,8 @@ export const postgresFileStore = (sql: Queries): FileStore => ({
     const [row] = await sql<{ data: Buffer }[]>`
       select substring(data from ${offset + 1} for ${length}) as data from file_chunks where file_id = ${fileId} and n = ${n}`;
     return row ? row.data : null;
+  },
+  firstChunks(ids) {
+    return sql<{ id: string; data: Buffer }[]>`select file_id as id, data from file_chunks where n = 0 and file_id in (${ids})`;
   },
 });

@@ -167,6 +167,19 @@ export async function smallFileBytes(sql: Sql, file: FileRecord, limit: number):
   return Buffer.concat(parts);
 }
 
+// The bytes of each of `fileIds` that `agent` sees and that is at most `limit` bytes, by id: a
+// door hands such small files over inline. One statement reads them all; `limit` is at most a
+// chunk, so each is its first chunk, and what it holds is at most fileIds.length × limit bytes.
+export async function smallFilesBytes(sql: Sql, agent: Agent, fileIds: string[], limit: number): Promise<Map<string, Buffer>> {
+  const ids = fileIds.filter(isId);
+  if (ids.length === 0) return new Map();
+  const seen = sql`
+    select f.id from files f
+    where f.id = any(${ids}::uuid[]) and f.size <= ${Math.min(limit, CHUNK_BYTES)} and ${agentSeesFile(sql, agent.id)}`;
+  const rows = await store(sql).firstChunks(seen);
+  return new Map(rows.map((r) => [r.id, r.data]));
+}
+
 // The files a post names, checked and locked for the post's transaction: each one the sender sees,
 // named once, at most FILES_PER_MESSAGE. The lock (key share) keeps the sweep from deleting one
 // before the post commits; one the sweep took first is not found.

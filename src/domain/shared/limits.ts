@@ -16,6 +16,10 @@ export const LIMITS = {
   // A file's bytes handed over inside a protocol message rather than by address (MCP's
   // resources/read blob, A2A's raw parts), at most: base64 makes them a third larger.
   inlineFileBytes: 256 * 1024,
+  // A file an A2A answer about one task hands over as its bytes (a raw part) rather than only by
+  // address, at most: its two messages carry at most 2 × FILES_PER_MESSAGE files, so an answer
+  // holds at most 1.25 MiB of them by default. No more than a stored chunk (files/file-store.ts).
+  answerFileBytes: 64 * 1024,
   inboxWaitSeconds: 60,
   // MCP clients give up on a request after 60 s by default (the official SDKs do), so a tool waits
   // at most this long, leaving room for the answer.
