@@ -16,6 +16,7 @@ import { databaseCpuMs, postmasterPid, processCpuMs } from './cpu';
 import { freshDatabases } from './fresh-database';
 import { round } from './stats';
 import { BY_CLI } from '../src/domain/people/audit';
+import { listeningPort } from './instance';
 
 const drains = Number(process.env.DRAINS ?? 10);
 const drainSize = Number(process.env.DRAIN_SIZE ?? 4000);
@@ -67,17 +68,6 @@ async function topStatements(sql: Sql) {
 }
 
 // ---- the service, its receiver, its backlog ----
-async function firstLine(stream: ReadableStream<Uint8Array>): Promise<{ port: number }> {
-  const reader = stream.getReader();
-  let text = '';
-  while (!text.includes('\n')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error('the service exited before it was ready; see bench/drains-server.log');
-    text += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
-  return JSON.parse(text.split('\n')[0]!);
-}
 
 function startService(databaseUrl: string) {
   return Bun.spawn(['bun', 'bench/server.ts'], {
@@ -119,7 +109,7 @@ const sql = connect(db.url, 4);
 const log = createLogger('warn');
 const service = startService(db.url);
 try {
-  const base = `http://127.0.0.1:${(await firstLine(service.stdout)).port}`;
+  const base = `http://127.0.0.1:${(await listeningPort(service.stdout, 'the service exited before it was ready; see bench/drains-server.log')).port}`;
   let arrived = new Map<string, number>();
   const keys = new Map<string, string>();
   const reports: Promise<unknown>[] = [];

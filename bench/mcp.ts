@@ -10,6 +10,7 @@ import { createAgent } from '../src/domain/agents/agents';
 import { BY_CLI } from '../src/domain/people/audit';
 import { freshDatabases } from './fresh-database';
 import { median, round } from './stats';
+import { listeningPort } from './instance';
 
 const runs = Number(process.env.MCP_RUNS ?? 3);
 const calls = Number(process.env.MCP_CALLS ?? 2_000);
@@ -24,7 +25,7 @@ const server = Bun.spawn(['bun', 'bench/server.ts'], {
   stderr: 'inherit',
 });
 try {
-  const base = `http://127.0.0.1:${(await firstLine(server.stdout)).port}`;
+  const base = `http://127.0.0.1:${(await listeningPort(server.stdout, 'the service ended before it listened')).port}`;
   const json = (key: string, extra: Record<string, string> = {}) => ({
     authorization: `Bearer ${key}`,
     'content-type': 'application/json',
@@ -95,16 +96,4 @@ try {
   server.kill('SIGTERM');
   await server.exited;
   await db.drop();
-}
-
-async function firstLine(stream: ReadableStream<Uint8Array>): Promise<{ port: number }> {
-  const reader = stream.getReader();
-  let text = '';
-  while (!text.includes('\n')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error('the service ended before it listened');
-    text += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
-  return JSON.parse(text.slice(0, text.indexOf('\n')));
 }

@@ -11,6 +11,7 @@ import { BY_CLI } from '../src/domain/people/audit';
 import { startPgBouncer } from '../test/support/pgbouncer';
 import { databaseCpuMs, postmasterPid, processCpuMs } from './cpu';
 import { freshDatabases } from './fresh-database';
+import { startInstance } from './instance';
 
 const root = new URL('..', import.meta.url).pathname;
 const SECONDS = Number(process.env.POOLER_SECONDS ?? 5);
@@ -26,26 +27,6 @@ const bouncer = await startPgBouncer(db.url, { port: BOUNCER_PORT, poolSize: BOU
 let rung = 0;
 const handler = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => (rung++, new Response('ok')) });
 
-async function startInstance(env: Record<string, string>): Promise<{ base: string; pid: number; stop: () => Promise<void> }> {
-  const proc = Bun.spawn(['bun', 'bench/server.ts'], {
-    cwd: root,
-    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: '0', WEBHOOK_ALLOW_LOCAL: 'true', LOG_LEVEL: 'warn' },
-    stdout: 'pipe',
-    stderr: 'inherit',
-  });
-  const reader = proc.stdout.getReader();
-  let text = '';
-  while (!text.includes('\n')) text += new TextDecoder().decode((await reader.read()).value);
-  const { port } = JSON.parse(text.split('\n')[0]!);
-  return {
-    base: `http://127.0.0.1:${port}`,
-    pid: proc.pid,
-    stop: async () => {
-      proc.kill('SIGTERM');
-      await proc.exited;
-    },
-  };
-}
 
 const cpuMs = (instances: number[]) => ({
   instances: instances.reduce((n, pid) => n + processCpuMs(pid), 0),
@@ -61,7 +42,7 @@ const phases: { through: 'direct' | 'pgbouncer'; instances: number }[] = [
 ];
 const results: Record<string, unknown>[] = [];
 for (const [index, phase] of phases.entries()) {
-  const instances = await Promise.all(Array.from({ length: phase.instances }, () => startInstance(phase.through === 'direct' ? direct : pooled)));
+  const instances = await Promise.all(Array.from({ length: phase.instances }, () => startInstance(phase.through === 'direct' ? direct : pooled, 'inherit')));
   const sender = await createAgent(sql, BY_CLI, { username: `pooler-sender-${index}` }, { allowLocal: true });
   const hooked = await createAgent(sql, BY_CLI, { username: `pooler-hooked-${index}`, webhookUrl: `http://127.0.0.1:${handler.port}/h` }, { allowLocal: true });
   // It posts far past the default quota: counted, never refused.

@@ -11,6 +11,7 @@ import { freshDatabases } from './fresh-database';
 import type { LoadSetup } from './load';
 import { report } from './report';
 import { median, round } from './stats';
+import { listeningPort } from './instance';
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const root = new URL('..', import.meta.url).pathname;
@@ -72,7 +73,7 @@ try {
     // The service logs a line per doorbell, as in production; kept in a file nobody reads.
     stderr: openSync(`${root}bench/server.log`, 'w'),
   });
-  const { port } = await firstLine(server.stdout);
+  const { port } = await listeningPort(server.stdout, 'the service exited before it was ready; see bench/server.log');
   step(`load (${runs} runs per scenario)`);
   const setup: LoadSetup = {
     base: `http://127.0.0.1:${port}`,
@@ -104,18 +105,6 @@ try {
   step('done; every run is in bench/results.json');
 } finally {
   await db.drop();
-}
-
-async function firstLine(stream: ReadableStream<Uint8Array>): Promise<{ port: number }> {
-  const reader = stream.getReader();
-  let text = '';
-  while (!text.includes('\n')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error('the service exited before it was ready; see bench/server.log');
-    text += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
-  return JSON.parse(text.split('\n')[0]!);
 }
 
 // The compiled executable, from spawn to the first 200 from /health, against the migrated database.

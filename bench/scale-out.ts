@@ -7,6 +7,7 @@ import { connect } from '../src/db/connect';
 import { createAgent } from '../src/domain/agents/agents';
 import { cpuPerRequest, cpuSnapshot, postmasterPid, type CpuSnapshot } from './cpu';
 import { freshDatabases } from './fresh-database';
+import { startInstance } from './instance';
 import { BY_CLI } from '../src/domain/people/audit';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -19,26 +20,6 @@ const sql = connect(db.url, 4);
 let rung = 0;
 const handler = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => (rung++, new Response('ok')) });
 
-async function startInstance(): Promise<{ base: string; pid: number; stop: () => Promise<void> }> {
-  const proc = Bun.spawn(['bun', 'bench/server.ts'], {
-    cwd: root,
-    env: { ...process.env, DATABASE_URL: db.url, HOST: '127.0.0.1', PORT: '0', WEBHOOK_ALLOW_LOCAL: 'true', LOG_LEVEL: 'warn' },
-    stdout: 'pipe',
-    stderr: 'ignore',
-  });
-  const reader = proc.stdout.getReader();
-  let text = '';
-  while (!text.includes('\n')) text += new TextDecoder().decode((await reader.read()).value);
-  const { port } = JSON.parse(text.split('\n')[0]!);
-  return {
-    base: `http://127.0.0.1:${port}`,
-    pid: proc.pid,
-    stop: async () => {
-      proc.kill('SIGTERM');
-      await proc.exited;
-    },
-  };
-}
 
 const cpuOf = (pids: number[]) => pids.map((pid) => cpuSnapshot(pid, databasePid));
 function sumCpu(before: CpuSnapshot[], after: CpuSnapshot[], requests: number) {
@@ -49,7 +30,7 @@ function sumCpu(before: CpuSnapshot[], after: CpuSnapshot[], requests: number) {
 
 const results: Record<string, unknown>[] = [];
 for (const count of [1, 2, 3]) {
-  const instances = await Promise.all(Array.from({ length: count }, startInstance));
+  const instances = await Promise.all(Array.from({ length: count }, () => startInstance({ DATABASE_URL: db.url })));
   const sender = await createAgent(sql, BY_CLI, { username: `scale-sender-${count}` }, { allowLocal: true });
   const hooked = await createAgent(sql, BY_CLI, { username: `scale-hooked-${count}`, webhookUrl: `http://127.0.0.1:${handler.port}/h` }, { allowLocal: true });
   // It posts far past the default quota: counted, never refused.

@@ -3,6 +3,33 @@ import { byteQueuing, queuedBytes } from '../web/event-stream';
 
 type Relay = { log: Logger; backlogBytes: number; closed: () => boolean; close: () => void };
 
+// An SDK's stream of inbox updates, relayed bounded (below) while `watchWith` watches the inbox for
+// it. Everything is let go once, however the stream ends (the client gone, its backlog past the
+// bound, the watch ended): the watch, the SDK's reader and the SDK's server (`shutDown`).
+export function relayWatched(
+  request: Request,
+  response: Response & { body: ReadableStream<Uint8Array> },
+  { log, backlogBytes }: { log: Logger; backlogBytes: number },
+  shutDown: () => void,
+  watchWith: (close: () => void) => (() => void) | null,
+): Response {
+  const reader = response.body.getReader();
+  let closed = false;
+  let unwatch: (() => void) | null = null;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    unwatch?.();
+    void reader.cancel().catch(() => {});
+    shutDown();
+  };
+  unwatch = watchWith(close);
+  request.signal.addEventListener('abort', close, { once: true });
+  if (!unwatch || request.signal.aborted) close();
+  else if (closed) unwatch();
+  return relayBounded(response, reader, { log, backlogBytes, closed: () => closed, close });
+}
+
 // A stream an SDK writes (resource updates, keep-alives), passed on to the client: the GET stream
 // of 2025-11-25 and the subscriptions/listen stream of 2026-07-28. A comment at once, so that the
 // answer's head goes out before the first update (a streamed body's head waits for its first

@@ -1,7 +1,7 @@
 import { createMcpHandler, Server } from '@modelcontextprotocol/server';
 import type { Logger } from '../log';
 import { CAPABILITIES, INSTRUCTIONS, mcpHandlers, SERVER_INFO } from './answers';
-import { relayBounded } from './relay-bounded';
+import { relayWatched } from './relay-bounded';
 import { INBOX_URI } from './resources';
 import type { ToolContext } from './tools';
 
@@ -52,20 +52,10 @@ export async function listen2026(
   const response = await handler.fetch(request, { parsedBody: message });
   // A refusal (no filter, a malformed envelope) is one JSON answer: nothing to watch for.
   if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response;
-  const reader = response.body.getReader();
-  let closed = false;
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    unwatch?.();
-    void reader.cancel().catch(() => {});
-    void handler.close();
-  };
-  const unwatch = watch(
-    () => handler.notify.resourceUpdated(INBOX_URI),
-    () => void handler.close(),
+  return relayWatched(request, response as Response & { body: ReadableStream<Uint8Array> }, { log, backlogBytes }, () => void handler.close(), () =>
+    watch(
+      () => handler.notify.resourceUpdated(INBOX_URI),
+      () => void handler.close(),
+    ),
   );
-  request.signal.addEventListener('abort', close, { once: true });
-  if (!unwatch || request.signal.aborted) close();
-  return relayBounded(response, reader, { log, backlogBytes, closed: () => closed, close });
 }

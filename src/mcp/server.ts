@@ -11,7 +11,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../log';
 import { CAPABILITIES, INSTRUCTIONS, mcpHandlers, SERVER_INFO } from './answers';
-import { relayBounded } from './relay-bounded';
+import { relayWatched } from './relay-bounded';
 import { INBOX_URI } from './resources';
 import type { ToolContext } from './tools';
 
@@ -71,18 +71,8 @@ export async function streamMcp(
     await server.close();
     return response;
   }
-  const reader = response.body.getReader();
-  let closed = false;
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    unwatch?.();
-    void reader.cancel().catch(() => {});
-    void server.close();
-  };
-  const unwatch = watch(() => void server.sendResourceUpdated({ uri: INBOX_URI }).catch(close), close);
-  server.onclose = close;
-  request.signal.addEventListener('abort', close, { once: true });
-  if (!unwatch || request.signal.aborted) close();
-  return relayBounded(response, reader, { log, backlogBytes, closed: () => closed, close });
+  return relayWatched(request, response as Response & { body: ReadableStream<Uint8Array> }, { log, backlogBytes }, () => void server.close(), (close) => {
+    server.onclose = close;
+    return watch(() => void server.sendResourceUpdated({ uri: INBOX_URI }).catch(close), close);
+  });
 }
