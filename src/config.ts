@@ -284,6 +284,10 @@ export function readEnvironment(env: Environment = process.env): Environment {
   return { ...parseEnv(text), ...env };
 }
 
+// A numeric setting's default, for what runs without a loaded configuration (scripts, the CLI's
+// writes through a pool no server set up).
+export const numericDefault = (key: keyof typeof ConfigSchema.properties) => ConfigSchema.properties[key].default as number;
+
 export function loadConfig(env: Environment = readEnvironment()): Config {
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(ConfigSchema.properties)) {

@@ -1,4 +1,4 @@
-import { ConfigSchema, type Config } from '../../config';
+import { numericDefault, type Config } from '../../config';
 import type { Sql } from '../../db/connect';
 
 // What the deployment's settings make of files (FILE_*, FILES_PER_MESSAGE): the largest upload,
@@ -12,11 +12,10 @@ export const fileRules = (config: Pick<Config, 'FILE_MAX_BYTES' | 'FILE_QUOTA_BY
   perMessage: config.FILES_PER_MESSAGE,
 });
 
-const byDefault = (key: keyof typeof ConfigSchema.properties) => ConfigSchema.properties[key].default as number;
 const DEFAULT_FILE_RULES = fileRules({
-  FILE_MAX_BYTES: byDefault('FILE_MAX_BYTES'),
-  FILE_QUOTA_BYTES: byDefault('FILE_QUOTA_BYTES'),
-  FILES_PER_MESSAGE: byDefault('FILES_PER_MESSAGE'),
+  FILE_MAX_BYTES: numericDefault('FILE_MAX_BYTES'),
+  FILE_QUOTA_BYTES: numericDefault('FILE_QUOTA_BYTES'),
+  FILES_PER_MESSAGE: numericDefault('FILES_PER_MESSAGE'),
 });
 
 // One set per connection pool, set by the process that serves through it (app.ts), as the send

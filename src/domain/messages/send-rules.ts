@@ -1,4 +1,4 @@
-import { ConfigSchema, type Config } from '../../config';
+import { numericDefault, type Config } from '../../config';
 import type { Sql } from '../../db/connect';
 
 // What the deployment's settings make of an agent's sending (SEND_*, LOOP_BREAKER_*,
@@ -23,13 +23,12 @@ export const sendRules = (config: Pick<Config, 'SEND_MESSAGES_PER_MINUTE' | 'SEN
 });
 
 // The configuration's defaults, for writes through a pool no server set up (scripts, the CLI).
-const byDefault = (key: keyof typeof ConfigSchema.properties) => ConfigSchema.properties[key].default as number;
 const DEFAULT_SEND_RULES = sendRules({
-  SEND_MESSAGES_PER_MINUTE: byDefault('SEND_MESSAGES_PER_MINUTE'),
-  SEND_THREADS_PER_HOUR: byDefault('SEND_THREADS_PER_HOUR'),
-  HOLD_EXPIRES_AFTER_HOURS: byDefault('HOLD_EXPIRES_AFTER_HOURS'),
-  LOOP_BREAKER_MESSAGES: byDefault('LOOP_BREAKER_MESSAGES'),
-  LOOP_BREAKER_WINDOW_MINUTES: byDefault('LOOP_BREAKER_WINDOW_MINUTES'),
+  SEND_MESSAGES_PER_MINUTE: numericDefault('SEND_MESSAGES_PER_MINUTE'),
+  SEND_THREADS_PER_HOUR: numericDefault('SEND_THREADS_PER_HOUR'),
+  HOLD_EXPIRES_AFTER_HOURS: numericDefault('HOLD_EXPIRES_AFTER_HOURS'),
+  LOOP_BREAKER_MESSAGES: numericDefault('LOOP_BREAKER_MESSAGES'),
+  LOOP_BREAKER_WINDOW_MINUTES: numericDefault('LOOP_BREAKER_WINDOW_MINUTES'),
 });
 
 // One set of rules per connection pool, set by the process that serves through it (app.ts), as the
