@@ -269,6 +269,10 @@ const agent = async (username: string, webhook = false, webhookUrl = hookUrl) =>
   return { key: created.apiKey, actor: asActor({ id: row!.id, username }) };
 };
 const sender = await agent('sender');
+// Posts written through the domain from this process (the doorbell backlogs, 400 in one
+// transaction) are counted against the sender's quota with the configuration's defaults, not the
+// service's: the sender's own quota keeps every scenario clear of it, still counted.
+await sql`update agents set messages_per_minute = 100000000 where id = ${sender.actor.id}`;
 const thread = async (title: string, usernames: string[]) =>
   (await openThread(sql, sender.actor, { title, participantUsernames: usernames })).id;
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);

@@ -8,7 +8,8 @@ import { isDatabaseUnavailable } from './unavailable';
 // record), planning them afresh at every call, because a custom plan knows how many ids the batch
 // holds and the generic one guesses, so looks dearer than it is: 0.28 and 0.8 ms of planning against
 // 0.03 and 0.41 ms of work (docs/internals/performance-history.md, "Plans kept for the doorbell's statements"). Not
-// for the whole pool: the inbox read needs its custom plan (test/inbox-plan.test.ts).
+// for the whole pool, whose other statements keep PostgreSQL's own choice; the inbox read gets its
+// one plan by hiding its values from the planner instead (domain/deliveries/inbox.ts).
 //
 // The setting goes out as a SET, which also opens the connection, rather than as a startup
 // parameter, which PgBouncer refuses. One connection, since the statement has one call in flight.

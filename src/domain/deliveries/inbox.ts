@@ -6,7 +6,7 @@ import { toDelivered } from './delivery-steps';
 import { LIMITS, type FileRecord, type InboxEntry } from '../shared/schemas';
 import { filesOf } from '../files/files';
 import { oneLine } from '../messages/summary-line';
-import { agentSeesThread } from '../threads/visibility';
+import { agentSeesThread, titleOfThreadSeen } from '../threads/visibility';
 
 const deliveryNotFound = () => notFound('No such delivery, or it is not addressed to you.');
 
@@ -18,13 +18,17 @@ const deliveryNotFound = () => notFound('No such delivery, or it is not addresse
 // filter, which for an agent owning most rows looks as cheap but reads past every older delivery
 // of every other agent first (a million-row backlog paid ~10 x a thousand-row one). A range on
 // recipient_id is not folded into a constant, so `order by recipient_id, id` stays an ordering
-// only the inbox index provides; the page is cut before the joins, which then run 50 times.
-// The visibility test is a filter on each row of that walk, kept from being turned into a join
-// (a scalar subquery behind OFFSET 0 is never flattened): as a join, the planner may start from
-// the agent's visible threads and walk each on (thread_id, id), which for one thread holding a
-// large backlog reads all of it and sorts (test/inbox-plan.test.ts). The limit (a whole number
-// from listLimit) is written into the statement: as a parameter, the planner prices a generic
-// plan for an unknown share of the rows and plans the statement afresh at every read.
+// only the inbox index provides; the page is cut before the messages are joined, 50 look-ups.
+// The visibility test is a lateral subquery behind OFFSET 0, which is never flattened into a join:
+// as a join, the planner may start from the agent's visible threads and walk each on (thread_id,
+// id), which for one thread holding a large backlog reads all of it and sorts
+// (test/inbox-plan.test.ts). Lateral, it runs once per thread of the page, not once per row (a
+// Memoize on thread_id), and gives the title without joining threads again.
+// Every value the caller gives is read through a sub-select, so the planner never sees it: the
+// plan does not depend on whose inbox it is, PostgreSQL's plan cache keeps one generic plan per
+// connection instead of planning the statement afresh at every read (planning was half the page's
+// PostgreSQL CPU; docs/internals/performance.md). The limit (a whole number from listLimit) is
+// written into the statement for the same reason.
 // With `after` (a deliveryId), only entries accepted after that one: a client that has seen the
 // inbox up to there waits for new mail instead of being answered at once with what it has seen.
 type InboxRow = {
@@ -40,21 +44,21 @@ type InboxRow = {
 } & ({ summary: string; content: null } | { summary: null; content: string });
 
 export async function inbox(sql: Sql, agent: Agent, limit: number, after?: string): Promise<InboxEntry[]> {
+  const me = sql`(select ${agent.id}::uuid)`;
   const rows = await sql<InboxRow[]>`
-    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread,
+    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", d.title as thread,
            m.sender, m.summary, case when m.summary is null then m.content end as content,
            d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead", ${filesOf(sql, sql`d.message_id`)} as files
     from (
-      select d.id, d.message_id, d.thread_id, d.created_at, d.fetched_at
+      select d.id, d.message_id, d.thread_id, d.created_at, d.fetched_at, t.title
       from deliveries d
-      where d.recipient_id between ${agent.id} and ${agent.id} and d.acknowledged_at is null
-        ${after === undefined ? sql`` : sql`and d.id > ${after}`}
-        and (select ${agentSeesThread(sql, sql`d.thread_id`, agent.id)} offset 0)
+      join lateral (${titleOfThreadSeen(sql, sql`d.thread_id`, me)} offset 0) t on true
+      where d.recipient_id between ${me} and ${me} and d.acknowledged_at is null
+        ${after === undefined ? sql`` : sql`and d.id > (select ${after}::uuid)`}
       order by d.recipient_id, d.id
       limit ${sql.unsafe(String(Math.trunc(limit)))}
     ) d
     join messages m on m.id = d.message_id
-    join threads t on t.id = d.thread_id
     order by d.id`;
   return rows.map((r) => ({
     deliveryId: r.deliveryId,

@@ -16,6 +16,12 @@ export const agentSeesThread = (sql: Queries, thread: PendingQuery<Row[]>, agent
   exists (select 1 from threads vt join participants vp on vp.thread_id = vt.id
           where vt.id = ${thread} and ${seenBy(sql, agentId)})`;
 
+// The thread's title, one row or none: the same rule as a lateral subquery, for a walk that both
+// tests each row's thread and shows its title.
+export const titleOfThreadSeen = (sql: Queries, thread: PendingQuery<Row[]>, agentId: string | PendingQuery<Row[]>) => sql`
+  select vt.title from threads vt join participants vp on vp.thread_id = vt.id
+  where vt.id = ${thread} and ${seenBy(sql, agentId)}`;
+
 // Every thread the agent sees, as a set of ids: for a search that starts from the agent's threads
 // (an index on thread_id) rather than testing each row it finds.
 export const threadsAgentSees = (sql: Queries, agentId: string) => sql`
