@@ -2,6 +2,7 @@
 // 50-row SELECT) on the same connection pool: one process, so both sides of a comparison share
 // the pool, the runtime and the CPU.
 // Started by bench/run.ts with DATABASE_URL pointing at a fresh database.
+import { readFileSync } from 'node:fs';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/log';
 import { createService } from '../src/service';
@@ -52,6 +53,32 @@ service.app.post('/bench/gc', () => {
   Bun.gc(true);
   return { success: true, data: null };
 });
+// BENCH_MEMORY_LOG=<file>: what holds the memory, twice a second, one JSON line each (resident
+// memory split into anonymous and file-backed, the JavaScript heap and what it reports outside
+// itself), every stall of the event loop over 20 ms, and on SIGUSR2 a heap snapshot beside the file
+// (`<file>.heapsnapshot`, V8's format): for a peak, or a latency, the heap alone does not explain.
+if (process.env.BENCH_MEMORY_LOG) {
+  const path = process.env.BENCH_MEMORY_LOG;
+  const file = Bun.file(path).writer();
+  const line = (fields: Record<string, number>) => {
+    file.write(`${JSON.stringify({ at: Date.now(), ...fields })}\n`);
+    file.flush();
+  };
+  const mb = (bytes: number) => Math.round(bytes / 1_048_576);
+  const statusMb = (status: string, field: string) => Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024);
+  setInterval(() => {
+    const status = readFileSync('/proc/self/status', 'utf8');
+    const { rss, heapUsed, heapTotal, external } = process.memoryUsage();
+    line({ rss: mb(rss), anon: statusMb(status, 'RssAnon'), file: statusMb(status, 'RssFile'), heapUsed: mb(heapUsed), heapTotal: mb(heapTotal), external: mb(external) });
+  }, 500).unref();
+  let tick = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    if (now - tick > 30) line({ stallMs: Math.round(now - tick - 10) });
+    tick = now;
+  }, 10).unref();
+  process.on('SIGUSR2', () => void Bun.write(`${path}.heapsnapshot`, Bun.generateHeapSnapshot('v8')));
+}
 console.log(JSON.stringify({ ready: true, port: service.listen() }));
 
 process.on('SIGTERM', async () => {

@@ -108,6 +108,8 @@ test('waiting inbox requests, the listener, the pool and the process', async () 
   expect(samples.get('ams_database_connections{state="active"}')).toBeGreaterThanOrEqual(1);
   expect(samples.get('ams_process_resident_memory_bytes')).toBeGreaterThan(0);
   expect(samples.has('ams_nodejs_eventloop_lag_p99_seconds')).toBe(true);
+  expect(samples.get('ams_nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+  expect([...samples.keys()].filter((name) => name.startsWith('ams_nodejs_heap_space_'))).toEqual([]);
   const other = await h.agent(uniqueName('poster'));
   await h.post(other, await h.thread(other, [agent]), 'wake up');
   expect((await answer).body.data).toHaveLength(1);

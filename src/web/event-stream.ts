@@ -1,11 +1,16 @@
 import type { Logger } from '../log';
 
+const encoder = new TextEncoder();
+
 // One server-sent event.
 export const sseEvent = (name: string, data: unknown, id?: string) =>
   `${id === undefined ? '' : `id: ${id}\n`}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 
-// How much of a stream may wait in memory before the connection is asked for more.
-const HIGH_WATER_BYTES = 16 * 1024;
+// How much of a stream may wait in memory before the connection is asked for more. Bun sizes each
+// response's buffer to it: at 16 KiB, ten thousand open streams held 310 MB; at 1 KiB, 256 MB
+// (docs/internals/performance.md). An event is a few hundred bytes, and a client that reads keeps
+// the queue near empty whatever the mark.
+const HIGH_WATER_BYTES = 1024;
 // The queuing a bounded stream is made with, so that queuedBytes below measures it.
 export const byteQueuing = () => new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_BYTES });
 // Bytes queued on a stream made with byteQueuing and not yet taken by the connection; null once the
@@ -13,24 +18,51 @@ export const byteQueuing = () => new ByteLengthQueuingStrategy({ highWaterMark: 
 export const queuedBytes = (controller: ReadableStreamDefaultController<Uint8Array>): number | null =>
   controller.desiredSize === null ? null : HIGH_WATER_BYTES - controller.desiredSize;
 
+// The streams beating at one interval, dealt in turn round the slots of a wheel that `turn`
+// moves on one slot at a time, beating that slot's streams: each stream beats once a revolution,
+// and a turn beats only its share. Answers, for each stream added, how to take it off, which
+// answers how many streams are left on the wheel.
+export function heartbeatWheel(slots: number) {
+  const wheel = Array.from({ length: slots }, () => new Set<() => void>());
+  let dealt = 0;
+  let turns = 0;
+  let streams = 0;
+  return {
+    add(beat: () => void): () => number {
+      const slot = wheel[dealt++ % slots]!;
+      slot.add(beat);
+      streams++;
+      return () => {
+        if (slot.delete(beat)) streams--;
+        return streams;
+      };
+    },
+    turn() {
+      wheel[turns++ % slots]!.forEach((beat) => beat());
+    },
+  };
+}
+
 // One timer per heartbeat interval for every stream open with it, rather than one per stream: ten
-// thousand open streams would otherwise hold ten thousand timers.
-const heartbeats = new Map<number, { beats: Set<() => void>; timer: ReturnType<typeof setInterval> }>();
+// thousand open streams would otherwise hold ten thousand timers. It turns a wheel of a slot per
+// HEARTBEAT_TICK_MS of the interval: ten thousand streams beaten in one go held the event loop for
+// 100 to 240 ms at every interval (docs/internals/performance.md), and every request meanwhile.
+const HEARTBEAT_TICK_MS = 100;
+const heartbeats = new Map<number, { wheel: ReturnType<typeof heartbeatWheel>; timer: ReturnType<typeof setInterval> }>();
 function beatEvery(ms: number, beat: () => void): () => void {
   let group = heartbeats.get(ms);
   if (!group) {
-    const beats = new Set<() => void>();
-    group = { beats, timer: setInterval(() => beats.forEach((b) => b()), ms) };
+    const slots = Math.max(1, Math.round(ms / HEARTBEAT_TICK_MS));
+    const wheel = heartbeatWheel(slots);
+    group = { wheel, timer: setInterval(wheel.turn, ms / slots) };
     heartbeats.set(ms, group);
   }
-  group.beats.add(beat);
-  const { beats, timer } = group;
+  const { wheel, timer } = group;
+  const takeOff = wheel.add(beat);
   return () => {
-    beats.delete(beat);
-    if (beats.size === 0 && heartbeats.get(ms)?.timer === timer) {
-      clearInterval(timer);
-      heartbeats.delete(ms);
-    }
+    if (takeOff() > 0 || heartbeats.get(ms)?.timer !== timer) return;
+    clearInterval(timer);
+    heartbeats.delete(ms);
   };
 }
 
@@ -64,7 +96,6 @@ export type EventStreamOptions = {
 // A text/event-stream response, bounded in memory per client, with heartbeats, that runs `open`'s
 // cleanup exactly once whether the client leaves, falls too far behind, or the server ends it.
 export function eventStreamResponse({ request, backlogBytes, heartbeatMs, log, cutLog, open }: EventStreamOptions): Response {
-  const encoder = new TextEncoder();
   let cleanup: (() => void) | null = null;
   let ended = false;
   let stopBeating: (() => void) | null = null;
