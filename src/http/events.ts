@@ -22,6 +22,7 @@ const HELD_FIRST_MS = 10;
 const HELD_MOST_MS = 1_000;
 // Bytes a stream may queue: a page of events beyond the high-water mark, and heartbeats.
 const EVENT_BACKLOG_BYTES = 1_048_576;
+const CUT_LOG = { event: 'event_stream_dropped', reason: 'the client stopped reading' };
 // How long a client waits before it reconnects, told at the start of every stream.
 const EVENTS_RETRY_MS = 2_000;
 
@@ -151,7 +152,7 @@ export const eventRoutes = (sql: Sql, inboxSignal: InboxSignal, agentCache: Agen
         backlogBytes: EVENT_BACKLOG_BYTES,
         heartbeatMs: config.EVENT_HEARTBEAT_MS,
         log,
-        cutLog: { event: 'event_stream_dropped', reason: 'the client stopped reading' },
+        cutLog: CUT_LOG,
         open: (sink) => {
           const stop = followEvents({ sql, inboxSignal, log, config }, agent, request, first, sink);
           return () => {
