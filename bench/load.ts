@@ -962,8 +962,8 @@ async function streamsOfManyAgents() {
   }
   const openSeconds = round((performance.now() - opening) / 1000, 1);
   await untilQuiet();
-  // What a Prometheus scrape costs with the streams open: the service answers it in one go, so
-  // every other request waits as long.
+  // What a Prometheus scrape costs with the streams open: its figures of the process are read on
+  // the event loop, where every other request waits for them.
   const scrapes: number[] = [];
   for (let i = 0; i < 5; i++) {
     const started = performance.now();
