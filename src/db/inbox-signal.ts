@@ -59,6 +59,7 @@ function register(registry: Registry, key: string, fn: () => void) {
     else if (typeof now === 'object') {
       now.delete(fn);
       if (now.size === 0) registry.delete(key);
+      else if (now.size === 1) registry.set(key, now.values().next().value!);
     }
   };
 }

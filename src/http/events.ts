@@ -49,7 +49,7 @@ function pacing(stallMs: number, log: Logger) {
     const outcome = await Promise.race([sink.room().then(() => 'room' as const), stalled]);
     clearTimeout(timer!);
     if (outcome === 'stalled') {
-      log.warn('event_stream_dropped', { reason: 'the client stopped reading', stallMs });
+      log.warn(CUT_LOG.event, { reason: CUT_LOG.reason, stallMs });
       sink.finish();
     }
   };

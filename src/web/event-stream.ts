@@ -20,7 +20,9 @@ export const queuedBytes = (controller: ReadableStreamDefaultController<Uint8Arr
 
 // The streams beating at one interval, dealt in turn round the slots of a wheel that `turn`
 // moves on one slot at a time, beating that slot's streams: each stream beats once a revolution,
-// and a turn beats only its share. Answers, for each stream added, how to take it off, which
+// and a turn beats only its share. Dealt in turn rather than by when they open, since clients
+// coming back together after a restart would otherwise share a slot; a stream's first beat may
+// so come early, which costs nothing. Answers, for each stream added, how to take it off, which
 // answers how many streams are left on the wheel.
 export function heartbeatWheel(slots: number) {
   const wheel = Array.from({ length: slots }, () => new Set<() => void>());
