@@ -659,7 +659,8 @@ async function boundedWait() {
 // A backlog in one set-based statement: messages and their deliveries together. Ids are built
 // inline in UUIDv7 layout (time-ordered, as uuid_v7() makes them), several times faster than a
 // function call per row; as superuser the foreign-key triggers are skipped, the rows being
-// consistent by construction. A delivery's id is its message's with another variant digit.
+// consistent by construction. A delivery's id is its message's with another variant digit, and
+// it carries what a post writes into it (each body is one short line: its own summary).
 async function loadBacklog(username: string, count: number) {
   const [recipient] = await sql<{ id: string }[]>`select id from agents where username = ${username}`;
   const threadId = await thread(`backlog of ${username}`, [username]);
@@ -673,10 +674,10 @@ async function loadBacklog(username: string, count: number) {
         select (lpad(to_hex(base.ms + (g >> 12)), 12, '0') || '7' || lpad(to_hex(g & 4095), 3, '0') || '8' || lpad(to_hex(g), 15, '0'))::uuid,
                ${threadId}, ${sender.actor.id}, 'sender', 'backlog message ' || g
         from base, generate_series(1, ${count}::int) g
-        returning id, thread_id
+        returning id, thread_id, content
       )
-      insert into deliveries (id, message_id, thread_id, recipient_id, webhook)
-      select overlay(m.id::text placing '9' from 20 for 1)::uuid, m.id, m.thread_id, ${recipient!.id}, false from m`;
+      insert into deliveries (id, message_id, thread_id, recipient_id, webhook, sender, summary, carries_files)
+      select overlay(m.id::text placing '9' from 20 for 1)::uuid, m.id, m.thread_id, ${recipient!.id}, false, 'sender', m.content, false from m`;
   });
 }
 

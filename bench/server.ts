@@ -35,8 +35,8 @@ service.app.post('/bench/insert-message', async ({ body, set }) => {
       insert into messages (thread_id, sender_agent_id, sender, content)
       values (${threadId}, ${senderId}, 'sender', ${content}) returning id, thread_id
     ), d as (
-      insert into deliveries (message_id, thread_id, recipient_id, webhook)
-      select m.id, m.thread_id, r, false from m, unnest(${recipientIds}::uuid[]) r
+      insert into deliveries (message_id, thread_id, recipient_id, webhook, sender, summary, carries_files)
+      select m.id, m.thread_id, r, false, 'sender', ${content}, false from m, unnest(${recipientIds}::uuid[]) r
     )
     select id from m`;
   set.status = 201;

@@ -39,6 +39,43 @@ describe('inbox', () => {
     expect((await h.call('GET', '/api/deliveries', { key: a.key })).body.data).toEqual([]);
   });
 
+  // Each delivery carries what its inbox entry shows of the message (sql/036); one written before
+  // that has none of it and reads its message instead, and its entry is the same.
+  test('a delivery carries its sender, summary line and whether files come; one written without them reads the same', async () => {
+    const { a, b, threadId } = await pair();
+    const uploaded = await h.call('POST', '/api/files?name=notes.txt', { key: a.key, raw: 'some notes', headers: { 'content-type': 'text/plain' } });
+    expect(uploaded.status).toBe(201);
+    const post = async (body: object) => {
+      const res = await h.call('POST', `/api/threads/${threadId}/messages`, { key: a.key, body });
+      expect(res.status).toBe(201);
+      return res.body.data.id as string;
+    };
+    const plain = await post({ content: '\n  first \t line  \nsecond' });
+    const summarised = await post({ content: 'y'.repeat(300), summary: 'Short\nsummary' });
+    const withFile = await post({ content: 'see the file', files: [uploaded.body.data.id] });
+    const stored = await h.db.sql`
+      select d.message_id, d.sender, d.summary, d.carries_files from deliveries d join agents r on r.id = d.recipient_id
+      where r.username = ${b.username} order by d.id`;
+    expect([...stored]).toEqual([
+      { message_id: plain, sender: a.username, summary: 'first line', carries_files: false },
+      { message_id: summarised, sender: a.username, summary: 'Short\nsummary', carries_files: false },
+      { message_id: withFile, sender: a.username, summary: 'see the file', carries_files: true },
+    ]);
+    const page = (await h.call('GET', '/api/deliveries', { key: b.key })).body.data;
+    expect(page.map((e: { summary: string; files: unknown[] }) => [e.summary, e.files.length])).toEqual([
+      ['first line', 0],
+      ['Short\nsummary', 0],
+      ['see the file', 1],
+    ]);
+    expect(page[2].files).toEqual([
+      { id: uploaded.body.data.id, name: 'notes.txt', contentType: 'text/plain', size: 10, sha256: new Bun.CryptoHasher('sha256').update('some notes').digest('hex') },
+    ]);
+    await h.db.sql`
+      update deliveries d set sender = null, summary = null, carries_files = null
+      from agents r where r.id = d.recipient_id and r.username = ${b.username}`;
+    expect((await h.call('GET', '/api/deliveries', { key: b.key })).body.data).toEqual(page);
+  });
+
   test('limit: default 50, cap 200, invalid → default; exactly limit rows when there are more', async () => {
     const { a, b, threadId } = await pair();
     await h.db.sql`

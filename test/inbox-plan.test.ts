@@ -96,3 +96,32 @@ test('the inbox page is planned once per connection, not at every read', async (
     connection.release();
   }
 });
+
+// A page of deliveries written by posts shows what each delivery carries (sql/036): it reads no
+// message and, for messages without files, no file.
+test('a page of posted deliveries reads no message and looks up no files', async () => {
+  const sender = await h.agent('poster');
+  const reader = await h.agent('reader');
+  const threadId = await h.thread(sender, [reader], 'posted');
+  for (let i = 0; i < 3; i++) await h.post(sender, threadId, `posted ${i}`);
+  const sql = h.db.sql;
+  const options = (sql as unknown as { options: { debug: unknown } }).options;
+  let sent: { query: string; parameters: unknown[] } | undefined;
+  options.debug = (_connection: number, query: string, parameters: unknown[]) => {
+    if (query.includes('order by d.recipient_id, d.id')) sent = { query, parameters };
+  };
+  try {
+    const res = await h.call('GET', '/api/deliveries', { key: reader.key });
+    expect(res.body.data.map((e: { summary: string }) => e.summary)).toEqual(['posted 0', 'posted 1', 'posted 2']);
+  } finally {
+    options.debug = false;
+  }
+  const [explained] = await sql.unsafe(`explain (analyze, format json) ${sent!.query}`, sent!.parameters as never[]);
+  type PlanNode = { 'Relation Name'?: string; 'Actual Loops': number; Plans?: PlanNode[] };
+  const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+  const all = nodes((explained!['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan);
+  const loopsOn = (relation: string) => all.filter((n) => n['Relation Name'] === relation).map((n) => n['Actual Loops']);
+  expect(loopsOn('deliveries')).toEqual([1]);
+  expect(loopsOn('messages')).toEqual([0]);
+  expect(loopsOn('message_files')).toEqual([0]);
+});

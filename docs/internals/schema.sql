@@ -1,4 +1,4 @@
--- The schema that the migrations in sql/ build, 001_core to 035_files,
+-- The schema that the migrations in sql/ build, 001_core to 036_inbox_reads_the_delivery,
 -- as PostgreSQL 18 holds it: schema public, written from its catalogs in pg_dump's style,
 -- without owners or privileges (graphile-worker's own schema is the library's). For reading:
 -- nothing applies this file. test/schema-snapshot.test.ts checks it; after adding a migration,
@@ -548,6 +548,9 @@ CREATE TABLE public.deliveries (
     acknowledged_at timestamp with time zone,
     resends smallint DEFAULT 0 NOT NULL,
     next_attempt_at timestamp with time zone,
+    sender text,
+    summary text,
+    carries_files boolean,
     CONSTRAINT deliveries_check CHECK (((step = 'failed'::public.delivery_step) = (failed_step IS NOT NULL))),
     CONSTRAINT deliveries_message_id_fkey FOREIGN KEY (message_id) REFERENCES public.messages(id) ON DELETE CASCADE,
     CONSTRAINT deliveries_message_id_recipient_id_key UNIQUE (message_id, recipient_id),

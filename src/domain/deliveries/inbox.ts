@@ -3,9 +3,9 @@ import type { Agent } from '../agents/actors';
 import { notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { toDelivered } from './delivery-steps';
-import { LIMITS, type FileRecord, type InboxEntry } from '../shared/schemas';
+import type { FileRecord, InboxEntry } from '../shared/schemas';
 import { filesOf } from '../files/files';
-import { oneLine } from '../messages/summary-line';
+import { inboxSummary } from '../messages/summary-line';
 import { agentSeesThread, titleOfThreadSeen } from '../threads/visibility';
 
 const deliveryNotFound = () => notFound('No such delivery, or it is not addressed to you.');
@@ -18,12 +18,16 @@ const deliveryNotFound = () => notFound('No such delivery, or it is not addresse
 // filter, which for an agent owning most rows looks as cheap but reads past every older delivery
 // of every other agent first (a million-row backlog paid ~10 x a thousand-row one). A range on
 // recipient_id is not folded into a constant, so `order by recipient_id, id` stays an ordering
-// only the inbox index provides; the page is cut before the messages are joined, 50 look-ups.
+// only the inbox index provides, and the walk stops at the page's last row.
 // The visibility test is a lateral subquery behind OFFSET 0, which is never flattened into a join:
 // as a join, the planner may start from the agent's visible threads and walk each on (thread_id,
 // id), which for one thread holding a large backlog reads all of it and sorts
 // (test/inbox-plan.test.ts). Lateral, it runs once per thread of the page, not once per row (a
 // Memoize on thread_id), and gives the title without joining threads again.
+// Everything else the page shows is on the delivery itself (sql/036): no message is read. A
+// delivery written before that reads its message through the second lateral subquery, which its
+// one-time filter skips for every other row; and only a delivery whose message carries files, or
+// may, looks them up (null: none).
 // Every value the caller gives is read through a sub-select, so the planner never sees it: the
 // plan does not depend on whose inbox it is, PostgreSQL's plan cache keeps one generic plan per
 // connection instead of planning the statement afresh at every read (planning was half the page's
@@ -39,37 +43,37 @@ type InboxRow = {
   sender: string;
   receivedAt: Date;
   alreadyRead: boolean;
-  files: FileRecord[];
-  // The body is read only when there is no summary to show instead.
+  files: FileRecord[] | null;
+  // The body is read only for an older delivery whose message has no summary to show instead.
 } & ({ summary: string; content: null } | { summary: null; content: string });
 
 export async function inbox(sql: Sql, agent: Agent, limit: number, after?: string): Promise<InboxEntry[]> {
   const me = sql`(select ${agent.id}::uuid)`;
   const rows = await sql<InboxRow[]>`
-    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", d.title as thread,
-           m.sender, m.summary, case when m.summary is null then m.content end as content,
-           d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead", ${filesOf(sql, sql`d.message_id`)} as files
-    from (
-      select d.id, d.message_id, d.thread_id, d.created_at, d.fetched_at, t.title
-      from deliveries d
-      join lateral (${titleOfThreadSeen(sql, sql`d.thread_id`, me)} offset 0) t on true
-      where d.recipient_id between ${me} and ${me} and d.acknowledged_at is null
-        ${after === undefined ? sql`` : sql`and d.id > (select ${after}::uuid)`}
-      order by d.recipient_id, d.id
-      limit ${sql.unsafe(String(Math.trunc(limit)))}
-    ) d
-    join messages m on m.id = d.message_id
-    order by d.id`;
+    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread,
+           coalesce(d.sender, m.sender) as sender, coalesce(d.summary, m.summary) as summary, m.content,
+           d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead",
+           case when d.carries_files is not false then ${filesOf(sql, sql`d.message_id`)} end as files
+    from deliveries d
+    join lateral (${titleOfThreadSeen(sql, sql`d.thread_id`, me)} offset 0) t on true
+    left join lateral (
+      select m.sender, m.summary, case when m.summary is null then m.content end as content
+      from messages m where m.id = d.message_id and d.summary is null offset 0
+    ) m on true
+    where d.recipient_id between ${me} and ${me} and d.acknowledged_at is null
+      ${after === undefined ? sql`` : sql`and d.id > (select ${after}::uuid)`}
+    order by d.recipient_id, d.id
+    limit ${sql.unsafe(String(Math.trunc(limit)))}`;
   return rows.map((r) => ({
     deliveryId: r.deliveryId,
     messageId: r.messageId,
     threadId: r.threadId,
     thread: r.thread,
     sender: r.sender,
-    summary: r.summary === null ? oneLine(null, r.content, LIMITS.summary) : r.summary,
+    summary: r.summary === null ? inboxSummary(null, r.content) : r.summary,
     receivedAt: r.receivedAt.toISOString(),
     alreadyRead: r.alreadyRead,
-    files: r.files,
+    files: r.files ?? [],
   }));
 }
 

@@ -5,7 +5,7 @@ import { once, type Idempotency } from './idempotency';
 import { asActor, type Actor, type Agent } from '../agents/actors';
 import { invalid, notFound, overQuota } from '../shared/errors';
 import { wakeForNewDeliveries, wakeWithJobs } from '../deliveries/delivery-wake-ups';
-import { oneLine } from './summary-line';
+import { inboxSummary, oneLine } from './summary-line';
 import { inIdOrder, toFetched } from '../deliveries/delivery-steps';
 import { addNotifyJobs, webhookVersion } from '../deliveries/notify-jobs';
 import { secretVersion } from '../agents/signing-secrets';
@@ -225,11 +225,13 @@ export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRu
   return sql<PostOutcome[]>`
     with input as (
       select i.n, coalesce(i.approved_id, uuid_v7()) as message_id, i.thread_id, i.sender_agent_id, i.sender, i.content, i.summary,
-             i.doorbell_summary, i.ring_window_ms, i.approved_id is not null as approved, i.file_ids
+             i.doorbell_summary, i.ring_window_ms, i.approved_id is not null as approved, i.file_ids, i.inbox_summary
       from unnest(${column('threadId')}::uuid[], ${column('senderAgentId')}::uuid[], ${column('sender')}::text[],
                   ${column('content')}::text[], ${column('summary')}::text[], ${column('doorbellSummary')}::text[],
-                  ${column('ringWindowMs')}::int[], ${column('approvedId')}::uuid[], ${posts.map((p) => p.fileIds.join(','))}::text[])
-           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, ring_window_ms, approved_id, file_ids, n)
+                  ${column('ringWindowMs')}::int[], ${column('approvedId')}::uuid[], ${posts.map((p) => p.fileIds.join(','))}::text[],
+                  ${posts.map((p) => inboxSummary(p.summary, p.content))}::text[])
+           with ordinality as i(thread_id, sender_agent_id, sender, content, summary, doorbell_summary, ring_window_ms, approved_id, file_ids,
+                                inbox_summary, n)
     ), thread as (
       select i.n, t.state, t.title,
              i.sender_agent_id is null or exists (
@@ -281,8 +283,8 @@ export async function insertPosts(sql: Queries, posts: NewPost[], rules = sendRu
       order by i.n
       returning id, created_at, reason, expires_at
     ), ${attachFiles(sql, sql`select i.message_id, i.thread_id, i.file_ids from message join input i on i.message_id = message.id`)}, delivery as (
-      insert into deliveries (message_id, thread_id, recipient_id, webhook, publish_attempts)
-      select i.message_id, i.thread_id, r.id, r.webhook, case when r.webhook then 1 else 0 end
+      insert into deliveries (message_id, thread_id, recipient_id, webhook, publish_attempts, sender, summary, carries_files)
+      select i.message_id, i.thread_id, r.id, r.webhook, case when r.webhook then 1 else 0 end, i.sender, i.inbox_summary, i.file_ids <> ''
       from message join input i on i.message_id = message.id join recipients r on r.n = i.n
       order by i.n
       returning id, message_id, recipient_id, webhook, publish_attempts, send_attempts, resends

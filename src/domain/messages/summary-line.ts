@@ -1,3 +1,5 @@
+import { LIMITS } from '../shared/limits';
+
 // The line shown for a message where no body may go: the sender's summary, else the body's
 // first line, cut to `max` characters. Lines are found one at a time rather than by splitting the
 // whole text: an inbox page computes fifty of them, and a "\r" before a "\n" is trimmed anyway.
@@ -21,3 +23,7 @@ export function shortened(text: string, max: number): string {
   const chars = Array.from(line);
   return chars.length <= max ? line : `${chars.slice(0, max - 1).join('')}…`;
 }
+
+// The summary an inbox entry shows: the sender's own as given, else the body's first line. Written
+// into each delivery by the post (insertPosts), and made here again for a delivery older than that.
+export const inboxSummary = (summary: string | null, content: string): string => summary ?? oneLine(null, content, LIMITS.summary);
