@@ -76,6 +76,19 @@ describe('inbox', () => {
     expect((await h.call('GET', '/api/deliveries', { key: b.key })).body.data).toEqual(page);
   });
 
+  test('the acknowledgement clears the copy of sender and summary the delivery carried', async () => {
+    const { a, b, threadId } = await pair();
+    const first = await h.post(a, threadId, 'one');
+    const second = await h.post(a, threadId, 'two');
+    const [entry] = (await h.call('GET', '/api/deliveries', { key: b.key })).body.data;
+    expect((await h.call('POST', `/api/deliveries/${entry.deliveryId}/acknowledge`, { key: b.key })).status).toBe(200);
+    const stored = await h.db.sql`select message_id, sender, summary, carries_files from deliveries where message_id in ${h.db.sql([first.id, second.id])} order by id`;
+    expect([...stored]).toEqual([
+      { message_id: first.id, sender: null, summary: null, carries_files: false },
+      { message_id: second.id, sender: a.username, summary: 'two', carries_files: false },
+    ]);
+  });
+
   test('limit: default 50, cap 200, invalid → default; exactly limit rows when there are more', async () => {
     const { a, b, threadId } = await pair();
     await h.db.sql`

@@ -101,10 +101,11 @@ export async function reportDelivered(sql: Sql, agent: Agent, deliveryId: string
 }
 
 // Takes the delivery out of the inbox; its step is left as it is. Idempotent: the first time is kept.
+// The copy of the message's sender and summary the inbox read goes with it (sql/036).
 export async function acknowledge(sql: Sql, agent: Agent, deliveryId: string) {
   if (!isId(deliveryId)) throw deliveryNotFound();
   const [acked] = await sql<{ id: string }[]>`
-    update deliveries d set acknowledged_at = now()
+    update deliveries d set acknowledged_at = now(), sender = null, summary = null
     where d.id = ${deliveryId} and d.acknowledged_at is null and ${visibleDelivery(sql, agent)}
     returning d.id`;
   const [row] = acked
