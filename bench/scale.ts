@@ -161,17 +161,21 @@ async function fill(from: number, count: number, endMs: number): Promise<Fill> {
           from src join bench_threads bt on bt.n = src.tn
           join bench_agents a on a.n = bt.members[1 + floor(src.rsender * cardinality(bt.members))::int]
           join bench_paragraphs pa on pa.n = src.p1 join bench_paragraphs pb on pb.n = src.p2
-          returning id, thread_id, sender_agent_id, created_at
+          returning id, thread_id, sender_agent_id, sender, summary, content, created_at
         )
         insert into deliveries (id, message_id, thread_id, recipient_id, step, failed_step, error, webhook, created_at,
-                                notified_at, delivered_at, fetched_at, acknowledged_at)
+                                notified_at, delivered_at, fetched_at, acknowledged_at, sender, summary, carries_files)
         select overlay(m.id::text placing substr('9abc', u.k::int, 1) from 20 for 1)::uuid, m.id, m.thread_id, a.id,
                s.step::delivery_step, case when s.step = 'failed' then 'accepted'::delivery_step end,
                case when s.step = 'failed' then 'Handler answered 500' end, a.n % 5 = 0, m.created_at,
                case when a.n % 5 = 0 and s.step <> 'failed' then m.created_at + interval '40 ms' end,
                case when s.step = 'fetched' then m.created_at + interval '1 minute' end,
                case when s.step = 'fetched' then m.created_at + interval '1 minute' end,
-               case when s.step = 'fetched' then m.created_at + interval '2 minutes' end
+               case when s.step = 'fetched' then m.created_at + interval '2 minutes' end,
+               -- What a post copies into a delivery while it is in the inbox (sql/036), its size
+               -- about right: the body's first 200 characters stand in for its first line.
+               case when s.step <> 'fetched' then m.sender end,
+               case when s.step <> 'fetched' then coalesce(m.summary, left(m.content, 200)) end, false
         from m join bench_threads bt on bt.id = m.thread_id
         cross join lateral unnest(bt.members) with ordinality as u(agent, k)
         join bench_agents a on a.n = u.agent
