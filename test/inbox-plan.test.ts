@@ -10,6 +10,24 @@ import { useHarness } from './support/harness';
 // (thread_id, id), reading every delivery of the backlog, then sorting (bench: a million-row
 // backlog took 0.5 s a page instead of 0.3 ms).
 const h = useHarness();
+
+// The statement the service sends for an agent's page, as postgres.js sends it, explained (and
+// run) with the same parameters; `check` looks at the page the agent was answered.
+async function explainedPage(key: string, check: (res: Awaited<ReturnType<typeof h.call>>) => void) {
+  const sql = h.db.sql;
+  const options = (sql as unknown as { options: { debug: unknown } }).options;
+  let sent: { query: string; parameters: unknown[] } | undefined;
+  options.debug = (_connection: number, query: string, parameters: unknown[]) => {
+    if (query.includes('order by d.recipient_id, d.id')) sent = { query, parameters };
+  };
+  try {
+    check(await h.call('GET', '/api/deliveries', { key }));
+  } finally {
+    options.debug = false;
+  }
+  const [explained] = await sql.unsafe(`explain (analyze, format json) ${sent!.query}`, sent!.parameters as never[]);
+  return explained!;
+}
 const BACKLOG = 20_000;
 const OTHER_THREADS = 3_000;
 
@@ -49,22 +67,11 @@ test('the inbox page is read off the inbox index, whatever the statistics', asyn
   await sql`analyze threads`;
   await sql`analyze participants`;
 
-  // The statement the service sends for the page, as postgres.js sends it, explained with the
-  // same parameters.
-  const options = (sql as unknown as { options: { debug: unknown } }).options;
-  let sent: { query: string; parameters: unknown[] } | undefined;
-  options.debug = (_connection: number, query: string, parameters: unknown[]) => {
-    if (query.includes('order by d.recipient_id, d.id')) sent = { query, parameters };
-  };
-  try {
-    const res = await h.call('GET', '/api/deliveries', { key: heavy.key });
+  const plan = await explainedPage(heavy.key, (res) => {
     expect(res.status).toBe(200);
     expect(res.body.data.length).toBe(50);
     expect(res.body.data[0].summary).toBe('backlog 1');
-  } finally {
-    options.debug = false;
-  }
-  const [plan] = await sql.unsafe(`explain (analyze, format json) ${sent!.query}`, sent!.parameters as never[]);
+  });
   const json = JSON.stringify(plan);
   // A page reads about a page of rows: no step of the plan handles the backlog.
   const rowsPerStep = [...json.matchAll(/"Actual Rows":([\d.]+)/g)].map((m) => Number(m[1]));
@@ -104,22 +111,12 @@ test('a page of posted deliveries reads no message and looks up no files', async
   const reader = await h.agent('reader');
   const threadId = await h.thread(sender, [reader], 'posted');
   for (let i = 0; i < 3; i++) await h.post(sender, threadId, `posted ${i}`);
-  const sql = h.db.sql;
-  const options = (sql as unknown as { options: { debug: unknown } }).options;
-  let sent: { query: string; parameters: unknown[] } | undefined;
-  options.debug = (_connection: number, query: string, parameters: unknown[]) => {
-    if (query.includes('order by d.recipient_id, d.id')) sent = { query, parameters };
-  };
-  try {
-    const res = await h.call('GET', '/api/deliveries', { key: reader.key });
+  const explained = await explainedPage(reader.key, (res) => {
     expect(res.body.data.map((e: { summary: string }) => e.summary)).toEqual(['posted 0', 'posted 1', 'posted 2']);
-  } finally {
-    options.debug = false;
-  }
-  const [explained] = await sql.unsafe(`explain (analyze, format json) ${sent!.query}`, sent!.parameters as never[]);
+  });
   type PlanNode = { 'Relation Name'?: string; 'Actual Loops': number; Plans?: PlanNode[] };
   const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-  const all = nodes((explained!['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan);
+  const all = nodes((explained['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan);
   const loopsOn = (relation: string) => all.filter((n) => n['Relation Name'] === relation).map((n) => n['Actual Loops']);
   expect(loopsOn('deliveries')).toEqual([1]);
   expect(loopsOn('messages')).toEqual([0]);
