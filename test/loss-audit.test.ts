@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test';
 import { createLogger } from '../src/log';
-import { startLossAudit } from '../src/domain/deliveries/loss-audit';
+import { lossAuditor, startLossAudit } from '../src/domain/deliveries/loss-audit';
+import { firstIdAt } from '../src/domain/shared/ids';
 import { uniqueName, useHarness } from './support/harness';
 import { eventually } from './support/receiver';
 import { post } from './support/webhooks';
@@ -88,5 +89,39 @@ test('drift is logged as an error with its counts', async () => {
     expect(lines).toHaveLength(1);
   } finally {
     auditor.stop();
+  }
+});
+
+// A run reads the messages given their id since shortly before the previous run, and the lost it
+// found before; the whole window once an hour. So a delivery deleted by hand from an older message
+// is found by the next whole-window run, not by the runs between.
+test('runs check the newer messages and the lost ones again; the whole window is checked each hour', async () => {
+  const sender = await h.agent(uniqueName('sender'));
+  const other = await h.agent(uniqueName('other'));
+  const threadId = await h.thread(sender, [other]);
+  const [old] = await h.db.sql<{ id: string }[]>`
+    with m as (
+      insert into messages (id, thread_id, sender, content)
+      values (${firstIdAt(Date.now() - 2 * 3_600_000)}, ${threadId}, 'sender', 'two hours old') returning id, thread_id
+    )
+    insert into deliveries (message_id, thread_id, recipient_id, webhook)
+    select m.id, m.thread_id, a.id, false from m, agents a where a.username = ${other.username}
+    returning message_id as id`;
+  const options = { intervalMs: 60_000, thresholdMs: 60_000, windowMs: 86_400_000 };
+  const quiet = createLogger('info', () => {});
+  const hourly = lossAuditor(h.db.sql, quiet, options);
+  try {
+    expect(await hourly.run()).toMatchObject(NONE);
+    await h.db.sql`delete from deliveries where message_id = ${old!.id}`;
+    expect(await hourly.run()).toMatchObject(NONE);
+    expect(await lossAuditor(h.db.sql, quiet, { ...options, wholeWindowEveryMs: 0 }).run()).toMatchObject({ ...NONE, messagesWithoutDeliveries: 1 });
+
+    const [lost] = await h.db.sql<{ id: string }[]>`insert into messages (thread_id, sender, content) values (${threadId}, 'nobody', 'lost') returning id`;
+    expect(await hourly.run()).toMatchObject({ ...NONE, messagesWithoutDeliveries: 1 });
+    expect(await hourly.run()).toMatchObject({ ...NONE, messagesWithoutDeliveries: 1 });
+    await h.db.sql`delete from messages where id = ${lost!.id}`;
+    expect(await hourly.run()).toMatchObject(NONE);
+  } finally {
+    await h.db.sql`delete from messages where id = ${old!.id}`;
   }
 });
