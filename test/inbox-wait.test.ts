@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { cacheAgents } from '../src/db/agent-cache';
 import { connect } from '../src/db/connect';
 import { listenForInbox } from '../src/db/inbox-signal';
+import { waitForInbox } from '../src/domain/deliveries/inbox-wait';
+import type { Socket } from 'bun';
 import { buildApp } from '../src/app';
 import { silentLogger } from '../src/log';
 import { useHarness } from './support/harness';
@@ -270,6 +272,72 @@ describe('across instances and restarts', () => {
       expect(performance.now() - lateAt).toBeLessThan(1000);
     } finally {
       await sql.end({ timeout: 1 });
+    }
+  });
+
+  test('a read woken while the database is away does not end the wait: it reads again, and the wait ends at its deadline', async () => {
+    // The waiter's pool reaches PostgreSQL through a relay that can be cut; its listener does not.
+    const target = new URL(h.db.url);
+    const relayed = new Set<Socket<{ peer?: Socket<unknown>; early: Uint8Array[] }>>();
+    const relay = (port: number) =>
+      Bun.listen<{ peer?: Socket<unknown>; early: Uint8Array[] }>({
+        hostname: '127.0.0.1',
+        port,
+        socket: {
+          open(client) {
+            client.data = { early: [] };
+            relayed.add(client);
+            void Bun.connect({
+              hostname: target.hostname,
+              port: Number(target.port),
+              socket: {
+                open(server) {
+                  client.data.peer = server;
+                  for (const chunk of client.data.early) server.write(chunk);
+                },
+                data: (_server, chunk) => void client.write(chunk),
+                close: () => void client.end(),
+              },
+            });
+          },
+          data: (client, chunk) => (client.data.peer ? void client.data.peer.write(chunk) : void client.data.early.push(new Uint8Array(chunk))),
+          close(client) {
+            relayed.delete(client);
+            client.data.peer?.end();
+          },
+        },
+      });
+    let listening = relay(0);
+    const port = listening.port;
+    const through = new URL(h.db.url);
+    through.hostname = '127.0.0.1';
+    through.port = String(port);
+    const sql = connect(through.toString(), 1);
+    const signal = listenForInbox(h.db.sql, silentLogger);
+    await signal.start();
+    try {
+      await acknowledgeAll('bob');
+      const [bob] = await h.db.sql<{ id: string }[]>`select id from agents where username = 'bob'`;
+      const started = performance.now();
+      const { answer } = await parkedWait(h.db.sql, () => waitForInbox(sql, signal, { id: bob!.id, username: 'bob' }, 50, 3));
+      const outcome = answer.then(
+        (entries) => ({ entries, ms: performance.now() - started }),
+        (error: Error) => ({ error: error.message, ms: performance.now() - started }),
+      );
+      // The relay cut, the waiter is woken: its read cannot reach the database.
+      listening.stop(true);
+      for (const client of relayed) client.end();
+      await h.db.sql`select pg_notify('ams_inbox', ${bob!.id})`;
+      await Bun.sleep(300);
+      listening = relay(port);
+      const { ms, ...result } = await outcome;
+      expect(result).toEqual({ entries: [] });
+      expect(ms).toBeGreaterThanOrEqual(3_000);
+      expect(ms).toBeLessThan(4_500);
+    } finally {
+      await signal.stop();
+      await sql.end({ timeout: 1 });
+      listening.stop(true);
     }
   });
 

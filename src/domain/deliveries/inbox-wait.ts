@@ -1,5 +1,6 @@
 import type { InboxSignal } from '../../db/inbox-signal';
 import type { Sql } from '../../db/connect';
+import { isDatabaseUnavailable } from '../../db/unavailable';
 import type { Agent } from '../agents/actors';
 import { inbox } from './inbox';
 import { invalid } from '../shared/errors';
@@ -49,9 +50,21 @@ export async function waitForInbox(
       : null;
   if (!unsubscribe) return inbox(sql, agent, limit, after);
   try {
-    for (;;) {
+    for (let first = true; ; first = false) {
       woken = Promise.withResolvers<void>();
-      const entries = await sharedRead(sql, agent, limit, after, since);
+      let entries: InboxEntry[];
+      try {
+        entries = await sharedRead(sql, agent, limit, after, since);
+      } catch (error) {
+        // The listener wakes every waiter as soon as it is back after an outage, when the query
+        // pool may still be reconnecting: a read that meets the database away does not end a wait
+        // the outage did not end. It reads again when woken, or after RETRY_READ_MS; a wait that
+        // cannot read by its deadline, or whose first read failed, answers the error.
+        const remaining = deadline - performance.now();
+        if (first || !isDatabaseUnavailable(error) || remaining <= 0 || abort?.aborted || signal.stopped()) throw error;
+        await settlesWithin(woken.promise, Math.min(remaining, RETRY_READ_MS), abort);
+        continue;
+      }
       const remaining = deadline - performance.now();
       if (entries.length > 0 || remaining <= 0 || abort?.aborted || signal.stopped()) return entries;
       if (!(await settlesWithin(woken.promise, remaining, abort))) return [];
@@ -60,6 +73,10 @@ export async function waitForInbox(
     unsubscribe();
   }
 }
+
+// The query pool's longest pause between two attempts to connect (db/connect.ts): by then it has
+// tried again.
+const RETRY_READ_MS = 1_000;
 
 // Waiters of one agent asking the same question share one read: the 10 000 requests woken by one
 // delivery cost one query, not 10 000 identical ones. A waiter may only join a read sent after it
