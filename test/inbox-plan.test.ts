@@ -12,20 +12,22 @@ import { useHarness } from './support/harness';
 const h = useHarness();
 
 // The statement the service sends for an agent's page, as postgres.js sends it, explained (and
-// run) with the same parameters; `check` looks at the page the agent was answered.
-async function explainedPage(key: string, check: (res: Awaited<ReturnType<typeof h.call>>) => void) {
+// run) with the same parameters; `check` looks at the page the agent was answered. `sent` collects
+// every statement the call sent.
+async function explainedPage(key: string, check: (res: Awaited<ReturnType<typeof h.call>>) => void, sent: string[] = []) {
   const sql = h.db.sql;
   const options = (sql as unknown as { options: { debug: unknown } }).options;
-  let sent: { query: string; parameters: unknown[] } | undefined;
+  let page: { query: string; parameters: unknown[] } | undefined;
   options.debug = (_connection: number, query: string, parameters: unknown[]) => {
-    if (query.includes('order by d.recipient_id, d.id')) sent = { query, parameters };
+    sent.push(query);
+    if (query.includes('order by d.recipient_id, d.id')) page = { query, parameters };
   };
   try {
     check(await h.call('GET', '/api/deliveries', { key }));
   } finally {
     options.debug = false;
   }
-  const [explained] = await sql.unsafe(`explain (analyze, format json) ${sent!.query}`, sent!.parameters as never[]);
+  const [explained] = await sql.unsafe(`explain (analyze, format json) ${page!.query}`, page!.parameters as never[]);
   return explained!;
 }
 const BACKLOG = 20_000;
@@ -105,20 +107,52 @@ test('the inbox page is planned once per connection, not at every read', async (
 });
 
 // A page of deliveries written by posts shows what each delivery carries (sql/036): it reads no
-// message and, for messages without files, no file.
+// message and, for messages without files, no file. What only some pages need is not even a step
+// of the page's plan (each step is set up at every execution, run or not): it is one more
+// statement, which such a page does not send.
+type PlanNode = { 'Relation Name'?: string; 'Actual Loops': number; Plans?: PlanNode[] };
+const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+const readsMessages = (statement: string) => /\bfrom messages\b/.test(statement);
+
 test('a page of posted deliveries reads no message and looks up no files', async () => {
   const sender = await h.agent('poster');
   const reader = await h.agent('reader');
   const threadId = await h.thread(sender, [reader], 'posted');
   for (let i = 0; i < 3; i++) await h.post(sender, threadId, `posted ${i}`);
+  const sent: string[] = [];
   const explained = await explainedPage(reader.key, (res) => {
     expect(res.body.data.map((e: { summary: string }) => e.summary)).toEqual(['posted 0', 'posted 1', 'posted 2']);
-  });
-  type PlanNode = { 'Relation Name'?: string; 'Actual Loops': number; Plans?: PlanNode[] };
-  const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+  }, sent);
   const all = nodes((explained['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan);
   const loopsOn = (relation: string) => all.filter((n) => n['Relation Name'] === relation).map((n) => n['Actual Loops']);
   expect(loopsOn('deliveries')).toEqual([1]);
-  expect(loopsOn('messages')).toEqual([0]);
-  expect(loopsOn('message_files')).toEqual([0]);
+  expect(loopsOn('messages')).toEqual([]);
+  expect(loopsOn('message_files')).toEqual([]);
+  expect(sent.filter(readsMessages)).toEqual([]);
+});
+
+// A delivery written before its copies (sql/036) and one whose message carries a file: the page
+// reads those two messages, and only those, in one more statement.
+test('a page that needs messages reads those it needs in one more statement', async () => {
+  const sender = await h.agent('mixed-sender');
+  const reader = await h.agent('mixed-reader');
+  const threadId = await h.thread(sender, [reader], 'mixed');
+  const older = await h.post(sender, threadId, 'written before the copies');
+  await h.post(sender, threadId, 'posted with its copies');
+  const file = await h.call('POST', '/api/files?name=a.txt', { key: sender.key, raw: 'a file', headers: { 'content-type': 'text/plain' } });
+  expect(file.status).toBe(201);
+  const carrying = await h.call('POST', `/api/threads/${threadId}/messages`, { key: sender.key, body: { content: 'with a file', files: [file.body.data.id] } });
+  expect(carrying.status).toBe(201);
+  await h.db.sql`update deliveries set sender = null, summary = null, carries_files = null where message_id = ${older.id}`;
+  const sent: string[] = [];
+  await explainedPage(reader.key, (res) => {
+    expect(res.body.data.map((e: { summary: string; sender: string; files: unknown[] }) => [e.summary, e.sender, e.files.length])).toEqual([
+      ['written before the copies', sender.username, 0],
+      ['posted with its copies', sender.username, 0],
+      ['with a file', sender.username, 1],
+    ]);
+  }, sent);
+  const reads = sent.filter(readsMessages);
+  expect(reads).toHaveLength(1);
+  expect(reads[0]).toContain('m.id = any(');
 });

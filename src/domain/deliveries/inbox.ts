@@ -2,6 +2,7 @@ import type { Sql } from '../../db/connect';
 import type { Agent } from '../agents/actors';
 import { notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
+import { isoFromText } from '../shared/iso-time';
 import { toDelivered } from './delivery-steps';
 import type { FileRecord, InboxEntry } from '../shared/schemas';
 import { filesOf } from '../files/files';
@@ -24,10 +25,9 @@ const deliveryNotFound = () => notFound('No such delivery, or it is not addresse
 // id), which for one thread holding a large backlog reads all of it and sorts
 // (test/inbox-plan.test.ts). Lateral, it runs once per thread of the page, not once per row (a
 // Memoize on thread_id), and gives the title without joining threads again.
-// Everything else the page shows is on the delivery itself (sql/036): no message is read. A
-// delivery written before that reads its message through the second lateral subquery, which its
-// one-time filter skips for every other row; and only a delivery whose message carries files, or
-// may, looks them up (null: none).
+// Everything else the page shows is on the delivery itself (sql/036), and the statement reads
+// nothing else: every step a plan has is set up at every execution, run or not, so what only some
+// pages need is a second statement that only those pages send (`messageParts`).
 // Every value the caller gives is read through a sub-select, so the planner never sees it: the
 // plan does not depend on whose inbox it is, PostgreSQL's plan cache keeps one generic plan per
 // connection instead of planning the statement afresh at every read (planning was half the page's
@@ -35,46 +35,63 @@ const deliveryNotFound = () => notFound('No such delivery, or it is not addresse
 // written into the statement for the same reason.
 // With `after` (a deliveryId), only entries accepted after that one: a client that has seen the
 // inbox up to there waits for new mail instead of being answered at once with what it has seen.
-type InboxRow = {
-  deliveryId: string;
-  messageId: string;
-  threadId: string;
-  thread: string;
-  sender: string;
-  receivedAt: Date;
-  alreadyRead: boolean;
-  files: FileRecord[] | null;
-  // The body is read only for an older delivery whose message has no summary to show instead.
-} & ({ summary: string; content: null } | { summary: null; content: string });
+// Rows come as arrays (`values()`): nine values a row are decoded, not named on an object first.
+type PageRow = [
+  deliveryId: string,
+  messageId: string,
+  threadId: string,
+  thread: string,
+  sender: string | null,
+  summary: string | null,
+  receivedAt: string,
+  alreadyRead: boolean,
+  carriesFiles: boolean | null,
+];
 
 export async function inbox(sql: Sql, agent: Agent, limit: number, after?: string): Promise<InboxEntry[]> {
   const me = sql`(select ${agent.id}::uuid)`;
-  const rows = await sql<InboxRow[]>`
-    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread,
-           coalesce(d.sender, m.sender) as sender, coalesce(d.summary, m.summary) as summary, m.content,
-           d.created_at as "receivedAt", d.fetched_at is not null as "alreadyRead",
-           case when d.carries_files is not false then ${filesOf(sql, sql`d.message_id`)} end as files
+  const rows = (await sql`
+    select d.id as "deliveryId", d.message_id as "messageId", d.thread_id as "threadId", t.title as thread, d.sender, d.summary,
+           d.created_at::text as "receivedAt", d.fetched_at is not null as "alreadyRead", d.carries_files as "carriesFiles"
     from deliveries d
-    join lateral (${titleOfThreadSeen(sql, sql`d.thread_id`, me)} offset 0) t on true
-    left join lateral (
-      select m.sender, m.summary, case when m.summary is null then m.content end as content
-      from messages m where m.id = d.message_id and d.summary is null offset 0
-    ) m on true
+    join lateral (${titleOfThreadSeen(sql, sql`d.thread_id`, sql`d.recipient_id`)} offset 0) t on true
     where d.recipient_id between ${me} and ${me} and d.acknowledged_at is null
       ${after === undefined ? sql`` : sql`and d.id > (select ${after}::uuid)`}
     order by d.recipient_id, d.id
-    limit ${sql.unsafe(String(Math.trunc(limit)))}`;
-  return rows.map((r) => ({
-    deliveryId: r.deliveryId,
-    messageId: r.messageId,
-    threadId: r.threadId,
-    thread: r.thread,
-    sender: r.sender,
-    summary: r.summary === null ? inboxSummary(null, r.content) : r.summary,
-    receivedAt: r.receivedAt.toISOString(),
-    alreadyRead: r.alreadyRead,
-    files: r.files ?? [],
-  }));
+    limit ${sql.unsafe(String(Math.trunc(limit)))}`.values()) as unknown as PageRow[];
+  const parts = await messageParts(sql, rows);
+  const entries: InboxEntry[] = [];
+  for (const [deliveryId, messageId, threadId, thread, sender, summary, receivedAt, alreadyRead, carriesFiles] of rows) {
+    const part = parts?.get(messageId);
+    // A message deleted (retention) between the two statements takes its deliveries with it.
+    if (summary === null && !part) continue;
+    entries.push({
+      deliveryId,
+      messageId,
+      threadId,
+      thread,
+      sender: sender ?? part!.sender,
+      summary: summary ?? inboxSummary(part!.summary, part!.content!),
+      receivedAt: isoFromText(receivedAt),
+      alreadyRead,
+      files: carriesFiles === false ? [] : (part?.files ?? []),
+    });
+  }
+  return entries;
+}
+
+// What a page's deliveries do not carry themselves, for those that need it, in one statement: the
+// files of a message that carries some (or, written before sql/036, may), and the sender and
+// summary (or, without one, the body) of a delivery written before sql/036, or by the release
+// before it while both run. Null when no delivery of the page needs anything.
+type MessagePart = { id: string; sender: string; summary: string | null; content: string | null; files: FileRecord[] };
+async function messageParts(sql: Sql, rows: PageRow[]): Promise<Map<string, MessagePart> | null> {
+  const ids = rows.filter((r) => r[5] === null || r[8] !== false).map((r) => r[1]);
+  if (ids.length === 0) return null;
+  const parts = await sql<MessagePart[]>`
+    select m.id, m.sender, m.summary, case when m.summary is null then m.content end as content, ${filesOf(sql, sql`m.id`)} as files
+    from messages m where m.id = any(${ids}::uuid[])`;
+  return new Map(parts.map((part) => [part.id, part]));
 }
 
 // A delivery is visible to its recipient while the recipient is still in the thread and the
