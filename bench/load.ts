@@ -697,19 +697,31 @@ async function inboxRead() {
   const ms = 2000;
   const read = (key: string) => () => expect(200, call(key, 'GET', '/api/deliveries'));
   const bareSelect = () => expect(200, call(keys.small!, 'GET', '/bench/select'));
+  const [small] = await sql<{ id: string }[]>`select id from agents where username = 'small'`;
+  const ownRows = () => expect(200, call(keys.small!, 'GET', `/bench/inbox-rows?recipient=${small!.id}`));
   await closedLoop(connections, 500, read(keys.small!));
   await closedLoop(connections, 500, read(keys.big!));
   await closedLoop(connections, 500, bareSelect);
-  const out = { connections, durationMs: ms, loadSeconds, backlog1k: [] as unknown[], backlog1M: [] as unknown[], bareSelect: [] as unknown[] };
+  await closedLoop(connections, 500, ownRows);
+  const out = {
+    connections,
+    durationMs: ms,
+    loadSeconds,
+    backlog1k: [] as unknown[],
+    backlog1M: [] as unknown[],
+    bareSelect: [] as unknown[],
+    ownRows: [] as unknown[],
+  };
   for (let run = 0; run < runs; run++) {
     scenario = 'inbox';
     await inTurns(run, [
       async () => void out.backlog1k.push(await closedLoop(connections, ms, read(keys.small!))),
       async () => void out.backlog1M.push(await closedLoop(connections, ms, read(keys.big!))),
       async () => void out.bareSelect.push(await closedLoop(connections, ms, bareSelect)),
+      async () => void out.ownRows.push(await closedLoop(connections, ms, ownRows)),
     ]);
     scenario = 'idle';
-    progress(`inbox run ${run + 1}: 1k ${JSON.stringify(out.backlog1k.at(-1))} 1M ${JSON.stringify(out.backlog1M.at(-1))} bare SELECT ${JSON.stringify(out.bareSelect.at(-1))}`);
+    progress(`inbox run ${run + 1}: 1k ${JSON.stringify(out.backlog1k.at(-1))} 1M ${JSON.stringify(out.backlog1M.at(-1))} bare SELECT ${JSON.stringify(out.bareSelect.at(-1))} own rows bare ${JSON.stringify(out.ownRows.at(-1))}`);
   }
   results.inbox = out;
 }

@@ -198,6 +198,19 @@ export function rows(r: any): Row[] {
         drifts: drifting('bare SELECT', r.inbox.bareSelect),
       });
     }
+    const ownRowsCpu = r.inbox.ownRows && cpuTotals(r.inbox.ownRows);
+    if (inboxCpu && bareCpu && ownRowsCpu) {
+      out.push({
+        scenario: 'Inbox read against its own rows read bare, CPU per call',
+        figure: 'µs of CPU, service + PostgreSQL + load',
+        measured: figure(inboxCpu, 'us'),
+        baseline: `the same 50 deliveries' eight columns, no authentication, no visibility test ${figure(ownRowsCpu, 'us')}; bare 50-row SELECT ${figure(bareCpu, 'us')}`,
+        ratio: `${ratio(median(inboxCpu), median(ownRowsCpu))} · own rows ${ratio(median(ownRowsCpu), median(bareCpu))} the bare SELECT`,
+        target: '— (context)',
+        met: '—',
+        drifts: drifting('own rows', r.inbox.ownRows),
+      });
+    }
   }
   if (r.waitersOneAgent) {
     const runs = r.waitersOneAgent.service;
@@ -361,6 +374,7 @@ function cpuScenarios(r: any): [string, CpuRun[]][] {
     ['graphile-worker posting and bare-recording backlog drained (per job)', r.doorbellThroughput?.rawRecord],
     ['pg-boss no-op backlog drained (per job)', r.doorbellThroughput?.pgBoss],
     ['Bare 50-row SELECT route (per request)', r.inbox?.bareSelect],
+    ["The inbox page's own rows read bare, 1 k backlog (per request)", r.inbox?.ownRows],
     ['Inbox read, 1 k backlog (per read)', r.inbox?.backlog1k],
     ['Inbox read, 1 M backlog (per read)', r.inbox?.backlog1M],
     ['10 000 waits of one agent (per answer)', r.waitersOneAgent?.service],

@@ -47,6 +47,17 @@ service.app.get('/bench/select', async () => {
   const rows = await service.sql`select id, content, created_at from bench_baseline order by id limit 50`;
   return { success: true, data: rows };
 });
+// The inbox page's own rows read bare (a context row): the eight columns of the same fifty
+// deliveries the page reads, off the same index, with neither authentication nor the visibility
+// test nor the thread's title. What the entries cost to read and answer at the least.
+service.app.get('/bench/inbox-rows', async ({ query }) => {
+  const recipient = service.sql`(select ${(query as { recipient: string }).recipient}::uuid)`;
+  const rows = await service.sql`
+    select d.id, d.message_id, d.thread_id, d.sender, d.summary, d.created_at, d.fetched_at is not null as read, d.carries_files
+    from deliveries d where d.recipient_id between ${recipient} and ${recipient} and d.acknowledged_at is null
+    order by d.recipient_id, d.id limit 50`;
+  return { success: true, data: rows };
+});
 // Lets a scenario that measures memory start from this process's live data rather than from the
 // garbage of the scenario before it.
 service.app.post('/bench/gc', () => {
