@@ -185,16 +185,18 @@ export function rows(r: any): Row[] {
       drifts: [...drifting('1 M', r.inbox.backlog1M), ...drifting('1 k', r.inbox.backlog1k)],
     });
     const inboxCpu = cpuTotals(r.inbox.backlog1k);
+    const bigInboxCpu = cpuTotals(r.inbox.backlog1M);
     const bareCpu = cpuTotals(r.inbox.bareSelect);
-    if (inboxCpu && bareCpu) {
+    // The target holds at both backlogs: the row is met only where both pages are.
+    if (inboxCpu && bigInboxCpu && bareCpu) {
       out.push({
         scenario: 'Inbox read, 50 entries, CPU per call',
         figure: 'µs of CPU, service + PostgreSQL + load',
-        measured: figure(inboxCpu, 'us'),
+        measured: `1 k: ${figure(inboxCpu, 'us')} · 1 M: ${figure(bigInboxCpu, 'us')}`,
         baseline: `bare 50-row SELECT route ${figure(bareCpu, 'us')}`,
-        ratio: ratio(median(inboxCpu), median(bareCpu)),
+        ratio: `1 k ${ratio(median(inboxCpu), median(bareCpu))} · 1 M ${ratio(median(bigInboxCpu), median(bareCpu))}`,
         target: '≤ 1.5 ×',
-        met: met(median(inboxCpu) <= 1.5 * median(bareCpu)),
+        met: met(Math.max(median(inboxCpu), median(bigInboxCpu)) <= 1.5 * median(bareCpu)),
         drifts: drifting('bare SELECT', r.inbox.bareSelect),
       });
     }

@@ -24,7 +24,7 @@ const deliveryNotFound = () => notFound('No such delivery, or it is not addresse
 // as a join, the planner may start from the agent's visible threads and walk each on (thread_id,
 // id), which for one thread holding a large backlog reads all of it and sorts
 // (test/inbox-plan.test.ts). Lateral, it runs once per thread of the page, not once per row (a
-// Memoize on thread_id), and gives the title without joining threads again.
+// Memoize on the thread), and gives the title without joining threads again.
 // Everything else the page shows is on the delivery itself (sql/036), and the statement reads
 // nothing else: every step a plan has is set up at every execution, run or not, so what only some
 // pages need is a second statement that only those pages send (`messageParts`).
