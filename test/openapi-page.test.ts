@@ -78,12 +78,9 @@ async function offlinePage(viewport: { width: number; height: number }, origin =
   return { page, outside, problems, violations };
 }
 
-// Playwright's driver under Bun now and then loses track of the response object a goto() or
-// reload() hands back ("Object with guid response@… was not bound in the connection": a protocol
-// error in the test's own client, thrown where the test cannot catch it, seen in two of seven CI
-// runs; not an answer of the server). So the page navigates itself and the test waits for its
-// load event, which carries no response object. The first load leaves about:blank; a later one
-// keeps the origin and loads the new address afresh, as a reload after a goto would.
+// The page navigates itself and the test waits for its load event. The first load leaves
+// about:blank; a later one keeps the origin and loads the new address afresh, as a reload after a
+// goto would, hash and all.
 async function load(page: Page, url: string) {
   const loaded = page.waitForEvent('load');
   await page.evaluate(`setTimeout(() => {
@@ -95,8 +92,6 @@ async function load(page: Page, url: string) {
 }
 
 test('offline, from the bundle this server serves, the reference lists every operation on a desktop and opens one by link on a phone', async () => {
-  // One page for both sizes: closing a page while its requests are still settling trips up the
-  // browser driver under Bun ("object was not bound in the connection").
   const { page, outside, problems, violations } = await offlinePage({ width: 1280, height: 900 });
   const scripts = new Set<string>();
   page.on('request', (request) => {
