@@ -14,6 +14,7 @@ import { startWorker, type RunningWorker } from './webhooks/worker';
 import { a2aPush } from './a2a/push-body';
 import { trackPresence, type Presence } from './domain/agents/presence';
 import { syncEnvironmentWebhook } from './domain/people/operator-webhooks';
+import { paceHeap } from './heap-pacing';
 
 const HTTP_STOP_GRACE_MS = 3_000;
 
@@ -81,10 +82,12 @@ export async function createService(
     oauth?: OAuthServer | null;
     server?: NonNullable<App['server']>;
     worker?: RunningWorker;
+    heap?: ReturnType<typeof paceHeap>;
   } = {};
   // Waiting inbox requests answer first, so that stopping need not wait out their wait; then no
   // new requests; then in-flight doorbells finish (or are released); then the pools close.
   const stop = async () => {
+    started.heap?.stop();
     auditor.stop();
     await started.inboxSignal?.stop();
     await started.agentCache?.stop();
@@ -164,6 +167,7 @@ export async function createService(
       lossAudit: () => auditor.latest(),
       replica: replica ?? undefined,
     });
+    started.heap = paceHeap();
   } catch (error) {
     // A part that failed to start leaves nothing running behind it: no listener, no open pool.
     await stop().catch(() => {});
