@@ -9,7 +9,7 @@ import { fullGC, heapSize } from 'bun:jsc';
 // (docs/internals/performance.md#peak-memory). This collects the whole heap once the size a young
 // collection leaves has grown, since the last full collection, by half of what that one left, and
 // by at least MIN_GROWTH: often while the live heap is small, when a full collection is short
-// (15–25 ms at 17 MB), and seldom when it is large. An idle process allocates nothing, its size
+// (15–27 ms at 17 MB), and seldom when it is large. An idle process allocates nothing, its size
 // does not move and nothing runs.
 const MIN_GROWTH = 12 * 1_048_576;
 const GROWTH_OF_LIVE = 0.5;
