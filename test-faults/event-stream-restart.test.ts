@@ -74,11 +74,15 @@ test('every message accepted while PostgreSQL restarts and the listener restarts
   expect(opened.status).toBe(201);
   const threadId = opened.body.data.id as string;
   const accepted: string[] = [];
+  const acceptedAt: number[] = [];
   // A post answered 503 as the database went away may have committed all the same.
   let unanswered = 0;
   const post = async (content: string) => {
     const res = await call(server.base, 'POST', `/api/threads/${threadId}/messages`, { key: sender.apiKey, body: { content } });
-    if (res.status === 201) accepted.push(res.body.data.id);
+    if (res.status === 201) {
+      accepted.push(res.body.data.id);
+      acceptedAt.push(performance.now());
+    }
     else {
       expect(res.status).toBe(503);
       unanswered++;
@@ -104,9 +108,8 @@ test('every message accepted while PostgreSQL restarts and the listener restarts
   await Bun.sleep(2_000);
   pg = await startEmbedded(dataDir, port, silentLogger);
   await eventually(async () => (await call(server.base, 'GET', '/health')).status === 200, 20_000);
-  const atReturn = accepted.length;
+  const returnedAt = performance.now();
   await Bun.sleep(1_000);
-  const inTheSecondAfter = accepted.length - atReturn;
 
   // The listener is stopped mid-flow, posts are accepted while none runs, and it is started again
   // on its state file.
@@ -123,12 +126,14 @@ test('every message accepted while PostgreSQL restarts and the listener restarts
   await eventually(async () => accepted.length > 40, 30_000).catch(() => {});
   flowing = false;
   await flow;
+  const firstAfterReturn = (acceptedAt.find((at) => at > returnedAt) ?? Infinity) - returnedAt;
   console.log(
-    `event stream restart: ${accepted.length} posts accepted (${inTheSecondAfter} in the second after the database returned, ${whileNoneRan} while no listener ran), ${unanswered} answered 503, in ${Math.round(performance.now() - flowStarted)} ms`,
+    `event stream restart: ${accepted.length} posts accepted (the first ${Math.round(firstAfterReturn)} ms after /health answered again, ${whileNoneRan} while no listener ran), ${unanswered} answered 503, in ${Math.round(performance.now() - flowStarted)} ms`,
   );
-  // Refused while the database was away, taken again once it answered, taken while no listener ran.
+  // Refused while the database was away, taken again once it answered (within 10 s: usually at
+  // once, but one fresh-clone run took no post in the first second), taken while no listener ran.
   expect(unanswered).toBeGreaterThan(0);
-  expect(inTheSecondAfter).toBeGreaterThan(0);
+  expect(firstAfterReturn).toBeLessThan(10_000);
   expect(whileNoneRan).toBeGreaterThanOrEqual(3);
   expect(accepted.length).toBeGreaterThan(40);
 
