@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { heapPacer, heapPacing } from '../src/heap-pacing';
+import { eventually } from './support/receiver';
 
 const MB = 1_048_576;
 // Each size in turn, as the pacer reads them; the indexes at which it asks for a full collection
@@ -75,26 +76,18 @@ describe('heap pacing, the timer', () => {
       },
     };
   }
-  const until = async (check: () => boolean) => {
-    const deadline = Date.now() + 5_000;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error('condition not met within 5 s');
-      await Bun.sleep(2);
-    }
-  };
-
   test('collects when the heap says so, once, and reads on while any service runs', async () => {
     const { state, access } = heap([17, 40, 20, 45, 31, 50, 33], 18);
     const pacing = heapPacing(access);
     const first = pacing.start();
     const second = pacing.start();
-    await until(() => state.collections === 1 && state.reads > 20);
+    await eventually(async () => state.collections === 1 && state.reads > 20);
 
     // One service stops, twice: the other still has the timer.
     first.stop();
     first.stop();
     const readsThen = state.reads;
-    await until(() => state.reads > readsThen + 5);
+    await eventually(async () => state.reads > readsThen + 5);
 
     second.stop();
     await Bun.sleep(20);
@@ -105,7 +98,7 @@ describe('heap pacing, the timer', () => {
 
     // Started again, it reads again.
     const again = pacing.start();
-    await until(() => state.reads > readsAtStop + 5);
+    await eventually(async () => state.reads > readsAtStop + 5);
     again.stop();
   });
 });
