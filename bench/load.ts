@@ -59,6 +59,14 @@ const readRssMb = () => {
 const rssSampler = setInterval(() => {
   rssPeakMb[scenario] = Math.max(rssPeakMb[scenario] ?? 0, round(readRssMb(), 1));
 }, 50);
+// A scenario's bare routes count under `<scenario>Baselines`: the same load through the same
+// process and pool with nothing of the service's, so its own calls' peak can be read against the
+// runtime's under that load, from the same state.
+const asBaseline = (name: string, side: () => Promise<void>) => async () => {
+  scenario = `${name}Baselines`;
+  await side();
+  scenario = name;
+};
 
 // ---- HTTP client ----
 async function call(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
@@ -307,6 +315,7 @@ async function postThroughput() {
   const bareRows1 = bareRows(threads.fanOut1, await recipients('poll', 1));
   const bareRows10 = bareRows(threads.fanOut10, await recipients('poll', 10));
   const ms = 3000;
+  const rssBeforeMb = round(readRssMb(), 1);
   // Warm-up: prepared statements, JIT, connections.
   await closedLoop(connections, 1000, bare);
   await closedLoop(connections, 1000, bareRows10);
@@ -321,10 +330,10 @@ async function postThroughput() {
   for (let run = 0; run < runs; run++) {
     scenario = 'post';
     await inTurns(run, [
-      async () => void out.bareInsert.push(await closedLoop(connections, ms, bare)),
-      async () => void out.bareRows1.push(await closedLoop(connections, ms, bareRows1)),
+      asBaseline('post', async () => void out.bareInsert.push(await closedLoop(connections, ms, bare))),
+      asBaseline('post', async () => void out.bareRows1.push(await closedLoop(connections, ms, bareRows1))),
       async () => void out.fanOut1.push(await closedLoop(connections, ms, () => post(threads.fanOut1, `message ${n++}`))),
-      async () => void out.bareRows10.push(await closedLoop(connections, ms, bareRows10)),
+      asBaseline('post', async () => void out.bareRows10.push(await closedLoop(connections, ms, bareRows10))),
       async () => void out.fanOut10.push(await closedLoop(connections, ms, () => post(threads.fanOut10, `message ${n++}`))),
     ]);
     scenario = 'idle';
@@ -332,7 +341,7 @@ async function postThroughput() {
       `post run ${run + 1}: ${JSON.stringify(out.fanOut1.at(-1))} bare rows ${JSON.stringify(out.bareRows1.at(-1))} bare INSERT ${JSON.stringify(out.bareInsert.at(-1))}`,
     );
   }
-  results.post = { connections, durationMs: ms, ...out };
+  results.post = { connections, durationMs: ms, rssBeforeMb, ...out };
 }
 
 // Fires `fire(i)` at a steady `rate` per second for `ms`, without waiting for answers.
@@ -699,6 +708,7 @@ async function inboxRead() {
   const bareSelect = () => expect(200, call(keys.small!, 'GET', '/bench/select'));
   const [small] = await sql<{ id: string }[]>`select id from agents where username = 'small'`;
   const ownRows = () => expect(200, call(keys.small!, 'GET', `/bench/inbox-rows?recipient=${small!.id}`));
+  const rssBeforeMb = round(readRssMb(), 1);
   await closedLoop(connections, 500, read(keys.small!));
   await closedLoop(connections, 500, read(keys.big!));
   await closedLoop(connections, 500, bareSelect);
@@ -707,6 +717,7 @@ async function inboxRead() {
     connections,
     durationMs: ms,
     loadSeconds,
+    rssBeforeMb,
     backlog1k: [] as unknown[],
     backlog1M: [] as unknown[],
     bareSelect: [] as unknown[],
@@ -717,8 +728,8 @@ async function inboxRead() {
     await inTurns(run, [
       async () => void out.backlog1k.push(await closedLoop(connections, ms, read(keys.small!))),
       async () => void out.backlog1M.push(await closedLoop(connections, ms, read(keys.big!))),
-      async () => void out.bareSelect.push(await closedLoop(connections, ms, bareSelect)),
-      async () => void out.ownRows.push(await closedLoop(connections, ms, ownRows)),
+      asBaseline('inbox', async () => void out.bareSelect.push(await closedLoop(connections, ms, bareSelect))),
+      asBaseline('inbox', async () => void out.ownRows.push(await closedLoop(connections, ms, ownRows))),
     ]);
     scenario = 'idle';
     progress(`inbox run ${run + 1}: 1k ${JSON.stringify(out.backlog1k.at(-1))} 1M ${JSON.stringify(out.backlog1M.at(-1))} bare SELECT ${JSON.stringify(out.bareSelect.at(-1))} own rows bare ${JSON.stringify(out.ownRows.at(-1))}`);

@@ -1,4 +1,4 @@
-import { drifts, medianOfRuns as median, spread } from './stats';
+import { drifts, medianOfRuns as median, round, spread } from './stats';
 
 type Cpu = { server: number; database: number | null; load: number };
 type Run = { p50: number; p99: number; perSecond?: number; cpuUs?: Cpu };
@@ -312,6 +312,22 @@ export function rows(r: any): Row[] {
       met: met(peak <= 200),
       drifts: [],
     });
+    // What the service's own calls add to the runtime's peak under the same load, in the same state.
+    const beside = ['post', 'inbox'].filter((k) => peaks[k] !== undefined && peaks[`${k}Baselines`] !== undefined);
+    if (beside.length > 0) {
+      const before = (k: string) => (r[k]?.rssBeforeMb === undefined ? '' : ` (RSS before the scenario ${r[k].rssBeforeMb} MB)`);
+      const above = (k: string) => round(peaks[k]! - peaks[`${k}Baselines`]!, 1);
+      out.push({
+        scenario: 'Memory, the service against its bare routes',
+        figure: "server RSS, peak while the scenario's own calls ran (all runs)",
+        measured: beside.map((k) => `${k} ${peaks[k]} MB`).join(' · '),
+        baseline: `the bare routes beside them, same runs: ${beside.map((k) => `${k} ${peaks[`${k}Baselines`]} MB${before(k)}`).join(' · ')}`,
+        ratio: beside.map((k) => `${k} ${above(k) >= 0 ? '+' : ''}${above(k)} MB`).join(' · '),
+        target: '— (context)',
+        met: '—',
+        drifts: [],
+      });
+    }
   }
   if (r.start) {
     out.push({

@@ -68,6 +68,10 @@ service.app.post('/bench/gc', () => {
 // memory split into anonymous and file-backed, the JavaScript heap and what it reports outside
 // itself), every stall of the event loop over 20 ms, and on SIGUSR2 a heap snapshot beside the file
 // (`<file>.heapsnapshot`, V8's format): for a peak, or a latency, the heap alone does not explain.
+// Once a second, for what lies outside the heap: every anonymous mapping holding over 1 MB (a line
+// with `mappings`; the native allocator's arenas are the 1 GiB read-write ones, and the heap's
+// blocks are in them too), and the allocator's own account by block size, written to stderr
+// (bench/server.log) after a line `mimalloc at <epoch ms>`.
 if (process.env.BENCH_MEMORY_LOG) {
   const path = process.env.BENCH_MEMORY_LOG;
   const file = Bun.file(path).writer();
@@ -88,6 +92,20 @@ if (process.env.BENCH_MEMORY_LOG) {
     if (now - tick > 30) line({ stallMs: Math.round(now - tick - 10) });
     tick = now;
   }, 10).unref();
+  setInterval(() => {
+    const mappings: { size: number; perm: string; rss: number; name: string }[] = [];
+    let current: { size: number; perm: string; name: string } | null = null;
+    for (const row of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+      const range = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(row);
+      if (range) current = { size: (parseInt(range[2]!, 16) - parseInt(range[1]!, 16)) / 1_048_576, perm: range[3]!, name: range[4]! };
+      const rss = /^Rss:\s+(\d+)/.exec(row);
+      if (rss && current && Number(rss[1]) > 1024) mappings.push({ ...current, rss: Math.round(Number(rss[1]) / 1024) });
+    }
+    file.write(`${JSON.stringify({ at: Date.now(), mappings })}\n`);
+    file.flush();
+    process.stderr.write(`mimalloc at ${Date.now()}\n`);
+    Bun.unsafe.mimallocDump();
+  }, 1000).unref();
   process.on('SIGUSR2', () => void Bun.write(`${path}.heapsnapshot`, Bun.generateHeapSnapshot('v8')));
 }
 console.log(JSON.stringify({ ready: true, port: service.listen() }));
