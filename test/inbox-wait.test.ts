@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { cacheAgents } from '../src/db/agent-cache';
 import { connect } from '../src/db/connect';
 import { listenForInbox } from '../src/db/inbox-signal';
-import { waitForInbox } from '../src/domain/deliveries/inbox-wait';
+import { settlesWithin, waitForInbox } from '../src/domain/deliveries/inbox-wait';
 import type { Socket } from 'bun';
 import { buildApp } from '../src/app';
 import { silentLogger } from '../src/log';
@@ -158,6 +158,11 @@ describe('bounded wait', () => {
     gone.abort();
     await held.catch(() => {});
     await until(() => h.inboxSignal.waiting() === 0, 1000);
+  });
+  test('a wait whose time left has a fraction of a millisecond does not end before it', async () => {
+    const started = performance.now();
+    expect(await settlesWithin(new Promise<void>(() => {}), 50.9)).toBe(false);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(50.9);
   });
 });
 

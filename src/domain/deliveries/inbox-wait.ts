@@ -116,7 +116,9 @@ export function settlesWithin(promise: Promise<void>, ms: number, abort?: AbortS
       resolve(settled);
     };
     const gone = () => done(false);
-    const timer = setTimeout(gone, ms);
+    // The runtime's timers count whole milliseconds and drop the fraction, so a wait's remaining
+    // 2 999.9 ms would end 0.9 ms before its deadline; rounding up never ends one early.
+    const timer = setTimeout(gone, Math.ceil(ms));
     abort?.addEventListener('abort', gone, { once: true });
     void promise.then(() => done(true));
   });
