@@ -56,16 +56,31 @@ const readRssMb = () => {
   const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${setup.serverPid}/status`, 'utf8'))?.[1];
   return Number(kb) / 1024;
 };
+let turnPeakMb = 0;
 const rssSampler = setInterval(() => {
-  rssPeakMb[scenario] = Math.max(rssPeakMb[scenario] ?? 0, round(readRssMb(), 1));
+  const rss = round(readRssMb(), 1);
+  rssPeakMb[scenario] = Math.max(rssPeakMb[scenario] ?? 0, rss);
+  turnPeakMb = Math.max(turnPeakMb, rss);
 }, 50);
-// A scenario's bare routes count under `<scenario>Baselines`: the same load through the same
-// process and pool with nothing of the service's, so its own calls' peak can be read against the
-// runtime's under that load, from the same state.
+// In the post and inbox scenarios each turn is also measured from its own start: how far the
+// resident memory rose above what the turn began with (which holds what the turn before left for
+// the collector), the most over the runs. The bare routes' turns count apart, under
+// `<scenario>Baselines` for their peak too: the same closed loop through the same process and pool,
+// at the bare routes' own rate, with nothing of the service's.
+const rssRiseMb: Record<string, number> = {};
+const measuredTurn = (key: string, side: () => Promise<void>) => async () => {
+  const start = round(readRssMb(), 1);
+  turnPeakMb = start;
+  await side();
+  rssRiseMb[key] = Math.max(rssRiseMb[key] ?? 0, round(turnPeakMb - start, 1));
+};
 const asBaseline = (name: string, side: () => Promise<void>) => async () => {
   scenario = `${name}Baselines`;
-  await side();
-  scenario = name;
+  try {
+    await measuredTurn(scenario, side)();
+  } finally {
+    scenario = name;
+  }
 };
 
 // ---- HTTP client ----
@@ -332,9 +347,9 @@ async function postThroughput() {
     await inTurns(run, [
       asBaseline('post', async () => void out.bareInsert.push(await closedLoop(connections, ms, bare))),
       asBaseline('post', async () => void out.bareRows1.push(await closedLoop(connections, ms, bareRows1))),
-      async () => void out.fanOut1.push(await closedLoop(connections, ms, () => post(threads.fanOut1, `message ${n++}`))),
+      measuredTurn('post', async () => void out.fanOut1.push(await closedLoop(connections, ms, () => post(threads.fanOut1, `message ${n++}`)))),
       asBaseline('post', async () => void out.bareRows10.push(await closedLoop(connections, ms, bareRows10))),
-      async () => void out.fanOut10.push(await closedLoop(connections, ms, () => post(threads.fanOut10, `message ${n++}`))),
+      measuredTurn('post', async () => void out.fanOut10.push(await closedLoop(connections, ms, () => post(threads.fanOut10, `message ${n++}`)))),
     ]);
     scenario = 'idle';
     progress(
@@ -726,8 +741,8 @@ async function inboxRead() {
   for (let run = 0; run < runs; run++) {
     scenario = 'inbox';
     await inTurns(run, [
-      async () => void out.backlog1k.push(await closedLoop(connections, ms, read(keys.small!))),
-      async () => void out.backlog1M.push(await closedLoop(connections, ms, read(keys.big!))),
+      measuredTurn('inbox', async () => void out.backlog1k.push(await closedLoop(connections, ms, read(keys.small!)))),
+      measuredTurn('inbox', async () => void out.backlog1M.push(await closedLoop(connections, ms, read(keys.big!)))),
       asBaseline('inbox', async () => void out.bareSelect.push(await closedLoop(connections, ms, bareSelect))),
       asBaseline('inbox', async () => void out.ownRows.push(await closedLoop(connections, ms, ownRows))),
     ]);
@@ -1052,6 +1067,7 @@ for (const [name, fn] of Object.entries(scenarios)) {
 }
 clearInterval(rssSampler);
 results.serverRssPeakMb = rssPeakMb;
+results.serverRssRiseMb = rssRiseMb;
 await baselineRunner.stop();
 await baselinePool.end();
 await boss.stop({ graceful: true });

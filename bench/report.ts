@@ -312,17 +312,25 @@ export function rows(r: any): Row[] {
       met: met(peak <= 200),
       drifts: [],
     });
-    // What the service's own calls add to the runtime's peak under the same load, in the same state.
+    // The service's own calls beside the bare routes run in turns with them: each side's peak, and
+    // how far it rose within one of its turns.
+    const rises = (r.serverRssRiseMb ?? {}) as Record<string, number>;
     const beside = ['post', 'inbox'].filter((k) => peaks[k] !== undefined && peaks[`${k}Baselines`] !== undefined);
     if (beside.length > 0) {
-      const before = (k: string) => (r[k]?.rssBeforeMb === undefined ? '' : ` (RSS before the scenario ${r[k].rssBeforeMb} MB)`);
-      const above = (k: string) => round(peaks[k]! - peaks[`${k}Baselines`]!, 1);
+      const side = (k: string) => `${peaks[k]} MB${rises[k] === undefined ? '' : `, at most +${rises[k]} MB in a turn`}`;
+      const before = (k: string) => (r[k]?.rssBeforeMb === undefined ? '' : `; RSS before the scenario ${r[k].rssBeforeMb} MB`);
+      const difference = (a: number, b: number) => `${a - b >= 0 ? '+' : ''}${round(a - b, 1)} MB`;
       out.push({
         scenario: 'Memory, the service against its bare routes',
-        figure: "server RSS, peak while the scenario's own calls ran (all runs)",
-        measured: beside.map((k) => `${k} ${peaks[k]} MB`).join(' · '),
-        baseline: `the bare routes beside them, same runs: ${beside.map((k) => `${k} ${peaks[`${k}Baselines`]} MB${before(k)}`).join(' · ')}`,
-        ratio: beside.map((k) => `${k} ${above(k) >= 0 ? '+' : ''}${above(k)} MB`).join(' · '),
+        figure: "server RSS while the scenario's own calls ran: peak, and the most it rose within one turn (all runs)",
+        measured: beside.map((k) => `${k} ${side(k)}`).join(' · '),
+        baseline: `the bare routes' turns, same runs: ${beside.map((k) => `${k} ${side(`${k}Baselines`)}${before(k)}`).join(' · ')}`,
+        ratio: beside
+          .map((k) => {
+            const rise = rises[k] !== undefined && rises[`${k}Baselines`] !== undefined ? `, rise ${difference(rises[k]!, rises[`${k}Baselines`]!)}` : '';
+            return `${k} peak ${difference(peaks[k]!, peaks[`${k}Baselines`]!)}${rise}`;
+          })
+          .join(' · '),
         target: '— (context)',
         met: '—',
         drifts: [],

@@ -97,9 +97,10 @@ if (process.env.BENCH_MEMORY_LOG) {
     let current: { size: number; perm: string; name: string } | null = null;
     for (const row of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
       const range = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(row);
-      if (range) current = { size: (parseInt(range[2]!, 16) - parseInt(range[1]!, 16)) / 1_048_576, perm: range[3]!, name: range[4]! };
+      if (range) current = { size: Math.round((parseInt(range[2]!, 16) - parseInt(range[1]!, 16)) / 1_048_576), perm: range[3]!, name: range[4]! };
       const rss = /^Rss:\s+(\d+)/.exec(row);
-      if (rss && current && Number(rss[1]) > 1024) mappings.push({ ...current, rss: Math.round(Number(rss[1]) / 1024) });
+      const anonymous = current !== null && (current.name === '' || current.name.startsWith('['));
+      if (rss && anonymous && Number(rss[1]) > 1024) mappings.push({ ...current!, rss: Math.round(Number(rss[1]) / 1024) });
     }
     file.write(`${JSON.stringify({ at: Date.now(), mappings })}\n`);
     file.flush();
