@@ -1,6 +1,7 @@
 import type { InboxSignal } from '../../db/inbox-signal';
 import type { Sql } from '../../db/connect';
 import { isDatabaseUnavailable } from '../../db/unavailable';
+import { settlesWithin } from '../../settles-within';
 import type { Agent } from '../agents/actors';
 import { inbox } from './inbox';
 import { invalid } from '../shared/errors';
@@ -105,21 +106,4 @@ function sharedRead(sql: Sql, agent: Agent, limit: number, after: string | undef
   if (!current) return send();
   if (current.sent > since) return current.entries;
   return (current.next ??= current.entries.then(send, send));
-}
-
-// True when `promise` settles first; false when the time runs out or the caller goes away.
-export function settlesWithin(promise: Promise<void>, ms: number, abort?: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    const done = (settled: boolean) => {
-      clearTimeout(timer);
-      abort?.removeEventListener('abort', gone);
-      resolve(settled);
-    };
-    const gone = () => done(false);
-    // The runtime's timers count whole milliseconds and drop the fraction, so a wait's remaining
-    // 2 999.9 ms would end 0.9 ms before its deadline; rounding up never ends one early.
-    const timer = setTimeout(gone, Math.ceil(ms));
-    abort?.addEventListener('abort', gone, { once: true });
-    void promise.then(() => done(true));
-  });
 }

@@ -6,7 +6,7 @@ import { isRetrying, isStalled } from './delivery-states';
 import { invalid, notFound } from '../shared/errors';
 import { isId } from '../shared/ids';
 import { iso } from '../shared/iso-time';
-import { settlesWithin } from './inbox-wait';
+import { settlesWithin } from '../../settles-within';
 import type { DeliveryStep, MessageReceipts, RecipientStatus } from '../shared/schemas';
 
 // What a sender may see of its own message: each recipient's step and when it got there. Nothing

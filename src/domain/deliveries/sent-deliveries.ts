@@ -10,7 +10,7 @@ import { filesOf } from '../files/files';
 import type { FileRecord } from '../shared/schemas';
 import type { DeliveryStep, MessageRecord, RecipientStatus } from '../shared/schemas';
 import { agentSeesThread } from '../threads/visibility';
-import { settlesWithin } from './inbox-wait';
+import { settlesWithin } from '../../settles-within';
 import { receiptColumns, recipientStatus, type ReceiptColumns } from './receipts';
 
 // The deliveries of an agent's messages to one other agent, seen from the sending side (the A2A
